@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ppa needs to build and test, when missing.
+# Idempotent: says what it installs, and does nothing when all are present.
+# Set PPA_WITH_TORCH=1 to add python3-torch (goldens and benchmarks only).
+set -euo pipefail
+
+pkgs=(gcc make libcjson-dev)
+[ "${PPA_WITH_TORCH:-0}" = 1 ] && pkgs+=(python3-torch python3-numpy)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all present (${pkgs[*]})"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+echo "install-deps: done"

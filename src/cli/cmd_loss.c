@@ -1,0 +1,134 @@
+/* cmd_loss.c: `ppa loss`: one list per JSON line in, loss, gradient and
+ * metrics per line out. A malformed line stops the run with exit status 2
+ * unless --skip-invalid, which reports and counts it instead. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/objective_opts.h"
+#include "core/common.h"
+#include "io/jsonl.h"
+
+static const char HELP[] =
+    "usage: ppa loss --objective NAME [objective options] [--input FILE] [--skip-invalid]\n"
+    "\n"
+    "Reads JSON Lines (stdin, or --input FILE), one list per line:\n"
+    "  {\"scores\": [s_1, ...], \"labels\": [psi_1, ...]}     (a label may be null: masked out)\n"
+    "and writes one line per list:\n"
+    "  {\"loss\": l, \"grad\": [dl/ds_i in input order], \"ndcg\": true NDCG@k of s,\n"
+    "   \"accuracy\": pairwise ranking accuracy, \"kendall_tau\": tau-b[, \"sinkhorn_iters\": T]}\n"
+    "Numbers are printed with 17 significant digits; undefined metrics are null.\n"
+    "\n"
+    "  --input FILE            read FILE instead of stdin\n"
+    "  --skip-invalid          report malformed lines on stderr, count them, and go on\n"
+    "                          (default: stop at the first with exit status 2)\n"
+    "\n";
+
+typedef struct {
+    double *s, *psi, *grad;
+    int cap_s, cap_psi;
+} Buffers;
+
+/* Parses and evaluates one line; prints the result, or returns -1 with err set. */
+static int process_line(const char *line, PpaObjective obj, const PpaLossOptions *o, Buffers *b, FILE *out,
+                        char *err, size_t errlen) {
+    cJSON *root = cJSON_Parse(line);
+    if (!root || !cJSON_IsObject(root)) {
+        snprintf(err, errlen, root ? "a line must be a JSON object" : "invalid JSON");
+        cJSON_Delete(root);
+        return -1;
+    }
+    int n = json_number_array(root, "scores", 0, &b->s, &b->cap_s, err, errlen), m = -1;
+    if (n >= 0) m = json_number_array(root, "labels", 1, &b->psi, &b->cap_psi, err, errlen);
+    cJSON_Delete(root);
+    if (n < 0 || m < 0) return -1;
+    if (n != m) {
+        snprintf(err, errlen, "\"scores\" has %d entries but \"labels\" has %d", n, m);
+        return -1;
+    }
+    int valid = 0;
+    for (int i = 0; i < n; i++) valid += !isnan(b->psi[i]);
+    if (valid < 2) {
+        snprintf(err, errlen, "a list needs at least 2 items with labels, this one has %d", valid);
+        return -1;
+    }
+    b->grad = xrealloc(b->grad, sizeof(double) * (size_t)n);
+    PpaListResult r;
+    PpaStatus st = ppa_loss_list(obj, o, n, b->s, b->psi, NULL, b->grad, &r);
+    if (st != PPA_OK) {
+        snprintf(err, errlen, "item %d: %s (objective %s)", r.bad_index, ppa_status_string(st),
+                 ppa_objective_name(obj));
+        return -1;
+    }
+    PpaListMetrics met;
+    ppa_metrics_list(o, n, b->s, b->psi, NULL, &met);
+
+    fputs("{\"loss\": ", out);
+    json_print_number(out, r.loss);
+    fputs(", \"grad\": [", out);
+    for (int i = 0; i < n; i++) {
+        if (i) fputs(", ", out);
+        json_print_number(out, b->grad[i]);
+    }
+    fputs("], \"ndcg\": ", out);
+    json_print_number(out, met.ndcg);
+    fputs(", \"accuracy\": ", out);
+    json_print_number(out, met.accuracy);
+    fputs(", \"kendall_tau\": ", out);
+    json_print_number(out, met.kendall_tau);
+    if (obj == PPA_NEURAL_NDCG) fprintf(out, ", \"sinkhorn_iters\": %d", r.sinkhorn_iters);
+    fputs("}\n", out);
+    return 0;
+}
+
+int cmd_loss(int argc, char **argv) {
+    enum { OPT_HELP = 1, OPT_INPUT, OPT_SKIP };
+    struct option opts[8 + OBJ_OPT_COUNT] = {
+        {"help", no_argument, NULL, OPT_HELP},
+        {"input", required_argument, NULL, OPT_INPUT},
+        {"skip-invalid", no_argument, NULL, OPT_SKIP},
+    };
+    objective_opts_append(opts, 3);
+    PpaObjective obj = PPA_N_OBJECTIVES;
+    PpaLossOptions o;
+    ppa_loss_options_default(&o);
+    const char *input = NULL;
+    int skip = 0, c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (objective_opts_handle(c, optarg, &obj, &o)) continue;
+        switch (c) {
+        case OPT_HELP: printf("%s%s", HELP, OBJECTIVE_OPTS_HELP); return 0;
+        case OPT_INPUT: input = optarg; break;
+        case OPT_SKIP: skip = 1; break;
+        default: ppa_die(2, "loss: see 'ppa loss --help'");
+        }
+    }
+    if (optind < argc) ppa_die(2, "loss: unexpected argument '%s' (lists are read from stdin or --input)", argv[optind]);
+    if (obj == PPA_N_OBJECTIVES) ppa_die(2, "loss: --objective is required (see 'ppa loss --help')");
+
+    FILE *in = stdin;
+    if (input && !(in = fopen(input, "r"))) ppa_die(2, "loss: cannot open %s: %m", input);
+    JsonlReader rd;
+    jsonl_init(&rd, in, input ? input : "stdin");
+    Buffers b = {0};
+    long lines = 0, skipped = 0;
+    char *line, err[512];
+    while (jsonl_next(&rd, &line)) {
+        lines++;
+        if (process_line(line, obj, &o, &b, stdout, err, sizeof err) == 0) continue;
+        if (!skip) ppa_die(2, "%s:%ld: %s", rd.name, rd.line, err);
+        fprintf(stderr, "ppa: %s:%ld: skipped: %s\n", rd.name, rd.line, err);
+        skipped++;
+    }
+    if (skip) fprintf(stderr, "ppa: loss: skipped %ld of %ld lines\n", skipped, lines);
+    jsonl_free(&rd);
+    free(b.s);
+    free(b.psi);
+    free(b.grad);
+    if (in != stdin) fclose(in);
+    if (fflush(stdout) || ferror(stdout)) ppa_die(1, "loss: error writing the output");
+    return 0;
+}

@@ -1,0 +1,10 @@
+/* commands.h: the subcommands of the ppa binary. Each takes the arguments
+ * after its name (argv[0] = the command name) and returns the exit status. */
+#ifndef PPA_CLI_COMMANDS_H
+#define PPA_CLI_COMMANDS_H
+
+int cmd_loss(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+#endif

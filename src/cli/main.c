@@ -1,0 +1,42 @@
+/* main.c: the ppa binary: dispatch to subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "core/common.h"
+
+#define PPA_VERSION "0.1.0"
+
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+    const char *summary;
+} COMMANDS[] = {
+    {"loss", cmd_loss, "loss, gradient and ranking metrics of score lists (JSON Lines in and out)"},
+    {"bench", cmd_bench, "benchmarks: 'ppa bench loss'"},
+    {"demo", cmd_demo, "the paper's worked examples, computed by the library"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "ppa %s: listwise preference alignment (Permutative Preference Alignment)\n\n"
+               "usage: ppa <command> [options]     ppa <command> --help\n\ncommands:\n",
+            PPA_VERSION);
+    for (size_t i = 0; i < PPA_ARRAY_LEN(COMMANDS); i++) fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(f, "  %-8s %s\n", "help", "this text");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("ppa %s\n", PPA_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < PPA_ARRAY_LEN(COMMANDS); i++)
+        if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "ppa: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

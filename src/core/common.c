@@ -1,0 +1,39 @@
+/* common.c: fatal errors and checked allocation. */
+#include "core/common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ppa_die(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ppa: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(status);
+}
+
+static _Noreturn void oom(size_t n, const char *file, int line) {
+    ppa_die(1, "out of memory allocating %zu bytes at %s:%d (%s)", n, file, line, strerror(errno));
+}
+
+void *ppa_xmalloc_at(size_t n, const char *file, int line) {
+    void *p = malloc(n ? n : 1);
+    if (!p) oom(n, file, line);
+    return p;
+}
+
+void *ppa_xcalloc_at(size_t count, size_t size, const char *file, int line) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) oom(count * size, file, line);
+    return p;
+}
+
+void *ppa_xrealloc_at(void *p, size_t n, const char *file, int line) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) oom(n, file, line);
+    return q;
+}

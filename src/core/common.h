@@ -1,0 +1,24 @@
+/* common.h: process-level helpers shared by every module: fatal errors with
+ * file:line, checked allocation, and small utilities. Library code that can
+ * fail on user input returns a status instead of calling die(). */
+#ifndef PPA_COMMON_H
+#define PPA_COMMON_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define PPA_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Print "ppa: <message>" to stderr and exit with `status`. */
+_Noreturn void ppa_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+void *ppa_xmalloc_at(size_t n, const char *file, int line);
+void *ppa_xcalloc_at(size_t count, size_t size, const char *file, int line);
+void *ppa_xrealloc_at(void *p, size_t n, const char *file, int line);
+
+/* Allocation failure is fatal and names the call site. */
+#define xmalloc(n) ppa_xmalloc_at((n), __FILE__, __LINE__)
+#define xcalloc(c, s) ppa_xcalloc_at((c), (s), __FILE__, __LINE__)
+#define xrealloc(p, n) ppa_xrealloc_at((p), (n), __FILE__, __LINE__)
+
+#endif

@@ -1,0 +1,34 @@
+/* jsonl.h: JSON Lines input with line numbers, and typed getters on top of
+ * cJSON that turn every malformed field into a message naming the field. */
+#ifndef PPA_JSONL_H
+#define PPA_JSONL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+typedef struct {
+    FILE *f;
+    const char *name; /* for messages: a path, or "stdin" */
+    long line;        /* 1-based number of the line last returned */
+    char *buf;
+    size_t cap;
+} JsonlReader;
+
+void jsonl_init(JsonlReader *r, FILE *f, const char *name);
+/* Next line that is not blank; *line points into the reader's buffer.
+ * Returns 1, or 0 at end of input. Read errors are fatal. */
+int jsonl_next(JsonlReader *r, char **line);
+void jsonl_free(JsonlReader *r);
+
+/* Reads a JSON array of numbers into a growing buffer. null entries become
+ * NaN when allow_null, else an error; non-finite numbers are errors.
+ * Returns the length, or -1 with a message in err. */
+int json_number_array(const cJSON *obj, const char *field, int allow_null, double **buf, int *cap, char *err,
+                      size_t errlen);
+
+/* Prints a double with full precision (%.17g), or null if not finite. */
+void json_print_number(FILE *f, double x);
+
+#endif

@@ -1,0 +1,73 @@
+/* internal.h: per-objective kernels behind ppa_loss_list / ppa_loss_batch.
+ *
+ * Every function here takes one *prepared* list: masked items removed and the
+ * rest sorted by label, descending, stably. s, psi: [n] (n >= 2); g: [n] is
+ * overwritten with d loss / d s. They return the loss. Options are already
+ * range-checked. */
+#ifndef PPA_LOSSES_INTERNAL_H
+#define PPA_LOSSES_INTERNAL_H
+
+#include <math.h>
+
+#include "ppa/losses.h"
+
+/* log(1 + e^x) and the logistic function, stable for any finite x */
+static inline double softplus(double x) { return (x > 0 ? x : 0.0) + log1p(exp(-fabs(x))); }
+static inline double sigmoid(double x) {
+    if (x >= 0) return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+/* Status of one valid (unmasked) item. */
+static inline PpaStatus item_status(int gain_based, double s, double psi) {
+    if (!isfinite(psi)) return PPA_ERR_NONFINITE_LABEL;
+    if (!isfinite(s)) return PPA_ERR_NONFINITE_SCORE;
+    if (gain_based && psi < 0) return PPA_ERR_NEGATIVE_LABEL;
+    return PPA_OK;
+}
+
+/* ---- gains, discounts, ideal DCG (ndcg.c) ---- */
+double ndcg_gain(PpaGain gain, double psi);
+double ndcg_discount(PpaDiscount d, int r); /* r = 1-based rank position */
+int ndcg_cutoff(int k, int n);              /* k capped at n; 0 means n */
+/* IDCG@k of labels sorted descending. */
+double ndcg_ideal(PpaGain gain, PpaDiscount d, int k, int n, const double *psi_sorted);
+double ndcg_metric(const PpaLossOptions *o, int n, const double *s, const double *psi_sorted);
+double pair_accuracy(int n, const double *s, const double *psi);
+double kendall_tau_b(int n, const double *s, const double *psi);
+
+/* ---- objectives ---- */
+double obj_approx_ndcg(const PpaLossOptions *o, int n, const double *s, const double *psi, double *g);
+double obj_lambda(const PpaLossOptions *o, int n, const double *s, const double *psi, double *g);
+double obj_ranknet(int n, const double *s, const double *psi, double *g);
+double obj_pairwise(PpaObjective obj, const PpaLossOptions *o, int n, const double *s, const double *psi, double *g);
+double obj_listmle(const PpaLossOptions *o, int n, const double *s, double *g);
+double obj_listnet(int n, const double *s, const double *psi, double *g);
+
+/* ---- neural_ndcg, vectorised across lists (neural_ndcg.c) ----
+ * Lane l of every PpaLanes value belongs to list l of a tile; the lists of a
+ * tile share n and the options. Lanes never mix: a list's result does not
+ * depend on the other lists of its tile. */
+#define PPA_LANES 8
+typedef double PpaLanes __attribute__((vector_size(8 * PPA_LANES)));
+
+typedef struct NeuralWork NeuralWork;
+NeuralWork *neural_work_new(int n_max, int iters_max);
+void neural_work_free(NeuralWork *w);
+
+/* gain, s: [n] lanes; inv_idcg = 1 / (IDCG@k + 1e-10), 0 where IDCG = 0;
+ * disc: [n] discount per rank, 0 beyond k. Writes loss, grad: [n] and
+ * iters[PPA_LANES], the Sinkhorn iterations each lane ran. */
+void neural_ndcg_lanes(const PpaLossOptions *o, int n, const PpaLanes *s, const PpaLanes *gain, PpaLanes inv_idcg,
+                       const double *disc, PpaLanes *loss, PpaLanes *grad, int *iters, NeuralWork *w);
+
+/* One list through the lane kernel (replicated into every lane). */
+double neural_ndcg_one(const PpaLossOptions *o, int n, const double *s, const double *psi, double *g, int *iters);
+
+/* The relaxed permutation matrix P [n, n] (rows = ranks, columns = items)
+ * that neural_ndcg uses for s: NeuralSort, then Sinkhorn if o->sinkhorn.
+ * For tests and the paper's worked examples. */
+void neural_ndcg_matrix(const PpaLossOptions *o, int n, const double *s, double *P, int *iters);
+
+#endif

@@ -1,0 +1,258 @@
+/* objective.c: the public objectives API: names and options, list
+ * preparation (mask, validation, stable sort by label), dispatch to the
+ * per-objective kernels, metrics, and the batched multi-threaded entry. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "losses/internal.h"
+
+static const struct {
+    const char *name;
+    PpaObjective obj;
+} NAMES[] = {
+    {"neural_ndcg", PPA_NEURAL_NDCG},
+    {"ppa", PPA_NEURAL_NDCG},
+    {"approx_ndcg", PPA_APPROX_NDCG},
+    {"lambda", PPA_LAMBDA},
+    {"lipo", PPA_LAMBDA},
+    {"lambdarank", PPA_LAMBDA},
+    {"ranknet", PPA_RANKNET},
+    {"dpo_single_pair", PPA_DPO_SINGLE_PAIR},
+    {"dpo_bpr", PPA_DPO_BPR},
+    {"dpo_ovw", PPA_DPO_OVW},
+    {"dpo_all_pairs", PPA_DPO_ALL_PAIRS},
+    {"dpo", PPA_DPO_ALL_PAIRS},
+    {"hinge", PPA_HINGE},
+    {"slic", PPA_HINGE},
+    {"listmle", PPA_LISTMLE},
+    {"dpo_pl", PPA_LISTMLE},
+    {"listnet", PPA_LISTNET},
+    {"ipo", PPA_IPO},
+    {"simpo", PPA_SIMPO},
+};
+
+const char *ppa_objective_name(PpaObjective obj) {
+    for (size_t i = 0; i < PPA_ARRAY_LEN(NAMES); i++)
+        if (NAMES[i].obj == obj) return NAMES[i].name; /* the first entry is the canonical name */
+    return "?";
+}
+
+int ppa_objective_parse(const char *name, PpaObjective *out) {
+    for (size_t i = 0; i < PPA_ARRAY_LEN(NAMES); i++)
+        if (strcmp(NAMES[i].name, name) == 0) {
+            *out = NAMES[i].obj;
+            return 0;
+        }
+    return -1;
+}
+
+int ppa_objective_uses_gain(PpaObjective obj) {
+    return obj == PPA_NEURAL_NDCG || obj == PPA_APPROX_NDCG || obj == PPA_LAMBDA;
+}
+
+const char *ppa_status_string(PpaStatus st) {
+    switch (st) {
+    case PPA_OK: return "ok";
+    case PPA_ERR_NONFINITE_SCORE: return "a score of a valid item is not finite";
+    case PPA_ERR_NONFINITE_LABEL: return "a label is infinite";
+    case PPA_ERR_NEGATIVE_LABEL: return "a label is negative, but gains 2^psi - 1 need labels >= 0";
+    case PPA_ERR_BAD_OPTION: return "bad option";
+    }
+    return "unknown status";
+}
+
+void ppa_loss_options_default(PpaLossOptions *o) {
+    *o = (PpaLossOptions){
+        .tau = 1.0, .alpha = 25.0, .k = 0, .gain = PPA_GAIN_POW2, .discount = PPA_DISCOUNT_LOG2,
+        .sinkhorn = 1, .sinkhorn_iters = 50, .sinkhorn_tol = 1e-6, .ties = PPA_TIES_EXCLUDE,
+        .pairs = PPA_PAIRS_ALL, .sigma = 1.0, .label_smoothing = 0.0, .gamma = 0.1, .beta = 0.1,
+        .normalize = 0,
+    };
+}
+
+/* ---- option parsing ---- */
+
+static int parse_double(const char *v, double *out) {
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !isfinite(x)) return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_int(const char *v, int *out) {
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < -1000000000L || x > 1000000000L) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_bool(const char *v, int *out) {
+    const char *yes[] = {"on", "true", "1", "yes"}, *no[] = {"off", "false", "0", "no"};
+    for (int i = 0; i < 4; i++) {
+        if (!strcmp(v, yes[i])) return *out = 1, 0;
+        if (!strcmp(v, no[i])) return *out = 0, 0;
+    }
+    return -1;
+}
+
+/* value -> index into names[]; -1 if absent */
+static int parse_choice(const char *v, const char *const *names, int count) {
+    for (int i = 0; i < count; i++)
+        if (!strcmp(v, names[i])) return i;
+    return -1;
+}
+
+static const char *const GAINS[] = {"pow2", "linear"};
+static const char *const DISCOUNTS[] = {"log2", "inv", "inv_sqrt", "inv_sq"};
+static const char *const TIES[] = {"exclude", "include"};
+static const char *const PAIRS[] = {"all_pairs", "best_with_worst", "best_with_others", "others_vs_worst"};
+static const char *const PAIR_ALIASES[] = {"all", "single_pair", "bpr", "ovw"};
+
+PpaStatus ppa_loss_option_set(PpaLossOptions *o, const char *key_in, const char *v, char *err, size_t errlen) {
+    char key[64];
+    snprintf(key, sizeof key, "%s", key_in);
+    for (char *c = key; *c; c++)
+        if (*c == '-') *c = '_';
+    int bad = 0, choice;
+    if (!strcmp(key, "tau")) bad = parse_double(v, &o->tau);
+    else if (!strcmp(key, "alpha")) bad = parse_double(v, &o->alpha);
+    else if (!strcmp(key, "k")) bad = parse_int(v, &o->k);
+    else if (!strcmp(key, "sinkhorn")) bad = parse_bool(v, &o->sinkhorn);
+    else if (!strcmp(key, "sinkhorn_iters")) bad = parse_int(v, &o->sinkhorn_iters);
+    else if (!strcmp(key, "sinkhorn_tol")) bad = parse_double(v, &o->sinkhorn_tol);
+    else if (!strcmp(key, "sigma")) bad = parse_double(v, &o->sigma);
+    else if (!strcmp(key, "label_smoothing")) bad = parse_double(v, &o->label_smoothing);
+    else if (!strcmp(key, "gamma")) bad = parse_double(v, &o->gamma);
+    else if (!strcmp(key, "beta")) bad = parse_double(v, &o->beta);
+    else if (!strcmp(key, "normalize")) bad = parse_bool(v, &o->normalize);
+    else if (!strcmp(key, "gain")) {
+        bad = (choice = parse_choice(v, GAINS, 2)) < 0;
+        if (!bad) o->gain = (PpaGain)choice;
+    } else if (!strcmp(key, "discount")) {
+        bad = (choice = parse_choice(v, DISCOUNTS, 4)) < 0;
+        if (!bad) o->discount = (PpaDiscount)choice;
+    } else if (!strcmp(key, "ties")) {
+        bad = (choice = parse_choice(v, TIES, 2)) < 0;
+        if (!bad) o->ties = (PpaTies)choice;
+    } else if (!strcmp(key, "pairs")) {
+        choice = parse_choice(v, PAIRS, 4);
+        if (choice < 0) choice = parse_choice(v, PAIR_ALIASES, 4);
+        bad = choice < 0;
+        if (!bad) o->pairs = (PpaPairs)choice;
+    } else {
+        snprintf(err, errlen, "unknown option '%s'", key_in);
+        return PPA_ERR_BAD_OPTION;
+    }
+    if (bad) {
+        snprintf(err, errlen, "option '%s': cannot use value '%s'", key_in, v);
+        return PPA_ERR_BAD_OPTION;
+    }
+    return ppa_loss_options_check(o, err, errlen);
+}
+
+PpaStatus ppa_loss_options_check(const PpaLossOptions *o, char *err, size_t errlen) {
+    const char *msg = NULL;
+    if (!(o->tau > 0)) msg = "tau must be > 0";
+    else if (!(o->alpha > 0)) msg = "alpha must be > 0";
+    else if (o->k < 0) msg = "k must be >= 1 (or 0 for the list size)";
+    else if (o->sinkhorn_iters < 0 || o->sinkhorn_iters > 100000) msg = "sinkhorn_iters must be in 0..100000";
+    else if (!(o->sinkhorn_tol >= 0)) msg = "sinkhorn_tol must be >= 0";
+    else if (!(o->sigma > 0)) msg = "sigma must be > 0";
+    else if (!(o->label_smoothing >= 0 && o->label_smoothing <= 1)) msg = "label_smoothing must be in [0, 1]";
+    else if (!(o->beta > 0)) msg = "beta must be > 0";
+    else if (!isfinite(o->gamma)) msg = "gamma must be finite";
+    if (!msg) return PPA_OK;
+    snprintf(err, errlen, "%s", msg);
+    return PPA_ERR_BAD_OPTION;
+}
+
+/* ---- list preparation ---- */
+
+/* Keeps the valid items (mask set, label not NaN), checks them, and orders
+ * them by label, descending, stably. idx[0..nv) receives input positions. */
+static PpaStatus prepare(int gain_based, int n, const double *s, const double *psi, const unsigned char *mask,
+                         int *idx, int *nv_out, int *bad) {
+    int nv = 0;
+    *bad = -1;
+    for (int i = 0; i < n; i++) {
+        if ((mask && !mask[i]) || isnan(psi[i])) continue;
+        PpaStatus st = item_status(gain_based, s[i], psi[i]);
+        if (st != PPA_OK) {
+            *bad = i;
+            return st;
+        }
+        int j = nv++;
+        while (j > 0 && psi[idx[j - 1]] < psi[i]) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = i;
+    }
+    *nv_out = nv;
+    return PPA_OK;
+}
+
+static double dispatch(PpaObjective obj, const PpaLossOptions *o, int n, const double *s, const double *psi, double *g,
+                       int *iters) {
+    *iters = 0;
+    switch (obj) {
+    case PPA_NEURAL_NDCG: return neural_ndcg_one(o, n, s, psi, g, iters);
+    case PPA_APPROX_NDCG: return obj_approx_ndcg(o, n, s, psi, g);
+    case PPA_LAMBDA: return obj_lambda(o, n, s, psi, g);
+    case PPA_RANKNET: return obj_ranknet(n, s, psi, g);
+    case PPA_LISTMLE: return obj_listmle(o, n, s, g);
+    case PPA_LISTNET: return obj_listnet(n, s, psi, g);
+    default: return obj_pairwise(obj, o, n, s, psi, g);
+    }
+}
+
+PpaStatus ppa_loss_list(PpaObjective obj, const PpaLossOptions *o, int n, const double *s, const double *psi,
+                        const unsigned char *mask, double *grad, PpaListResult *res) {
+    PpaListResult r = {0.0, 0, 0, -1};
+    if (grad)
+        for (int i = 0; i < n; i++) grad[i] = 0.0;
+    int *idx = xmalloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    double *buf = xmalloc(sizeof(double) * 3 * (size_t)(n > 0 ? n : 1));
+    double *ss = buf, *pp = buf + n, *gg = buf + 2 * n;
+    PpaStatus st = prepare(ppa_objective_uses_gain(obj), n, s, psi, mask, idx, &r.n_valid, &r.bad_index);
+    if (st == PPA_OK && r.n_valid >= 2) {
+        for (int i = 0; i < r.n_valid; i++) {
+            ss[i] = s[idx[i]];
+            pp[i] = psi[idx[i]];
+        }
+        r.loss = dispatch(obj, o, r.n_valid, ss, pp, gg, &r.sinkhorn_iters);
+        if (grad)
+            for (int i = 0; i < r.n_valid; i++) grad[idx[i]] = gg[i];
+    }
+    free(idx);
+    free(buf);
+    if (res) *res = r;
+    return st;
+}
+
+PpaStatus ppa_metrics_list(const PpaLossOptions *o, int n, const double *s, const double *psi,
+                           const unsigned char *mask, PpaListMetrics *m) {
+    int *idx = xmalloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), nv, bad;
+    double *buf = xmalloc(sizeof(double) * 2 * (size_t)(n > 0 ? n : 1)), *ss = buf, *pp = buf + n;
+    PpaStatus st = prepare(0, n, s, psi, mask, idx, &nv, &bad);
+    *m = (PpaListMetrics){NAN, NAN, 0.0};
+    if (st == PPA_OK) {
+        int negative = 0;
+        for (int i = 0; i < nv; i++) {
+            ss[i] = s[idx[i]];
+            pp[i] = psi[idx[i]];
+            negative |= pp[i] < 0;
+        }
+        m->ndcg = negative ? NAN : ndcg_metric(o, nv, ss, pp);
+        m->accuracy = pair_accuracy(nv, ss, pp);
+        m->kendall_tau = kendall_tau_b(nv, ss, pp);
+    }
+    free(idx);
+    free(buf);
+    return st;
+}

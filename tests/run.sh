@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every test binary of a build and the CLI tests, then prints the total
+# as the closing line "N passed, N failed". Usage: tests/run.sh BUILD_DIR PPA_BINARY
+set -u
+build=${1:-build}
+ppa=${2:-./ppa}
+cd "$(dirname "$0")/.."
+total_pass=0
+total_fail=0
+run() {
+  local out status
+  out=$("$@" 2>&1)
+  status=$?
+  echo "$out" | grep -v '^[a-z_]*: [0-9]* passed, [0-9]* failed$' | tail -n 40
+  local line
+  line=$(echo "$out" | grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+  if [ -z "$line" ]; then
+    echo "$1: no summary line (exit status $status): counted as 1 failure"
+    total_fail=$((total_fail + 1))
+    return
+  fi
+  echo "$line"
+  local p f
+  p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed.*/\1/')
+  f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed$/\1/')
+  total_pass=$((total_pass + p))
+  total_fail=$((total_fail + f))
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then total_fail=$((total_fail + 1)); fi
+}
+for t in "$build"/tests/test_*; do
+  [ -x "$t" ] && run "$t"
+done
+run bash tests/test_cli.sh "$ppa"
+echo "$build: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

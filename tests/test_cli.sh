@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# CLI behaviour of `ppa loss`, `ppa bench loss`, help and errors.
+# Usage: tests/test_cli.sh PPA_BINARY. Prints "test_cli: N passed, N failed".
+set -u
+ppa=${1:-./ppa}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL test_cli: $*" >&2; }
+expect() { # expect DESCRIPTION COMMAND...: command must succeed
+  local d=$1; shift
+  if "$@"; then ok; else bad "$d"; fi
+}
+
+# -- a good run: one output line per list, full precision, the paper's numbers
+cat > "$tmp/good.jsonl" <<'J'
+{"scores": [9, 1, 5, 2], "labels": [5, 4, 3, 2]}
+
+{"scores": [0.7, 0.5, 0.6], "labels": [3, 2, 1]}
+{"scores": [0.1, 123, -0.4], "labels": [0.5, null, 0.25]}
+J
+"$ppa" loss --objective ppa < "$tmp/good.jsonl" > "$tmp/out" 2> "$tmp/err"
+expect "loss exits 0" test $? -eq 0
+expect "one line per list (blank lines skipped)" test "$(wc -l < "$tmp/out")" -eq 3
+expect "NeuralNDCG of the appendix example" grep -q '^{"loss": -0.959187074' "$tmp/out"
+expect "true NDCG of the appendix example" grep -q '"ndcg": 0.958473565289738' "$tmp/out"
+expect "sinkhorn iterations reported" grep -q '"sinkhorn_iters": 50' "$tmp/out"
+expect "masked item gets gradient 0" grep -q '"grad": \[[^,]*, 0, ' "$tmp/out"
+"$ppa" loss --objective dpo_all_pairs --input "$tmp/good.jsonl" > "$tmp/out2"
+expect "DPO example 0.6623107298429112" grep -q '"loss": 0.66231072984291' "$tmp/out2"
+expect "--input reads a file" test "$(wc -l < "$tmp/out2")" -eq 3
+
+# -- malformed lines: message names the line, exit status 2
+check_error() { # check_error DESCRIPTION LINE3 EXPECTED_MESSAGE [objective]
+  printf '%s\n%s\n%s\n' '{"scores": [1, 2], "labels": [1, 0]}' '{"scores": [1, 2], "labels": [0, 1]}' "$2" > "$tmp/bad.jsonl"
+  "$ppa" loss --objective "${4:-ppa}" < "$tmp/bad.jsonl" > "$tmp/out" 2> "$tmp/err"
+  local st=$?
+  if [ $st -eq 2 ] && grep -q "stdin:3: .*$3" "$tmp/err"; then ok; else bad "$1 (status $st: $(cat "$tmp/err"))"; fi
+}
+check_error "bad JSON" '{"scores": [1, 2], "labels": [1, 0' "invalid JSON"
+check_error "not an object" '[1, 2]' "JSON object"
+check_error "lengths differ" '{"scores": [1, 2, 3], "labels": [1, 0]}' "has 3 entries"
+check_error "fewer than 2 valid" '{"scores": [1, 2], "labels": [1, null]}' "at least 2"
+check_error "non-finite number" '{"scores": [1e999, 2], "labels": [1, 0]}' "not a finite number"
+check_error "missing field" '{"labels": [1, 0]}' 'missing field "scores"'
+check_error "string score" '{"scores": ["a", 2], "labels": [1, 0]}' 'is not a number'
+check_error "negative label for a gain objective" '{"scores": [1, 2], "labels": [1, -1]}' "item 1: a label is negative"
+printf '%s\n' '{"scores": [1, 2], "labels": [1, -1]}' | "$ppa" loss --objective dpo > "$tmp/out" 2>&1
+expect "negative labels are fine for dpo" grep -q '"ndcg": null' "$tmp/out"
+
+# -- --skip-invalid: reported, counted, the rest computed
+printf '%s\n' '{"scores": [1, 2], "labels": [1, 0]}' 'oops' '{"scores": [1], "labels": [1]}' '{"scores": [3, 2], "labels": [1, 0]}' > "$tmp/mixed.jsonl"
+"$ppa" loss --objective lambda --skip-invalid < "$tmp/mixed.jsonl" > "$tmp/out" 2> "$tmp/err"
+expect "--skip-invalid exits 0" test $? -eq 0
+expect "--skip-invalid keeps the valid lines" test "$(wc -l < "$tmp/out")" -eq 2
+expect "--skip-invalid names each skipped line" grep -q "stdin:2: skipped: invalid JSON" "$tmp/err"
+expect "--skip-invalid counts" grep -q "skipped 2 of 4 lines" "$tmp/err"
+
+# -- options and commands
+"$ppa" loss < "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
+expect "--objective is required" test $? -eq 2
+"$ppa" loss --objective nope < "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
+expect "unknown objective exits 2" test $? -eq 2
+expect "unknown objective is named" grep -q "unknown objective 'nope'" "$tmp/err"
+"$ppa" loss --objective ppa --tau -1 < "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
+expect "bad option value exits 2" test $? -eq 2
+expect "bad option value is explained" grep -q "tau must be > 0" "$tmp/err"
+"$ppa" loss --objective ppa --tau 0.1 --k 2 --gain linear --discount inv --sinkhorn-iters 5 --sinkhorn-tol 0 < "$tmp/good.jsonl" > "$tmp/out"
+expect "objective options accepted" grep -q '"sinkhorn_iters": 5' "$tmp/out"
+expect "ppa help" "$ppa" help > /dev/null
+expect "ppa loss --help" "$ppa" loss --help > /dev/null
+expect "ppa bench loss --help" "$ppa" bench loss --help > /dev/null
+"$ppa" frobnicate > /dev/null 2>&1
+expect "unknown command exits 2" test $? -eq 2
+expect "--list-objectives" test "$("$ppa" loss --list-objectives | wc -l)" -eq 13
+"$ppa" bench loss --lists 50 --size 6 --repeat 1 --json > "$tmp/bench"
+expect "bench --json prints every objective" test "$(grep -c '"objective"' "$tmp/bench")" -eq 13
+expect "ppa demo" "$ppa" demo > /dev/null
+
+echo "test_cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
