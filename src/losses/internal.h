@@ -33,6 +33,9 @@ double ndcg_discount(PpaDiscount d, int r); /* r = 1-based rank position */
 int ndcg_cutoff(int k, int n);              /* k capped at n; 0 means n */
 /* IDCG@k of labels sorted descending. */
 double ndcg_ideal(PpaGain gain, PpaDiscount d, int k, int n, const double *psi_sorted);
+/* idx[p] = the item at position p when ordered by score, descending, stably
+ * (tied scores keep their order in s). */
+void order_by_score(int n, const double *s, int *idx);
 double ndcg_metric(const PpaLossOptions *o, int n, const double *s, const double *psi_sorted);
 double pair_accuracy(int n, const double *s, const double *psi);
 double kendall_tau_b(int n, const double *s, const double *psi);

@@ -15,14 +15,7 @@ double obj_lambda(const PpaLossOptions *o, int n, const double *s, const double 
 
     /* pi: positions by score, descending; stable, so tied scores keep label order */
     int *pi = xmalloc(sizeof(int) * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        int j = i;
-        while (j > 0 && s[pi[j - 1]] < s[i]) {
-            pi[j] = pi[j - 1];
-            j--;
-        }
-        pi[j] = i;
-    }
+    order_by_score(n, s, pi);
     for (int i = 0; i < n; i++) g[i] = 0.0;
     double sum = 0.0;
     long pairs = 0;

@@ -30,8 +30,8 @@ double ndcg_ideal(PpaGain gain, PpaDiscount d, int k, int n, const double *psi_s
     return idcg;
 }
 
-/* Items ordered by score, descending, stable (insertion sort: lists are short). */
-static void order_by_score(int n, const double *s, int *idx) {
+/* insertion sort: lists are short */
+void order_by_score(int n, const double *s, int *idx) {
     for (int i = 0; i < n; i++) {
         int j = i;
         while (j > 0 && s[idx[j - 1]] < s[i]) {
