@@ -9,7 +9,7 @@
 
 CC      ?= gcc
 BUILD   ?= build
-OPT     ?= -O3 -march=native -fno-math-errno
+OPT     ?= -O3 -march=native -fno-math-errno -ffp-contract=fast
 SAN     ?=
 OMP     ?= -fopenmp
 # -Wno-psabi: 64-byte lane vectors are passed by value only between our own

@@ -135,14 +135,18 @@ static void neural_batch(const PpaLossOptions *o, const Prepared *p, double *los
 
 static void generic_batch(PpaObjective obj, const PpaLossOptions *o, const Prepared *p, double *loss, double *grad) {
     int K = p->K;
-#pragma omp parallel for schedule(dynamic, 64)
-    for (int b = 0; b < p->B; b++) {
-        if (p->n[b] < 2) continue;
-        size_t off = (size_t)b * K;
-        PpaListResult r;
-        /* the prepared list is already valid and sorted, so no mask is needed */
-        ppa_loss_list(obj, o, p->n[b], p->s + off, p->psi + off, NULL, grad + off, &r);
-        loss[b] = r.loss;
+#pragma omp parallel
+    {
+        double *work = xmalloc(sizeof(double) * ((size_t)K * K + 2 * (size_t)K));
+        int *order = xmalloc(sizeof(int) * (size_t)K), iters;
+#pragma omp for schedule(dynamic, 256)
+        for (int b = 0; b < p->B; b++) {
+            if (p->n[b] < 2) continue;
+            size_t off = (size_t)b * K;
+            loss[b] = loss_prepared(obj, o, p->n[b], p->s + off, p->psi + off, grad + off, &iters, work, order);
+        }
+        free(work);
+        free(order);
     }
 }
 

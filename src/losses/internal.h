@@ -3,7 +3,8 @@
  * Every function here takes one *prepared* list: masked items removed and the
  * rest sorted by label, descending, stably. s, psi: [n] (n >= 2); g: [n] is
  * overwritten with d loss / d s. They return the loss. Options are already
- * range-checked. */
+ * range-checked. Scratch memory comes from the caller (work: doubles, order:
+ * ints), so no kernel allocates. */
 #ifndef PPA_LOSSES_INTERNAL_H
 #define PPA_LOSSES_INTERNAL_H
 
@@ -14,9 +15,14 @@
 /* log(1 + e^x) and the logistic function, stable for any finite x */
 static inline double softplus(double x) { return (x > 0 ? x : 0.0) + log1p(exp(-fabs(x))); }
 static inline double sigmoid(double x) {
-    if (x >= 0) return 1.0 / (1.0 + exp(-x));
-    double e = exp(x);
-    return e / (1.0 + e);
+    double e = exp(-fabs(x));
+    return x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+/* softplus(x) and, in *sig, its derivative sigmoid(x), from one exp */
+static inline double softplus_sigmoid(double x, double *sig) {
+    double e = exp(-fabs(x));
+    *sig = x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+    return (x > 0 ? x : 0.0) + log1p(e);
 }
 
 /* Status of one valid (unmasked) item. */
@@ -36,17 +42,24 @@ double ndcg_ideal(PpaGain gain, PpaDiscount d, int k, int n, const double *psi_s
 /* idx[p] = the item at position p when ordered by score, descending, stably
  * (tied scores keep their order in s). */
 void order_by_score(int n, const double *s, int *idx);
-double ndcg_metric(const PpaLossOptions *o, int n, const double *s, const double *psi_sorted);
+double ndcg_metric(const PpaLossOptions *o, int n, const double *s, const double *psi_sorted, int *idx /*[n]*/);
 double pair_accuracy(int n, const double *s, const double *psi);
 double kendall_tau_b(int n, const double *s, const double *psi);
 
 /* ---- objectives ---- */
-double obj_approx_ndcg(const PpaLossOptions *o, int n, const double *s, const double *psi, double *g);
-double obj_lambda(const PpaLossOptions *o, int n, const double *s, const double *psi, double *g);
+double obj_approx_ndcg(const PpaLossOptions *o, int n, const double *s, const double *psi, double *g,
+                       double *work /*[n * n + 2n]*/);
+double obj_lambda(const PpaLossOptions *o, int n, const double *s, const double *psi, double *g, double *work /*[2n]*/,
+                  int *order /*[n]*/);
 double obj_ranknet(int n, const double *s, const double *psi, double *g);
 double obj_pairwise(PpaObjective obj, const PpaLossOptions *o, int n, const double *s, const double *psi, double *g);
-double obj_listmle(const PpaLossOptions *o, int n, const double *s, double *g);
-double obj_listnet(int n, const double *s, const double *psi, double *g);
+double obj_listmle(const PpaLossOptions *o, int n, const double *s, double *g, double *work /*[n]*/);
+double obj_listnet(int n, const double *s, const double *psi, double *g, double *work /*[2n]*/);
+
+/* Any objective on a prepared list; work: [n * n + 2n] doubles, order: [n] ints.
+ * *iters receives the Sinkhorn iterations (neural_ndcg), else 0. */
+double loss_prepared(PpaObjective obj, const PpaLossOptions *o, int n, const double *s, const double *psi, double *g,
+                     int *iters, double *work, int *order);
 
 /* ---- neural_ndcg, vectorised across lists (neural_ndcg.c) ----
  * Lane l of every PpaLanes value belongs to list l of a tile; the lists of a

@@ -12,8 +12,7 @@ static double log_add_exp(double a, double b) {
 
 /* loss = sum_k [log sum_{j >= k} e^{s_j} - s_k] in label order, via a
  * reverse log-cumsum-exp (stable for |s| ~ 1e3, pitfall 14). */
-double obj_listmle(const PpaLossOptions *o, int n, const double *s, double *g) {
-    double *lse = xmalloc(sizeof(double) * (size_t)n);
+double obj_listmle(const PpaLossOptions *o, int n, const double *s, double *g, double *lse) {
     lse[n - 1] = s[n - 1];
     for (int k = n - 2; k >= 0; k--) lse[k] = log_add_exp(s[k], lse[k + 1]);
     double loss = 0.0, scale = o->normalize ? 1.0 / n : 1.0;
@@ -23,7 +22,6 @@ double obj_listmle(const PpaLossOptions *o, int n, const double *s, double *g) {
         for (int k = 0; k <= m; k++) acc += exp(s[m] - lse[k]);
         g[m] = (acc - 1.0) * scale;
     }
-    free(lse);
     return loss * scale;
 }
 
@@ -34,9 +32,9 @@ static void softmax(int n, const double *x, double *p) {
     for (int i = 0; i < n; i++) p[i] /= sum;
 }
 
-double obj_listnet(int n, const double *s, const double *psi, double *g) {
+double obj_listnet(int n, const double *s, const double *psi, double *g, double *work) {
     const double eps = 1e-10;
-    double *p = xmalloc(sizeof(double) * 2 * (size_t)n), *q = p + n;
+    double *p = work, *q = work + n;
     softmax(n, s, p);
     softmax(n, psi, q);
     double loss = 0.0, c = 0.0;
@@ -45,6 +43,5 @@ double obj_listnet(int n, const double *s, const double *psi, double *g) {
         c += q[i] * p[i] / (p[i] + eps);
     }
     for (int m = 0; m < n; m++) g[m] = p[m] * c - q[m] * p[m] / (p[m] + eps);
-    free(p);
     return loss;
 }

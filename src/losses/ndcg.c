@@ -42,11 +42,10 @@ void order_by_score(int n, const double *s, int *idx) {
     }
 }
 
-double ndcg_metric(const PpaLossOptions *o, int n, const double *s, const double *psi_sorted) {
+double ndcg_metric(const PpaLossOptions *o, int n, const double *s, const double *psi_sorted, int *idx) {
     double idcg = ndcg_ideal(o->gain, o->discount, o->k, n, psi_sorted);
     if (idcg == 0.0) return 1.0; /* allRank's convention: nothing to rank */
     int k = ndcg_cutoff(o->k, n);
-    int *idx = xmalloc(sizeof(int) * (size_t)n);
     order_by_score(n, s, idx);
     double dcg = 0.0;
     for (int a = 0; a < n;) {
@@ -61,7 +60,6 @@ double ndcg_metric(const PpaLossOptions *o, int n, const double *s, const double
         dcg += g / (b - a) * d;
         a = b;
     }
-    free(idx);
     return dcg / idcg;
 }
 

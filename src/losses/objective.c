@@ -197,18 +197,31 @@ static PpaStatus prepare(int gain_based, int n, const double *s, const double *p
     return PPA_OK;
 }
 
-static double dispatch(PpaObjective obj, const PpaLossOptions *o, int n, const double *s, const double *psi, double *g,
-                       int *iters) {
+double loss_prepared(PpaObjective obj, const PpaLossOptions *o, int n, const double *s, const double *psi, double *g,
+                     int *iters, double *work, int *order) {
     *iters = 0;
     switch (obj) {
     case PPA_NEURAL_NDCG: return neural_ndcg_one(o, n, s, psi, g, iters);
-    case PPA_APPROX_NDCG: return obj_approx_ndcg(o, n, s, psi, g);
-    case PPA_LAMBDA: return obj_lambda(o, n, s, psi, g);
+    case PPA_APPROX_NDCG: return obj_approx_ndcg(o, n, s, psi, g, work);
+    case PPA_LAMBDA: return obj_lambda(o, n, s, psi, g, work, order);
     case PPA_RANKNET: return obj_ranknet(n, s, psi, g);
-    case PPA_LISTMLE: return obj_listmle(o, n, s, g);
-    case PPA_LISTNET: return obj_listnet(n, s, psi, g);
+    case PPA_LISTMLE: return obj_listmle(o, n, s, g, work);
+    case PPA_LISTNET: return obj_listnet(n, s, psi, g, work);
     default: return obj_pairwise(obj, o, n, s, psi, g);
     }
+}
+
+/* One allocation for a list's preparation and scratch. */
+typedef struct {
+    int *idx, *order;          /* [n] each */
+    double *s, *psi, *g, *work; /* [n], [n], [n], [n * n + 2n] */
+} ListBuffers;
+
+static ListBuffers list_buffers(int n) {
+    size_t m = (size_t)(n > 0 ? n : 1), nd = 5 * m + m * m;
+    double *d = xmalloc(sizeof(double) * nd + sizeof(int) * 2 * m);
+    int *i = (int *)(d + nd);
+    return (ListBuffers){i, i + m, d, d + m, d + 2 * m, d + 3 * m};
 }
 
 PpaStatus ppa_loss_list(PpaObjective obj, const PpaLossOptions *o, int n, const double *s, const double *psi,
@@ -216,43 +229,39 @@ PpaStatus ppa_loss_list(PpaObjective obj, const PpaLossOptions *o, int n, const 
     PpaListResult r = {0.0, 0, 0, -1};
     if (grad)
         for (int i = 0; i < n; i++) grad[i] = 0.0;
-    int *idx = xmalloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    double *buf = xmalloc(sizeof(double) * 3 * (size_t)(n > 0 ? n : 1));
-    double *ss = buf, *pp = buf + n, *gg = buf + 2 * n;
-    PpaStatus st = prepare(ppa_objective_uses_gain(obj), n, s, psi, mask, idx, &r.n_valid, &r.bad_index);
+    ListBuffers b = list_buffers(n);
+    PpaStatus st = prepare(ppa_objective_uses_gain(obj), n, s, psi, mask, b.idx, &r.n_valid, &r.bad_index);
     if (st == PPA_OK && r.n_valid >= 2) {
         for (int i = 0; i < r.n_valid; i++) {
-            ss[i] = s[idx[i]];
-            pp[i] = psi[idx[i]];
+            b.s[i] = s[b.idx[i]];
+            b.psi[i] = psi[b.idx[i]];
         }
-        r.loss = dispatch(obj, o, r.n_valid, ss, pp, gg, &r.sinkhorn_iters);
+        r.loss = loss_prepared(obj, o, r.n_valid, b.s, b.psi, b.g, &r.sinkhorn_iters, b.work, b.order);
         if (grad)
-            for (int i = 0; i < r.n_valid; i++) grad[idx[i]] = gg[i];
+            for (int i = 0; i < r.n_valid; i++) grad[b.idx[i]] = b.g[i];
     }
-    free(idx);
-    free(buf);
+    free(b.s);
     if (res) *res = r;
     return st;
 }
 
 PpaStatus ppa_metrics_list(const PpaLossOptions *o, int n, const double *s, const double *psi,
                            const unsigned char *mask, PpaListMetrics *m) {
-    int *idx = xmalloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), nv, bad;
-    double *buf = xmalloc(sizeof(double) * 2 * (size_t)(n > 0 ? n : 1)), *ss = buf, *pp = buf + n;
-    PpaStatus st = prepare(0, n, s, psi, mask, idx, &nv, &bad);
+    ListBuffers b = list_buffers(n);
+    int nv, bad;
+    PpaStatus st = prepare(0, n, s, psi, mask, b.idx, &nv, &bad);
     *m = (PpaListMetrics){NAN, NAN, 0.0};
     if (st == PPA_OK) {
         int negative = 0;
         for (int i = 0; i < nv; i++) {
-            ss[i] = s[idx[i]];
-            pp[i] = psi[idx[i]];
-            negative |= pp[i] < 0;
+            b.s[i] = s[b.idx[i]];
+            b.psi[i] = psi[b.idx[i]];
+            negative |= b.psi[i] < 0;
         }
-        m->ndcg = negative ? NAN : ndcg_metric(o, nv, ss, pp);
-        m->accuracy = pair_accuracy(nv, ss, pp);
-        m->kendall_tau = kendall_tau_b(nv, ss, pp);
+        m->ndcg = negative ? NAN : ndcg_metric(o, nv, b.s, b.psi, b.order);
+        m->accuracy = pair_accuracy(nv, b.s, b.psi);
+        m->kendall_tau = kendall_tau_b(nv, b.s, b.psi);
     }
-    free(idx);
-    free(buf);
+    free(b.s);
     return st;
 }

@@ -12,10 +12,10 @@ double obj_ranknet(int n, const double *s, const double *psi, double *g) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             if (!(psi[i] > psi[j])) continue;
-            double d = s[i] - s[j];
-            sum += softplus(-d);
-            g[i] -= sigmoid(-d);
-            g[j] += sigmoid(-d);
+            double sg;
+            sum += softplus_sigmoid(s[j] - s[i], &sg);
+            g[i] -= sg;
+            g[j] += sg;
             pairs++;
         }
     if (!pairs) return 0.0;
@@ -46,9 +46,11 @@ static double pair_term(PpaObjective obj, const PpaLossOptions *o, double d, dou
         return h * h;
     }
     default: {
-        double gamma = obj == PPA_SIMPO ? o->gamma : 0.0, eps = o->label_smoothing, x = d - gamma;
-        *dterm = sigmoid(x) - (1.0 - eps);
-        return (1.0 - eps) * softplus(-x) + (eps != 0.0 ? eps * softplus(x) : 0.0);
+        /* (1 - eps) softplus(-x) + eps softplus(x), with softplus(x) = softplus(-x) + x */
+        double gamma = obj == PPA_SIMPO ? o->gamma : 0.0, eps = o->label_smoothing, x = d - gamma, sg;
+        double sp = softplus_sigmoid(-x, &sg); /* sg = sigmoid(-x) */
+        *dterm = eps - sg;
+        return eps != 0.0 ? sp + eps * x : sp;
     }
     }
 }
