@@ -10,11 +10,10 @@
 #include "core/common.h"
 #include "losses/internal.h"
 
-/* Per-list float64 copies after preparation (masked, label-sorted). */
+/* Each list's valid items in label order, as input positions. */
 typedef struct {
     int B, K;
-    double *s, *psi;   /* [B, K], first n[b] entries valid */
-    int *idx;          /* [B, K] input position of each prepared entry */
+    int *idx;          /* [B, K] input position of each prepared entry; first n[b] valid */
     int *n;            /* [B] */
     PpaStatus *status; /* [B] */
 } Prepared;
@@ -23,40 +22,42 @@ static void prepare_all(PpaObjective obj, int B, int K, const float *s, const fl
                         Prepared *p) {
     p->B = B;
     p->K = K;
-    p->s = xmalloc(sizeof(double) * (size_t)B * K);
-    p->psi = xmalloc(sizeof(double) * (size_t)B * K);
     p->idx = xmalloc(sizeof(int) * (size_t)B * K);
     p->n = xmalloc(sizeof(int) * (size_t)B);
     p->status = xmalloc(sizeof(PpaStatus) * (size_t)B);
     int gain_based = ppa_objective_uses_gain(obj);
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < B; b++) {
-        size_t off = (size_t)b * K;
-        int nv = 0;
+        const float *sb = s + (size_t)b * K, *pb = psi + (size_t)b * K;
+        const unsigned char *mb = mask ? mask + (size_t)b * K : NULL;
+        int *idx = p->idx + (size_t)b * K, nv = 0;
         PpaStatus st = PPA_OK;
         for (int i = 0; i < K && st == PPA_OK; i++) {
-            double l = psi[off + i];
-            if ((mask && !mask[off + i]) || isnan(l)) continue;
-            st = item_status(gain_based, s[off + i], l);
+            float l = pb[i];
+            if ((mb && !mb[i]) || isnan(l)) continue;
+            st = item_status(gain_based, sb[i], l);
             int j = nv++; /* stable insertion by label, descending */
-            while (j > 0 && p->psi[off + j - 1] < l) {
-                p->psi[off + j] = p->psi[off + j - 1];
-                p->s[off + j] = p->s[off + j - 1];
-                p->idx[off + j] = p->idx[off + j - 1];
+            while (j > 0 && pb[idx[j - 1]] < l) {
+                idx[j] = idx[j - 1];
                 j--;
             }
-            p->psi[off + j] = l;
-            p->s[off + j] = s[off + i];
-            p->idx[off + j] = i;
+            idx[j] = i;
         }
         p->n[b] = st == PPA_OK ? nv : 0;
         p->status[b] = st;
     }
 }
 
+/* List b's prepared scores and labels as float64. */
+static void gather(const Prepared *p, const float *s, const float *psi, int b, double *ds, double *dpsi) {
+    const int *idx = p->idx + (size_t)b * p->K;
+    for (int i = 0; i < p->n[b]; i++) {
+        ds[i] = s[(size_t)b * p->K + idx[i]];
+        dpsi[i] = psi[(size_t)b * p->K + idx[i]];
+    }
+}
+
 static void prepared_free(Prepared *p) {
-    free(p->s);
-    free(p->psi);
     free(p->idx);
     free(p->n);
     free(p->status);
@@ -90,7 +91,8 @@ static void make_tiles(const Prepared *p, Tiles *t) {
     free(count);
 }
 
-static void neural_batch(const PpaLossOptions *o, const Prepared *p, double *loss, double *grad) {
+static void neural_batch(const PpaLossOptions *o, const Prepared *p, const float *s, const float *psi, double *loss,
+                         double *grad) {
     Tiles t;
     make_tiles(p, &t);
     int K = p->K;
@@ -99,26 +101,21 @@ static void neural_batch(const PpaLossOptions *o, const Prepared *p, double *los
         NeuralWork *w = neural_work_new(K, o->sinkhorn_iters);
         PpaLanes *buf = NULL;
         if (posix_memalign((void **)&buf, 64, sizeof(PpaLanes) * 3 * (size_t)K)) ppa_die(1, "out of memory");
-        PpaLanes *sl = buf, *gl = buf + K, *dl = buf + 2 * K;
-        double *disc = xmalloc(sizeof(double) * (size_t)K);
+        PpaLanes *sl = buf, *pl = buf + K, *dl = buf + 2 * K;
+        double *ds = xmalloc(sizeof(double) * 2 * (size_t)K), *dpsi = ds + K;
         int iters[PPA_LANES];
 #pragma omp for schedule(dynamic, 16)
         for (int ti = 0; ti < t.n_tiles; ti++) {
-            int first = t.tile_at[ti], count = t.tile_at[ti + 1] - first;
-            int n = p->n[t.order[first]], k = ndcg_cutoff(o->k, n);
-            for (int r = 0; r < n; r++) disc[r] = r < k ? ndcg_discount(o->discount, r + 1) : 0.0;
-            PpaLanes inv, ls;
+            int first = t.tile_at[ti], count = t.tile_at[ti + 1] - first, n = p->n[t.order[first]];
+            PpaLanes ls;
             for (int l = 0; l < PPA_LANES; l++) {
-                int b = t.order[first + (l < count ? l : 0)]; /* spare lanes repeat lane 0 */
-                const double *s = p->s + (size_t)b * K, *psi = p->psi + (size_t)b * K;
+                gather(p, s, psi, t.order[first + (l < count ? l : 0)], ds, dpsi); /* spare lanes repeat lane 0 */
                 for (int i = 0; i < n; i++) {
-                    sl[i][l] = s[i];
-                    gl[i][l] = ndcg_gain(o->gain, psi[i]);
+                    sl[i][l] = ds[i];
+                    pl[i][l] = dpsi[i];
                 }
-                double idcg = ndcg_ideal(o->gain, o->discount, o->k, n, psi);
-                inv[l] = idcg > 0.0 ? 1.0 / (idcg + 1e-10) : 0.0;
             }
-            neural_ndcg_lanes(o, n, sl, gl, inv, disc, &ls, dl, iters, w);
+            neural_ndcg_lanes(o, n, sl, pl, &ls, dl, iters, w);
             for (int l = 0; l < count; l++) {
                 int b = t.order[first + l];
                 loss[b] = ls[l];
@@ -127,23 +124,26 @@ static void neural_batch(const PpaLossOptions *o, const Prepared *p, double *los
         }
         neural_work_free(w);
         free(buf);
-        free(disc);
+        free(ds);
     }
     free(t.order);
     free(t.tile_at);
 }
 
-static void generic_batch(PpaObjective obj, const PpaLossOptions *o, const Prepared *p, double *loss, double *grad) {
+static void generic_batch(PpaObjective obj, const PpaLossOptions *o, const Prepared *p, const float *s,
+                          const float *psi, double *loss, double *grad) {
     int K = p->K;
 #pragma omp parallel
     {
-        double *work = xmalloc(sizeof(double) * ((size_t)K * K + 2 * (size_t)K));
+        double *work = xmalloc(sizeof(double) * ((size_t)K * K + 4 * (size_t)K)), *ds = work + (size_t)K * K + 2 * K;
+        double *dpsi = ds + K;
         int *order = xmalloc(sizeof(int) * (size_t)K), iters;
 #pragma omp for schedule(dynamic, 256)
         for (int b = 0; b < p->B; b++) {
             if (p->n[b] < 2) continue;
+            gather(p, s, psi, b, ds, dpsi);
             size_t off = (size_t)b * K;
-            loss[b] = loss_prepared(obj, o, p->n[b], p->s + off, p->psi + off, grad + off, &iters, work, order);
+            loss[b] = loss_prepared(obj, o, p->n[b], ds, dpsi, grad + off, &iters, work, order);
         }
         free(work);
         free(order);
@@ -164,8 +164,8 @@ PpaStatus ppa_loss_batch(PpaObjective obj, const PpaLossOptions *o, int B, int K
         }
     double *dl = xcalloc((size_t)B, sizeof(double));
     double *dg = xcalloc((size_t)B * K, sizeof(double));
-    if (obj == PPA_NEURAL_NDCG) neural_batch(o, &p, dl, dg);
-    else generic_batch(obj, o, &p, dl, dg);
+    if (obj == PPA_NEURAL_NDCG) neural_batch(o, &p, s, psi, dl, dg);
+    else generic_batch(obj, o, &p, s, psi, dl, dg);
 
     double sum = 0.0;
     for (int b = 0; b < B; b++) {

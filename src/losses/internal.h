@@ -72,11 +72,10 @@ typedef struct NeuralWork NeuralWork;
 NeuralWork *neural_work_new(int n_max, int iters_max);
 void neural_work_free(NeuralWork *w);
 
-/* gain, s: [n] lanes; inv_idcg = 1 / (IDCG@k + 1e-10), 0 where IDCG = 0;
- * disc: [n] discount per rank, 0 beyond k. Writes loss, grad: [n] and
- * iters[PPA_LANES], the Sinkhorn iterations each lane ran. */
-void neural_ndcg_lanes(const PpaLossOptions *o, int n, const PpaLanes *s, const PpaLanes *gain, PpaLanes inv_idcg,
-                       const double *disc, PpaLanes *loss, PpaLanes *grad, int *iters, NeuralWork *w);
+/* s, psi: [n] lanes, each lane's labels sorted descending. Writes loss,
+ * grad: [n] and iters[PPA_LANES], the Sinkhorn iterations each lane ran. */
+void neural_ndcg_lanes(const PpaLossOptions *o, int n, const PpaLanes *s, const PpaLanes *psi, PpaLanes *loss,
+                       PpaLanes *grad, int *iters, NeuralWork *w);
 
 /* One list through the lane kernel (replicated into every lane). */
 double neural_ndcg_one(const PpaLossOptions *o, int n, const double *s, const double *psi, double *g, int *iters);

@@ -31,7 +31,9 @@ struct NeuralWork {
     PpaLanes *b;   /* [iters + 1, n] column scalings B_t */
     PpaLanes *kap; /* [iters, n] column sums kappa_t of P_{t-1}, before the clamp */
     PpaLanes *rho; /* [iters, n] row sums rho_t of U_t, before the clamp */
-    PpaLanes *vec; /* [2, n] scratch */
+    PpaLanes *vec;  /* [2, n] scratch */
+    PpaLanes *gain; /* [n] G(psi) */
+    double *disc;   /* [n] D(r) for r <= k, else 0 */
     int iters[PPA_LANES];
 };
 
@@ -51,22 +53,18 @@ static inline int lanes_any(LaneMask m) {
     return r != 0;
 }
 #ifdef __AVX512F__
-#include <immintrin.h>
-/* 1/x for x >= 1e-10: a 14-bit estimate and two Newton steps (to about an
- * ulp), several times faster than a vector division, which would dominate
- * the Sinkhorn forward */
-static inline PpaLanes lanes_recip(PpaLanes x) {
-    PpaLanes r = (PpaLanes)_mm512_rcp14_pd((__m512d)x);
-    r = r * (2.0 - x * r);
-    return r * (2.0 - x * r);
-}
 /* glibc's libmvec: 8 doubles at once, within 4 ulp (libm's scalar exp is 1 ulp) */
 PpaLanes _ZGVeN8v_exp(PpaLanes x);
+PpaLanes _ZGVeN8v_expm1(PpaLanes x);
 static inline PpaLanes lanes_exp(PpaLanes x) { return _ZGVeN8v_exp(x); }
+static inline PpaLanes lanes_expm1(PpaLanes x) { return _ZGVeN8v_expm1(x); }
 #else
-static inline PpaLanes lanes_recip(PpaLanes x) { return 1.0 / x; }
 static inline PpaLanes lanes_exp(PpaLanes x) {
     for (int l = 0; l < PPA_LANES; l++) x[l] = exp(x[l]);
+    return x;
+}
+static inline PpaLanes lanes_expm1(PpaLanes x) {
+    for (int l = 0; l < PPA_LANES; l++) x[l] = expm1(x[l]);
     return x;
 }
 #endif
@@ -90,6 +88,8 @@ NeuralWork *neural_work_new(int n_max, int iters_max) {
     w->kap = alloc_lanes(t * n);
     w->rho = alloc_lanes(t * n);
     w->vec = alloc_lanes(2 * n);
+    w->gain = alloc_lanes(n);
+    w->disc = xmalloc(sizeof(double) * (n ? n : 1));
     return w;
 }
 
@@ -102,6 +102,8 @@ void neural_work_free(NeuralWork *w) {
     free(w->kap);
     free(w->rho);
     free(w->vec);
+    free(w->gain);
+    free(w->disc);
     free(w);
 }
 
@@ -156,7 +158,7 @@ static INLINE int sinkhorn_forward(const PpaLossOptions *o, int n, NeuralWork *w
         PpaLanes *A1 = w->a + (size_t)t * n, *B1 = w->b + (size_t)t * n;
         const PpaLanes *K = w->kap + (size_t)(t - 1) * n;
         PpaLanes *R = w->rho + (size_t)(t - 1) * n;
-        for (int i = 0; i < n; i++) B1[i] = lanes_select(active, B0[i] * lanes_recip(lanes_max(K[i], eps)), B0[i]);
+        for (int i = 0; i < n; i++) B1[i] = lanes_select(active, B0[i] / lanes_max(K[i], eps), B0[i]);
 
         PpaLanes err = lanes_splat(0.0);
         for (int r = 0; r < n; r++) {
@@ -164,7 +166,7 @@ static INLINE int sinkhorn_forward(const PpaLossOptions *o, int n, NeuralWork *w
             PpaLanes dot = lanes_splat(0.0);
             for (int i = 0; i < n; i++) dot += row[i] * B1[i];
             R[r] = A0[r] * dot;
-            A1[r] = lanes_select(active, A0[r] * lanes_recip(lanes_max(R[r], eps)), A0[r]);
+            A1[r] = lanes_select(active, A0[r] / lanes_max(R[r], eps), A0[r]);
             err = lanes_max(err, lanes_abs(A1[r] * dot - one)); /* row sum of P_t */
         }
         /* column sums of P_t: the stop test, and kappa of the next iteration */
@@ -250,8 +252,24 @@ static INLINE void neuralsort_backward(int n, double tau, const PpaLanes *s, Neu
     }
 }
 
-static INLINE void lanes_kernel(const PpaLossOptions *o, int n, const PpaLanes *s, const PpaLanes *gain, PpaLanes inv_idcg,
-                       const double *disc, PpaLanes *loss, PpaLanes *grad, int *iters, NeuralWork *w) {
+/* Gains and discounts into w; returns 1 / (IDCG@k + 1e-10), 0 where IDCG = 0.
+ * Labels are sorted, descending, so the gains are too. */
+static INLINE PpaLanes gains_and_ideal(const PpaLossOptions *o, int n, const PpaLanes *psi, NeuralWork *w) {
+    int k = ndcg_cutoff(o->k, n);
+    PpaLanes idcg = lanes_splat(0.0);
+    for (int r = 0; r < n; r++) {
+        w->disc[r] = r < k ? ndcg_discount(o->discount, r + 1) : 0.0;
+        w->gain[r] = o->gain == PPA_GAIN_LINEAR ? psi[r] : lanes_expm1(psi[r] * M_LN2);
+        idcg += w->disc[r] * w->gain[r];
+    }
+    return lanes_select(idcg > 0.0, 1.0 / (idcg + IDCG_EPS), lanes_splat(0.0));
+}
+
+static INLINE void lanes_kernel(const PpaLossOptions *o, int n, const PpaLanes *s, const PpaLanes *psi, PpaLanes *loss,
+                                PpaLanes *grad, int *iters, NeuralWork *w) {
+    const double *disc = w->disc;
+    const PpaLanes *gain = w->gain;
+    PpaLanes inv_idcg = gains_and_ideal(o, n, psi, w);
     int T = neural_forward(o, n, s, w);
     const PpaLanes *A = w->a + (size_t)T * n, *B = w->b + (size_t)T * n;
 
@@ -275,48 +293,36 @@ static INLINE void lanes_kernel(const PpaLossOptions *o, int n, const PpaLanes *
     for (int l = 0; l < PPA_LANES; l++) iters[l] = w->iters[l];
 }
 
-void neural_ndcg_lanes(const PpaLossOptions *o, int n, const PpaLanes *s, const PpaLanes *gain, PpaLanes inv_idcg,
-                       const double *disc, PpaLanes *loss, PpaLanes *grad, int *iters, NeuralWork *w) {
+void neural_ndcg_lanes(const PpaLossOptions *o, int n, const PpaLanes *s, const PpaLanes *psi, PpaLanes *loss,
+                       PpaLanes *grad, int *iters, NeuralWork *w) {
     /* the paper's list sizes get a fully unrolled copy */
     switch (n) {
-    case 4: lanes_kernel(o, 4, s, gain, inv_idcg, disc, loss, grad, iters, w); break;
-    case 8: lanes_kernel(o, 8, s, gain, inv_idcg, disc, loss, grad, iters, w); break;
-    default: lanes_kernel(o, n, s, gain, inv_idcg, disc, loss, grad, iters, w); break;
+    case 4: lanes_kernel(o, 4, s, psi, loss, grad, iters, w); break;
+    case 8: lanes_kernel(o, 8, s, psi, loss, grad, iters, w); break;
+    default: lanes_kernel(o, n, s, psi, loss, grad, iters, w); break;
     }
-}
-
-/* Fills the lanes of one list by replication, so every lane holds real data. */
-static void fill_discounts(const PpaLossOptions *o, int n, double *disc) {
-    int k = ndcg_cutoff(o->k, n);
-    for (int r = 0; r < n; r++) disc[r] = r < k ? ndcg_discount(o->discount, r + 1) : 0.0;
 }
 
 double neural_ndcg_one(const PpaLossOptions *o, int n, const double *s, const double *psi, double *g, int *iters) {
-    double idcg = ndcg_ideal(o->gain, o->discount, o->k, n, psi);
     *iters = 0;
-    if (idcg == 0.0) { /* nothing to rank: loss 0, gradient 0, no Sinkhorn */
+    if (ndcg_ideal(o->gain, o->discount, o->k, n, psi) == 0.0) { /* nothing to rank: 0, 0, no Sinkhorn */
         for (int i = 0; i < n; i++) g[i] = 0.0;
         return 0.0;
     }
-    PpaLanes *buf = alloc_lanes(3 * (size_t)n);
-    PpaLanes *sl = buf, *gl = buf + n, *dl = buf + 2 * (size_t)n;
-    double *disc = xmalloc(sizeof(double) * (size_t)n);
-    fill_discounts(o, n, disc);
+    /* every lane holds the list, so the result is the batch path's to the bit */
+    PpaLanes *buf = alloc_lanes(3 * (size_t)n), *sl = buf, *pl = buf + n, *dl = buf + 2 * (size_t)n, loss;
     for (int i = 0; i < n; i++) {
         sl[i] = lanes_splat(s[i]);
-        gl[i] = lanes_splat(ndcg_gain(o->gain, psi[i]));
+        pl[i] = lanes_splat(psi[i]);
     }
-    PpaLanes inv = lanes_splat(1.0 / (idcg + IDCG_EPS)), loss;
     int it[PPA_LANES];
     NeuralWork *w = neural_work_new(n, o->sinkhorn_iters);
-    neural_ndcg_lanes(o, n, sl, gl, inv, disc, &loss, dl, it, w);
+    neural_ndcg_lanes(o, n, sl, pl, &loss, dl, it, w);
     neural_work_free(w);
     for (int i = 0; i < n; i++) g[i] = dl[i][0];
     *iters = it[0];
-    double out = loss[0];
     free(buf);
-    free(disc);
-    return out;
+    return loss[0];
 }
 
 void neural_ndcg_matrix(const PpaLossOptions *o, int n, const double *s, double *P, int *iters) {
