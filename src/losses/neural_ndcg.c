@@ -160,22 +160,23 @@ static INLINE int sinkhorn_forward(const PpaLossOptions *o, int n, NeuralWork *w
         PpaLanes *R = w->rho + (size_t)(t - 1) * n;
         for (int i = 0; i < n; i++) B1[i] = lanes_select(active, B0[i] / lanes_max(K[i], eps), B0[i]);
 
-        PpaLanes err = lanes_splat(0.0);
+        /* the stop test's largest deviation, in two halves to shorten the max chain */
+        PpaLanes err[2] = {lanes_splat(0.0), lanes_splat(0.0)};
         for (int r = 0; r < n; r++) {
             const PpaLanes *row = w->ph + (size_t)r * n;
             PpaLanes dot = lanes_splat(0.0);
             for (int i = 0; i < n; i++) dot += row[i] * B1[i];
             R[r] = A0[r] * dot;
             A1[r] = lanes_select(active, A0[r] / lanes_max(R[r], eps), A0[r]);
-            err = lanes_max(err, lanes_abs(A1[r] * dot - one)); /* row sum of P_t */
+            err[r & 1] = lanes_max(err[r & 1], lanes_abs(A1[r] * dot - one)); /* row sum of P_t */
         }
         /* column sums of P_t: the stop test, and kappa of the next iteration */
         PpaLanes *C = t < o->sinkhorn_iters ? w->kap + (size_t)t * n : w->vec;
         column_sums(n, w->ph, A1, B1, C);
-        for (int i = 0; i < n; i++) err = lanes_max(err, lanes_abs(C[i] - one));
+        for (int i = 0; i < n; i++) err[i & 1] = lanes_max(err[i & 1], lanes_abs(C[i] - one));
 
         count -= active; /* -1 where active */
-        active &= ~(err < o->sinkhorn_tol);
+        active &= ~(lanes_max(err[0], err[1]) < o->sinkhorn_tol);
     }
     for (int l = 0; l < PPA_LANES; l++) w->iters[l] = (int)count[l];
     return t;
