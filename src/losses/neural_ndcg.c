@@ -154,26 +154,33 @@ static INLINE int sinkhorn_forward(const PpaLossOptions *o, int n, NeuralWork *w
     int t = 0;
     while (t < o->sinkhorn_iters && lanes_any(active)) {
         t++;
-        const PpaLanes *A0 = w->a + (size_t)(t - 1) * n, *B0 = w->b + (size_t)(t - 1) * n;
-        PpaLanes *A1 = w->a + (size_t)t * n, *B1 = w->b + (size_t)t * n;
-        const PpaLanes *K = w->kap + (size_t)(t - 1) * n;
-        PpaLanes *R = w->rho + (size_t)(t - 1) * n;
+        const PpaLanes *restrict A0 = w->a + (size_t)(t - 1) * n, *restrict B0 = w->b + (size_t)(t - 1) * n;
+        PpaLanes *restrict A1 = w->a + (size_t)t * n, *restrict B1 = w->b + (size_t)t * n;
+        const PpaLanes *restrict K = w->kap + (size_t)(t - 1) * n;
+        PpaLanes *restrict R = w->rho + (size_t)(t - 1) * n;
         for (int i = 0; i < n; i++) B1[i] = lanes_select(active, B0[i] / lanes_max(K[i], eps), B0[i]);
 
-        /* the stop test's largest deviation, in two halves to shorten the max chain */
+        /* one pass over P^: each row's sum of U_t, then, while the row is in
+         * registers, its share of the column sums of P_t (the stop test, and
+         * kappa of the next iteration). err: the stop test's largest
+         * deviation, in two halves to shorten the max chain */
         PpaLanes err[2] = {lanes_splat(0.0), lanes_splat(0.0)};
+        PpaLanes *C = t < o->sinkhorn_iters ? w->kap + (size_t)t * n : w->vec, c[n], b1[n];
+        for (int i = 0; i < n; i++) c[i] = lanes_splat(0.0), b1[i] = B1[i]; /* locals: kept in registers */
         for (int r = 0; r < n; r++) {
             const PpaLanes *row = w->ph + (size_t)r * n;
             PpaLanes dot = lanes_splat(0.0);
-            for (int i = 0; i < n; i++) dot += row[i] * B1[i];
+            for (int i = 0; i < n; i++) dot += row[i] * b1[i];
             R[r] = A0[r] * dot;
-            A1[r] = lanes_select(active, A0[r] / lanes_max(R[r], eps), A0[r]);
-            err[r & 1] = lanes_max(err[r & 1], lanes_abs(A1[r] * dot - one)); /* row sum of P_t */
+            PpaLanes a1 = lanes_select(active, A0[r] / lanes_max(R[r], eps), A0[r]);
+            A1[r] = a1;
+            err[r & 1] = lanes_max(err[r & 1], lanes_abs(a1 * dot - one)); /* row sum of P_t */
+            for (int i = 0; i < n; i++) c[i] += a1 * row[i];
         }
-        /* column sums of P_t: the stop test, and kappa of the next iteration */
-        PpaLanes *C = t < o->sinkhorn_iters ? w->kap + (size_t)t * n : w->vec;
-        column_sums(n, w->ph, A1, B1, C);
-        for (int i = 0; i < n; i++) err[i & 1] = lanes_max(err[i & 1], lanes_abs(C[i] - one));
+        for (int i = 0; i < n; i++) {
+            C[i] = c[i] * b1[i];
+            err[i & 1] = lanes_max(err[i & 1], lanes_abs(C[i] - one));
+        }
 
         count -= active; /* -1 where active */
         active &= ~(lanes_max(err[0], err[1]) < o->sinkhorn_tol);
@@ -205,11 +212,14 @@ static INLINE void sinkhorn_backward_step(int n, int t, NeuralWork *w) {
     }
     const PpaLanes *A0 = w->a + (size_t)(t - 1) * n, *A1 = w->a + (size_t)t * n, *B1 = w->b + (size_t)t * n;
     const PpaLanes *K = w->kap + (size_t)(t - 1) * n, *R = w->rho + (size_t)(t - 1) * n;
-    PpaLanes *E = w->dp, *colE = w->vec, *acc = w->vec + n, x[n], y[n];
+    /* local arrays, not pointers into w: the compiler can keep them in registers */
+    PpaLanes *restrict E = w->dp, colE[n], acc[n], x[n], y[n], a0[n], b1[n];
+    const PpaLanes *restrict ph = w->ph;
+    for (int i = 0; i < n; i++) a0[i] = A0[i], b1[i] = B1[i];
 
     for (int i = 0; i < n; i++) colE[i] = acc[i] = zero;
     for (int r = 0; r < n; r++) {
-        const PpaLanes *erow = E + (size_t)r * n, *prow = w->ph + (size_t)r * n;
+        const PpaLanes *erow = E + (size_t)r * n, *prow = ph + (size_t)r * n;
         PpaLanes rd = zero;
         for (int j = 0; j < n; j++) rd += erow[j];
         x[r] = lanes_select(R[r] < eps, zero, rd * A1[r]); /* rd_r P_t[r, .] = x_r P^[r, .] B_t */
@@ -218,13 +228,13 @@ static INLINE void sinkhorn_backward_step(int n, int t, NeuralWork *w) {
             acc[i] += x[r] * prow[i];
         }
     }
-    for (int i = 0; i < n; i++) y[i] = lanes_select(K[i] < eps, zero, (colE[i] - acc[i] * B1[i]) * B1[i]);
+    for (int i = 0; i < n; i++) y[i] = lanes_select(K[i] < eps, zero, (colE[i] - acc[i] * b1[i]) * b1[i]);
     /* max(rho_r, eps) A_t[r] = A_{t-1}[r], so the update is P^ (x_r B_i + A_{t-1}[r] y_i) */
     for (int r = 0; r < n; r++) {
         PpaLanes *erow = E + (size_t)r * n;
-        const PpaLanes *prow = w->ph + (size_t)r * n;
+        const PpaLanes *prow = ph + (size_t)r * n;
         for (int i = 0; i < n; i++) {
-            PpaLanes upd = erow[i] - prow[i] * (x[r] * B1[i] + A0[r] * y[i]);
+            PpaLanes upd = erow[i] - prow[i] * (x[r] * b1[i] + a0[r] * y[i]);
             erow[i] = all ? upd : lanes_select(act, upd, erow[i]);
         }
     }
