@@ -202,40 +202,60 @@ static INLINE int neural_forward(const PpaLossOptions *o, int n, const PpaLanes 
  *   cd_i = sum_q E_t[q, i] - sum_q rd_q P_t[q, i] (0 where kappa_i was clamped)
  *   E_{t-1}[r, i] = E_t[r, i] - (rd_r + max(rho_r, eps) cd_i) P_t[r, i]
  * which is d loss / d P_{t-1} times P_{t-1}, clamps included. */
-static INLINE void sinkhorn_backward_step(int n, int t, NeuralWork *w) {
+/* Iteration t's sums of E_t (see above): x_r = rd_r A_t[r] (0 where rho_r was
+ * clamped), so that rd_r P_t[r, .] = x_r P^[r, .] B_t, and acc = P^T x. The
+ * column sums colE come with the previous update (or the caller). */
+static INLINE void backward_sums(int n, int t, const NeuralWork *w, const PpaLanes *rd, PpaLanes *x, PpaLanes *acc) {
     const PpaLanes eps = lanes_splat(SUM_EPS), zero = lanes_splat(0.0);
-    LaneMask act = (LaneMask){0};
-    int all = 1;
-    for (int l = 0; l < PPA_LANES; l++) {
-        act[l] = w->iters[l] >= t ? -1 : 0;
-        all &= w->iters[l] >= t;
+    const PpaLanes *restrict ph = w->ph, *A1 = w->a + (size_t)t * n, *R = w->rho + (size_t)(t - 1) * n;
+    for (int i = 0; i < n; i++) acc[i] = zero;
+    for (int r = 0; r < n; r++) {
+        x[r] = lanes_select(R[r] < eps, zero, rd[r] * A1[r]);
+        for (int i = 0; i < n; i++) acc[i] += x[r] * ph[(size_t)r * n + i];
     }
-    const PpaLanes *A0 = w->a + (size_t)(t - 1) * n, *A1 = w->a + (size_t)t * n, *B1 = w->b + (size_t)t * n;
-    const PpaLanes *K = w->kap + (size_t)(t - 1) * n, *R = w->rho + (size_t)(t - 1) * n;
-    /* local arrays, not pointers into w: the compiler can keep them in registers */
-    PpaLanes *restrict E = w->dp, colE[n], acc[n], x[n], y[n], a0[n], b1[n];
-    const PpaLanes *restrict ph = w->ph;
-    for (int i = 0; i < n; i++) a0[i] = A0[i], b1[i] = B1[i];
+}
 
-    for (int i = 0; i < n; i++) colE[i] = acc[i] = zero;
-    for (int r = 0; r < n; r++) {
-        const PpaLanes *erow = E + (size_t)r * n, *prow = ph + (size_t)r * n;
-        PpaLanes rd = zero;
-        for (int j = 0; j < n; j++) rd += erow[j];
-        x[r] = lanes_select(R[r] < eps, zero, rd * A1[r]); /* rd_r P_t[r, .] = x_r P^[r, .] B_t */
+/* Back through Sinkhorn iterations T..1, in place on E (w->dp). Each step
+ * updates E once and, in the same pass, takes the row and column sums of the
+ * result for the next step. Locals, not pointers into w, so that the
+ * compiler keeps them in registers. */
+static INLINE void sinkhorn_backward(int n, int T, NeuralWork *w) {
+    const PpaLanes eps = lanes_splat(SUM_EPS), zero = lanes_splat(0.0);
+    PpaLanes *restrict E = w->dp;
+    const PpaLanes *restrict ph = w->ph;
+    PpaLanes rd[n], colE[n], acc[n], x[n], y[n], b1[n];
+    for (int i = 0; i < n; i++) rd[i] = colE[i] = zero;
+    for (int r = 0; r < n; r++)
         for (int i = 0; i < n; i++) {
-            colE[i] += erow[i];
-            acc[i] += x[r] * prow[i];
+            rd[r] += E[(size_t)r * n + i];
+            colE[i] += E[(size_t)r * n + i];
         }
-    }
-    for (int i = 0; i < n; i++) y[i] = lanes_select(K[i] < eps, zero, (colE[i] - acc[i] * b1[i]) * b1[i]);
-    /* max(rho_r, eps) A_t[r] = A_{t-1}[r], so the update is P^ (x_r B_i + A_{t-1}[r] y_i) */
-    for (int r = 0; r < n; r++) {
-        PpaLanes *erow = E + (size_t)r * n;
-        const PpaLanes *prow = ph + (size_t)r * n;
+    for (int t = T; t >= 1; t--) {
+        LaneMask act = (LaneMask){0};
+        int all = 1;
+        for (int l = 0; l < PPA_LANES; l++) {
+            act[l] = w->iters[l] >= t ? -1 : 0;
+            all &= w->iters[l] >= t;
+        }
+        const PpaLanes *A0 = w->a + (size_t)(t - 1) * n, *B1 = w->b + (size_t)t * n, *K = w->kap + (size_t)(t - 1) * n;
+        backward_sums(n, t, w, rd, x, acc);
         for (int i = 0; i < n; i++) {
-            PpaLanes upd = erow[i] - prow[i] * (x[r] * b1[i] + a0[r] * y[i]);
-            erow[i] = all ? upd : lanes_select(act, upd, erow[i]);
+            b1[i] = B1[i];
+            y[i] = lanes_select(K[i] < eps, zero, (colE[i] - acc[i] * b1[i]) * b1[i]);
+            colE[i] = zero;
+        }
+        /* max(rho_r, eps) A_t[r] = A_{t-1}[r], so the update is P^ (x_r B_i + A_{t-1}[r] y_i) */
+        for (int r = 0; r < n; r++) {
+            PpaLanes *erow = E + (size_t)r * n, a0 = A0[r], sum = zero;
+            const PpaLanes *prow = ph + (size_t)r * n;
+            for (int i = 0; i < n; i++) {
+                PpaLanes upd = erow[i] - prow[i] * (x[r] * b1[i] + a0 * y[i]);
+                upd = all ? upd : lanes_select(act, upd, erow[i]);
+                erow[i] = upd;
+                sum += upd;
+                colE[i] += upd;
+            }
+            rd[r] = sum;
         }
     }
 }
@@ -299,7 +319,7 @@ static INLINE void lanes_kernel(const PpaLossOptions *o, int n, const PpaLanes *
     for (int r = 0; r < n; r++)
         for (int i = 0; i < n; i++)
             w->dp[(size_t)r * n + i] = -disc[r] * gain[i] * inv_idcg * (A[r] * w->ph[(size_t)r * n + i] * B[i]);
-    for (int t = T; t >= 1; t--) sinkhorn_backward_step(n, t, w);
+    sinkhorn_backward(n, T, w);
     neuralsort_backward(n, o->tau, s, w, grad);
     for (int l = 0; l < PPA_LANES; l++) iters[l] = w->iters[l];
 }
