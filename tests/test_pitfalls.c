@@ -297,6 +297,13 @@ static void test_batch(void) {
     PpaLossOptions o = defaults();
     PpaStatus st = ppa_loss_batch(PPA_NEURAL_NDCG, &o, 2, 2, bad, negl, NULL, NULL, fg, NULL, &bad_list);
     CHECK(st == PPA_ERR_NEGATIVE_LABEL && bad_list == 1, "batch names the list with a negative label");
+    /* a list too long for NeuralSort's n x n matrices is refused, not allocated */
+    enum { N = PPA_NEURAL_MAX_ITEMS + 1 };
+    static double ls[N], lp[N], lg[N];
+    for (int i = 0; i < N; i++) ls[i] = 0.001 * i, lp[i] = (i % 7) / 7.0;
+    PpaListResult r;
+    CHECK(ppa_loss_list(PPA_NEURAL_NDCG, &o, N, ls, lp, NULL, lg, &r) == PPA_ERR_LIST_TOO_LONG, "long list refused");
+    CHECK(ppa_loss_list(PPA_LISTMLE, &o, N, ls, lp, NULL, lg, &r) == PPA_OK, "long lists are fine elsewhere");
 }
 
 static void test_options(void) {

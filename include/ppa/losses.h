@@ -63,7 +63,11 @@ typedef enum {
     PPA_ERR_NONFINITE_LABEL,
     PPA_ERR_NEGATIVE_LABEL, /* gain-based objectives and the NDCG metric */
     PPA_ERR_BAD_OPTION,
+    PPA_ERR_LIST_TOO_LONG, /* neural_ndcg: more than PPA_NEURAL_MAX_ITEMS valid items */
 } PpaStatus;
+
+/* NeuralSort keeps n x n matrices per list: lists longer than this are refused. */
+#define PPA_NEURAL_MAX_ITEMS 1024
 
 typedef struct {
     double loss;

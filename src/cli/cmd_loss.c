@@ -59,8 +59,11 @@ static int process_line(const char *line, PpaObjective obj, const PpaLossOptions
     PpaListResult r;
     PpaStatus st = ppa_loss_list(obj, o, n, b->s, b->psi, NULL, b->grad, &r);
     if (st != PPA_OK) {
-        snprintf(err, errlen, "item %d: %s (objective %s)", r.bad_index, ppa_status_string(st),
-                 ppa_objective_name(obj));
+        if (r.bad_index >= 0)
+            snprintf(err, errlen, "item %d: %s (objective %s)", r.bad_index, ppa_status_string(st),
+                     ppa_objective_name(obj));
+        else
+            snprintf(err, errlen, "%s", ppa_status_string(st));
         return -1;
     }
     PpaListMetrics met;

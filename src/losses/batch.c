@@ -43,6 +43,7 @@ static void prepare_all(PpaObjective obj, int B, int K, const float *s, const fl
             }
             idx[j] = i;
         }
+        if (st == PPA_OK && obj == PPA_NEURAL_NDCG && nv > PPA_NEURAL_MAX_ITEMS) st = PPA_ERR_LIST_TOO_LONG;
         p->n[b] = st == PPA_OK ? nv : 0;
         p->status[b] = st;
     }

@@ -60,6 +60,7 @@ const char *ppa_status_string(PpaStatus st) {
     case PPA_ERR_NONFINITE_LABEL: return "a label is infinite";
     case PPA_ERR_NEGATIVE_LABEL: return "a label is negative, but gains 2^psi - 1 need labels >= 0";
     case PPA_ERR_BAD_OPTION: return "bad option";
+    case PPA_ERR_LIST_TOO_LONG: return "the list has more than 1024 valid items, too many for neural_ndcg";
     }
     return "unknown status";
 }
@@ -231,6 +232,7 @@ PpaStatus ppa_loss_list(PpaObjective obj, const PpaLossOptions *o, int n, const 
         for (int i = 0; i < n; i++) grad[i] = 0.0;
     ListBuffers b = list_buffers(n);
     PpaStatus st = prepare(ppa_objective_uses_gain(obj), n, s, psi, mask, b.idx, &r.n_valid, &r.bad_index);
+    if (st == PPA_OK && obj == PPA_NEURAL_NDCG && r.n_valid > PPA_NEURAL_MAX_ITEMS) st = PPA_ERR_LIST_TOO_LONG;
     if (st == PPA_OK && r.n_valid >= 2) {
         for (int i = 0; i < r.n_valid; i++) {
             b.s[i] = s[b.idx[i]];
