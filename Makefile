@@ -45,12 +45,12 @@ deps:
 	@bash scripts/install-deps.sh
 
 test: deps
-	$(MAKE) all
+	$(MAKE) --no-print-directory all
 	bash tests/run.sh build ./ppa
-	$(MAKE) asan
+	$(MAKE) --no-print-directory asan
 
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -g -march=native -fno-omit-frame-pointer" OMP= SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" all
+	$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -march=native -fno-omit-frame-pointer" OMP= SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" all
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 bash tests/run.sh build-asan build-asan/ppa
 
 bench: all
@@ -60,7 +60,7 @@ goldens:
 	$(PYTHON) tests/ref/objectives_ref.py --out tests/fixtures/objectives_golden.jsonl
 
 demo: deps
-	$(MAKE) all
+	$(MAKE) --no-print-directory all
 	./ppa demo
 
 clean:
