@@ -9,6 +9,7 @@
  * rows, sums clamped at 1e-10 (a clamped sum passes no gradient), at most
  * sinkhorn_iters iterations, per-list stop once every row and column sum is
  * within sinkhorn_tol of 1, backward through exactly the iterations run. */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -24,7 +25,7 @@ typedef long long LaneMask __attribute__((vector_size(8 * PPA_LANES))); /* -1 = 
 #define IDCG_EPS 1e-10 /* NDCG denominator */
 
 struct NeuralWork {
-    int n_max, iters_max;
+    int n_max, iters_max; /* what the buffers hold */
     PpaLanes *ph;  /* [n, n] NeuralSort P^, rows = ranks, columns = items */
     PpaLanes *dp;  /* [n, n] E_t = d loss / d P_t * P_t (elementwise) */
     PpaLanes *a;   /* [iters + 1, n] row scalings A_t */
@@ -326,6 +327,7 @@ static INLINE void lanes_kernel(const PpaLossOptions *o, int n, const PpaLanes *
 
 void neural_ndcg_lanes(const PpaLossOptions *o, int n, const PpaLanes *s, const PpaLanes *psi, PpaLanes *loss,
                        PpaLanes *grad, int *iters, NeuralWork *w) {
+    assert(n <= w->n_max && o->sinkhorn_iters <= w->iters_max);
     /* the paper's list sizes get a fully unrolled copy */
     switch (n) {
     case 4: lanes_kernel(o, 4, s, psi, loss, grad, iters, w); break;
