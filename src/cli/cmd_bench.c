@@ -20,7 +20,7 @@ static const char HELP[] =
     "                      [--threads T] [--seed S] [--json] [objective options]\n"
     "\n"
     "Times ppa_loss_batch (forward + backward) over N random lists of K items\n"
-    "(scores ~ N(0,1), labels ~ U(0,1), float32) with T threads: one warm-up run,\n"
+    "(scores ~ N(0,1), labels ~ U(0,1), float32) with T threads: three warm-up runs,\n"
     "then the median of R runs. Defaults: 10000 lists of 8, all objectives, R = 5,\n"
     "every available thread. --json prints one object per objective.\n"
     "\n";
@@ -43,7 +43,8 @@ static int cmp_double(const void *a, const void *b) {
 static double time_objective(PpaObjective obj, const PpaLossOptions *o, int B, int K, const float *s,
                              const float *psi, float *grad, int repeat, double *mean_loss) {
     double *ms = xmalloc(sizeof(double) * (size_t)repeat);
-    ppa_loss_batch(obj, o, B, K, s, psi, NULL, NULL, grad, mean_loss, NULL); /* warm-up */
+    for (int r = 0; r < 3; r++) /* warm-up: threads, caches, clocks */
+        ppa_loss_batch(obj, o, B, K, s, psi, NULL, NULL, grad, mean_loss, NULL);
     for (int r = 0; r < repeat; r++) {
         double t0 = timer_now();
         ppa_loss_batch(obj, o, B, K, s, psi, NULL, NULL, grad, mean_loss, NULL);
