@@ -4,7 +4,7 @@
 # Set PPA_WITH_TORCH=1 to add python3-torch (goldens and benchmarks only).
 set -euo pipefail
 
-pkgs=(gcc make libcjson-dev)
+pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev)
 [ "${PPA_WITH_TORCH:-0}" = 1 ] && pkgs+=(python3-torch python3-numpy)
 
 missing=()

@@ -6,5 +6,6 @@
 int cmd_loss(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ static const struct {
     const char *summary;
 } COMMANDS[] = {
     {"loss", cmd_loss, "loss, gradient and ranking metrics of score lists (JSON Lines in and out)"},
+    {"tokenize", cmd_tokenize, "text to token ids and back with a tokenizer.json"},
     {"bench", cmd_bench, "benchmarks: 'ppa bench loss'"},
     {"demo", cmd_demo, "the paper's worked examples, computed by the library"},
 };

@@ -1,0 +1,70 @@
+/* internal.h: the pieces of the tokenizer: growable buffers, the BPE model,
+ * normalizers and pre-tokenizers. tokenizer.c ties them together. */
+#ifndef PPA_TOKENIZER_INTERNAL_H
+#define PPA_TOKENIZER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "tokenizer/strmap.h"
+
+typedef struct {
+    int *v;
+    size_t n, cap;
+} IntVec;
+void intvec_push(IntVec *a, int x);
+
+typedef struct {
+    char *s;
+    size_t n, cap;
+} ByteBuf;
+void bytebuf_put(ByteBuf *b, const void *p, size_t n);
+
+/* ---- BPE model (bpe.c) ---- */
+typedef struct {
+    StrMap vocab;       /* token string -> id */
+    U64Map merges;      /* (left id << 32 | right id) -> rank */
+    int *merge_result;  /* [n_merges] id of the merged token */
+    int n_merges;
+    int byte_level;     /* symbols start from bytes mapped through bytes_to_unicode */
+    int byte_id[256];   /* byte-level: id of each byte's character; byte_fallback: id of <0xXX> */
+    int byte_fallback, fuse_unk, ignore_merges, unk_id;
+    StrMap cache;       /* piece -> index into cache_at (not thread-safe) */
+    IntVec cache_ids, cache_at;
+} Bpe;
+
+/* Reads "model" of tokenizer.json. byte_level is decided by the caller. */
+int bpe_load(Bpe *m, const cJSON *model, int byte_level, char *err, size_t errlen);
+void bpe_free(Bpe *m);
+/* Appends the ids of one pre-token (raw bytes; mapped to byte-level
+ * characters inside when byte_level). */
+void bpe_encode_piece(Bpe *m, const char *piece, size_t len, IntVec *out);
+/* The byte-level character (UTF-8, 1-2 bytes) of byte b; returns its length. */
+size_t byte_level_char(unsigned char b, char out[2]);
+/* Inverse: the byte of a byte-level code point, or -1. */
+int byte_level_byte(uint32_t cp);
+
+/* ---- normalizers and pre-tokenizers (pretok.c) ---- */
+typedef struct Normalizer Normalizer;
+typedef struct PreTokenizer PreTokenizer;
+int normalizer_load(Normalizer **out, const cJSON *j, char *err, size_t errlen);
+void normalizer_free(Normalizer *n);
+/* Normalises one segment (between added tokens) into out (cleared first). */
+void normalizer_apply(const Normalizer *n, const char *s, size_t len, ByteBuf *out);
+
+int pretok_load(PreTokenizer **out, const cJSON *j, char *err, size_t errlen);
+void pretok_free(PreTokenizer *p);
+/* 1 if a ByteLevel pre-tokenizer is present (symbols are bytes). */
+int pretok_is_byte_level(const PreTokenizer *p);
+/* Splits a normalised segment into pieces: their bytes go to buf, and
+ * (offset, length) pairs to spans. first_segment: the segment starts the text
+ * (Metaspace prepend_scheme "first"). */
+void pretok_split(const PreTokenizer *p, const char *s, size_t len, int first_segment, ByteBuf *buf, IntVec *spans);
+
+/* UTF-8 decoding of one code point at s[0..len); returns its length (1 for an invalid byte, *cp = 0xFFFD). */
+int utf8_next(const unsigned char *s, size_t len, uint32_t *cp);
+size_t utf8_put(uint32_t cp, char out[4]); /* 1-4 bytes */
+
+#endif

@@ -1,0 +1,35 @@
+/* tokenizer.h: Hugging Face tokenizer.json (BPE) in C: byte-level files
+ * (Qwen2/2.5/3, Llama 3, GPT-2, SmolLM) and SentencePiece-style files with
+ * byte fallback (Mistral, Llama 2, TinyLlama). Encoding gives the ids the
+ * model's own tokenizer gives; a file that uses something unsupported is
+ * refused with the name of the missing piece. A Tokenizer keeps a piece cache
+ * and regex match state: use one per thread. */
+#ifndef PPA_TOKENIZER_H
+#define PPA_TOKENIZER_H
+
+#include <stddef.h>
+
+typedef struct Tokenizer Tokenizer;
+
+/* path: a tokenizer.json, or a model folder holding one. NULL on error. */
+Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen);
+void tokenizer_free(Tokenizer *t);
+
+/* Encodes UTF-8 text. add_special: run the post-processor (BOS for Llama 3
+ * and Mistral, nothing for Qwen). *ids is allocated (free it); returns the
+ * count, or -1 for invalid UTF-8 (err names the byte offset). */
+long tokenizer_encode(Tokenizer *t, const char *text, size_t len, int add_special, int **ids, char *err,
+                      size_t errlen);
+
+/* Decodes ids to a NUL-terminated UTF-8 string (free it). skip_special drops
+ * added tokens marked special. Unknown ids are skipped. */
+char *tokenizer_decode(const Tokenizer *t, const int *ids, size_t n, int skip_special, size_t *len);
+
+int tokenizer_token_id(const Tokenizer *t, const char *token); /* -1 if absent */
+const char *tokenizer_token(const Tokenizer *t, int id);       /* NULL if absent */
+int tokenizer_is_special(const Tokenizer *t, int id);
+int tokenizer_size(const Tokenizer *t);  /* largest id + 1 */
+int tokenizer_bos_id(const Tokenizer *t); /* what add_special puts first, or -1 */
+const char *tokenizer_family(const Tokenizer *t); /* "byte-level" or "sentencepiece" */
+
+#endif
