@@ -14,6 +14,7 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "tokenizer/tokenizer.h"
 
 static const char HELP[] =
     "usage: ppa bench loss [--lists N] [--size K] [--objective NAME|all] [--repeat R]\n"
@@ -121,11 +122,86 @@ static int bench_loss(int argc, char **argv) {
     return 0;
 }
 
+static const char TOKENIZE_HELP[] =
+    "usage: ppa bench tokenize --tokenizer FILE|DIR --text FILE [--repeat R] [--json]\n"
+    "\n"
+    "Encodes FILE line by line (no special tokens) on one thread: a first pass with\n"
+    "a cold piece cache, then the median of R passes (default 5). Prints MB/s.\n";
+
+/* Encodes every line of text once; returns the seconds and counts tokens. */
+static double tokenize_pass(Tokenizer *tok, const char *text, size_t len, long *tokens) {
+    char err[256];
+    double t0 = timer_now();
+    *tokens = 0;
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - text) + 1 : len;
+        int *ids;
+        long n = tokenizer_encode(tok, text + at, end - at, 0, &ids, err, sizeof err);
+        if (n < 0) ppa_die(2, "bench tokenize: %s", err);
+        *tokens += n;
+        free(ids);
+        at = end;
+    }
+    return timer_now() - t0;
+}
+
+static int bench_tokenize(int argc, char **argv) {
+    enum { OPT_HELP = 1, OPT_TOK, OPT_TEXT, OPT_REPEAT, OPT_JSON };
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, OPT_HELP},     {"tokenizer", required_argument, NULL, OPT_TOK},
+        {"text", required_argument, NULL, OPT_TEXT}, {"repeat", required_argument, NULL, OPT_REPEAT},
+        {"json", no_argument, NULL, OPT_JSON},     {0},
+    };
+    const char *tpath = NULL, *xpath = NULL;
+    int repeat = 5, json = 0, c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_HELP: fputs(TOKENIZE_HELP, stdout); return 0;
+        case OPT_TOK: tpath = optarg; break;
+        case OPT_TEXT: xpath = optarg; break;
+        case OPT_REPEAT: repeat = atoi(optarg); break;
+        case OPT_JSON: json = 1; break;
+        default: ppa_die(2, "bench tokenize: see 'ppa bench tokenize --help'");
+        }
+    }
+    if (!tpath || !xpath || repeat < 1) ppa_die(2, "bench tokenize: --tokenizer and --text are required");
+    char err[1024];
+    Tokenizer *tok = tokenizer_load(tpath, err, sizeof err);
+    if (!tok) ppa_die(2, "%s", err);
+    FILE *f = fopen(xpath, "rb");
+    if (!f) ppa_die(2, "bench tokenize: cannot open %s: %m", xpath);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = xmalloc((size_t)size + 1);
+    if (size < 0 || fread(text, 1, (size_t)size, f) != (size_t)size) ppa_die(2, "bench tokenize: cannot read %s", xpath);
+    fclose(f);
+    long tokens;
+    double cold = tokenize_pass(tok, text, (size_t)size, &tokens);
+    double *sec = xmalloc(sizeof(double) * (size_t)repeat);
+    for (int r = 0; r < repeat; r++) sec[r] = tokenize_pass(tok, text, (size_t)size, &tokens);
+    qsort(sec, (size_t)repeat, sizeof(double), cmp_double);
+    double warm = sec[repeat / 2], mb = size / 1e6;
+    if (json)
+        printf("{\"impl\": \"ppa\", \"bytes\": %ld, \"tokens\": %ld, \"seconds\": %.6f, \"mb_per_s\": %.3f, "
+               "\"cold_mb_per_s\": %.3f}\n", size, tokens, warm, mb / warm, mb / cold);
+    else
+        printf("ppa bench tokenize: %s, %.2f MB, %ld tokens, 1 thread\n  first pass (cold cache) %8.2f MB/s\n"
+               "  median of %d passes     %8.2f MB/s  (%.0f tokens/s)\n",
+               tokenizer_family(tok), mb, tokens, mb / cold, repeat, mb / warm, tokens / warm);
+    free(sec);
+    free(text);
+    tokenizer_free(tok);
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "loss")) return bench_loss(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "tokenize")) return bench_tokenize(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
-        printf("usage: ppa bench loss [options]     (see 'ppa bench loss --help')\n");
+        printf("usage: ppa bench loss|tokenize [options]     (see 'ppa bench loss --help')\n");
         return 0;
     }
-    ppa_die(2, "bench: expected a benchmark name: 'ppa bench loss'");
+    ppa_die(2, "bench: expected a benchmark name: 'ppa bench loss' or 'ppa bench tokenize'");
 }

@@ -8,17 +8,22 @@
 #include "cli/commands.h"
 #include "core/common.h"
 #include "io/jsonl.h"
-#include "tokenizer/tokenizer.h"
+#include "tokenizer/template.h"
 
 static const char HELP[] =
-    "usage: ppa tokenize --tokenizer FILE|DIR [--add-special-tokens] [--decode [--skip-special-tokens]]\n"
-    "                    [--input FILE] [--skip-invalid]\n"
+    "usage: ppa tokenize --tokenizer FILE|DIR [--add-special-tokens] [--template NAME]\n"
+    "                    [--decode [--skip-special-tokens]] [--input FILE] [--skip-invalid]\n"
     "\n"
     "Reads JSON Lines (stdin or --input): {\"text\": \"...\"} and writes {\"ids\": [...]};\n"
+    "{\"messages\": [{\"role\": ..., \"content\": ...}, ...]} renders a chat template first\n"
+    "(with the generation prompt when the last turn is the user's) and writes {\"text\", \"ids\"};\n"
     "with --decode reads {\"ids\": [...]} and writes {\"text\": \"...\"}.\n"
     "\n"
     "  --tokenizer FILE|DIR    a Hugging Face tokenizer.json, or the model folder holding it\n"
     "  --add-special-tokens    run the post-processor (BOS for Llama 3 and Mistral; none for Qwen)\n"
+    "  --template NAME         chatml, llama3, mistral, zephyr, llama2 or none (default: detected from\n"
+    "                          tokenizer_config.json's chat_template, else the special tokens); with a\n"
+    "                          template, BOS comes from the template or the post-processor, never both\n"
     "  --decode                ids to text\n"
     "  --skip-special-tokens   with --decode: drop special tokens\n"
     "  --input FILE            read FILE instead of stdin\n"
@@ -26,21 +31,67 @@ static const char HELP[] =
 
 typedef struct {
     Tokenizer *tok;
+    TemplateKind template;
     int add_special, decode, skip_special;
 } TokenizeOpts;
 
+static void print_ids(const int *ids, long n) {
+    fputs("[", stdout);
+    for (long i = 0; i < n; i++) printf(i ? ", %d" : "%d", ids[i]);
+    fputs("]", stdout);
+}
+
+/* {"messages": [...]}: render, then encode with exactly one BOS */
+static int encode_messages(const TokenizeOpts *o, const cJSON *msgs, char *err, size_t errlen) {
+    int n = cJSON_GetArraySize(msgs), i = 0;
+    ChatMessage *m = xcalloc((size_t)n + 1, sizeof *m);
+    for (const cJSON *it = msgs->child; it; it = it->next, i++) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role"), *c = cJSON_GetObjectItemCaseSensitive(it, "content");
+        if (!cJSON_IsString(role) || !cJSON_IsString(c)) {
+            snprintf(err, errlen, "\"messages\"[%d] needs string \"role\" and \"content\"", i);
+            free(m);
+            return -1;
+        }
+        m[i] = (ChatMessage){role->valuestring, c->valuestring};
+    }
+    int gen = n > 0 && !strcmp(m[n - 1].role, "user");
+    if (!n || template_check(m, n, gen, err, errlen)) {
+        if (!n) snprintf(err, errlen, "\"messages\" is empty");
+        free(m);
+        return -1;
+    }
+    char *text = template_render(o->template, m, n, gen);
+    int *ids;
+    long k = tokenizer_encode(o->tok, text, strlen(text), !template_has_bos(o->template), &ids, err, errlen);
+    if (k >= 0) {
+        cJSON *s = cJSON_CreateString(text);
+        char *js = cJSON_PrintUnformatted(s);
+        printf("{\"text\": %s, \"ids\": ", js);
+        print_ids(ids, k);
+        fputs("}\n", stdout);
+        free(js);
+        cJSON_Delete(s);
+        free(ids);
+    }
+    free(text);
+    free(m);
+    return k < 0 ? -1 : 0;
+}
+
 static int encode_line(const TokenizeOpts *o, const cJSON *root, char *err, size_t errlen) {
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text");
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (cJSON_IsArray(msgs)) return encode_messages(o, msgs, err, errlen);
     if (!cJSON_IsString(text)) {
-        snprintf(err, errlen, "expected {\"text\": string}");
+        snprintf(err, errlen, "expected {\"text\": string} or {\"messages\": [...]}");
         return -1;
     }
     int *ids;
     long n = tokenizer_encode(o->tok, text->valuestring, strlen(text->valuestring), o->add_special, &ids, err, errlen);
     if (n < 0) return -1;
-    fputs("{\"ids\": [", stdout);
-    for (long i = 0; i < n; i++) printf(i ? ", %d" : "%d", ids[i]);
-    fputs("]}\n", stdout);
+    fputs("{\"ids\": ", stdout);
+    print_ids(ids, n);
+    fputs("}\n", stdout);
     free(ids);
     return 0;
 }
@@ -73,7 +124,7 @@ static int decode_line(const TokenizeOpts *o, const cJSON *root, char *err, size
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_TOK, OPT_ADD, OPT_DECODE, OPT_SKIP_SPECIAL, OPT_INPUT, OPT_SKIP };
+    enum { OPT_HELP = 1, OPT_TOK, OPT_ADD, OPT_DECODE, OPT_SKIP_SPECIAL, OPT_INPUT, OPT_SKIP, OPT_TEMPLATE };
     static const struct option opts[] = {
         {"help", no_argument, NULL, OPT_HELP},
         {"tokenizer", required_argument, NULL, OPT_TOK},
@@ -82,10 +133,11 @@ int cmd_tokenize(int argc, char **argv) {
         {"skip-special-tokens", no_argument, NULL, OPT_SKIP_SPECIAL},
         {"input", required_argument, NULL, OPT_INPUT},
         {"skip-invalid", no_argument, NULL, OPT_SKIP},
+        {"template", required_argument, NULL, OPT_TEMPLATE},
         {0},
     };
     TokenizeOpts o = {0};
-    const char *path = NULL, *input = NULL;
+    const char *path = NULL, *input = NULL, *template = NULL;
     int skip = 0, c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -96,12 +148,21 @@ int cmd_tokenize(int argc, char **argv) {
         case OPT_SKIP_SPECIAL: o.skip_special = 1; break;
         case OPT_INPUT: input = optarg; break;
         case OPT_SKIP: skip = 1; break;
+        case OPT_TEMPLATE: template = optarg; break;
         default: ppa_die(2, "tokenize: see 'ppa tokenize --help'");
         }
     }
     if (!path) ppa_die(2, "tokenize: --tokenizer is required");
     char err[1024];
     if (!(o.tok = tokenizer_load(path, err, sizeof err))) ppa_die(2, "%s", err);
+    if (template) {
+        if (template_parse(template, &o.template))
+            ppa_die(2, "tokenize: unknown template '%s' (chatml, llama3, mistral, zephyr, llama2, none)", template);
+    } else {
+        char *chat = template_from_config(path);
+        o.template = template_detect(o.tok, chat);
+        free(chat);
+    }
     FILE *in = stdin;
     if (input && !(in = fopen(input, "r"))) ppa_die(2, "tokenize: cannot open %s: %m", input);
     JsonlReader rd;
