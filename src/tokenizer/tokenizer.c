@@ -542,6 +542,13 @@ char *tokenizer_decode(const Tokenizer *tk, const int *ids, size_t n, int skip_s
 
 /* ---- queries ---- */
 
+void tokenizer_set_clean_up_spaces(Tokenizer *t, int on) { t->cleanup = on; }
+
+int tokenizer_has_added_token(const Tokenizer *t, const char *text, size_t len) {
+    size_t at;
+    return find_added(t, text, len, 0, &at) >= 0;
+}
+
 int tokenizer_token_id(const Tokenizer *t, const char *token) {
     for (int i = 0; i < t->n_added; i++)
         if (!strcmp(t->added[i].content, token)) return t->added[i].id;

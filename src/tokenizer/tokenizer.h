@@ -25,6 +25,13 @@ long tokenizer_encode(Tokenizer *t, const char *text, size_t len, int add_specia
  * added tokens marked special. Unknown ids are skipped. */
 char *tokenizer_decode(const Tokenizer *t, const int *ids, size_t n, int skip_special, size_t *len);
 
+/* clean_up_tokenization_spaces (" ." -> "." ...) is a transformers option
+ * read from tokenizer_config.json; this overrides it. */
+void tokenizer_set_clean_up_spaces(Tokenizer *t, int on);
+
+/* 1 if text contains the content of an added token (it is split out). */
+int tokenizer_has_added_token(const Tokenizer *t, const char *text, size_t len);
+
 int tokenizer_token_id(const Tokenizer *t, const char *token); /* -1 if absent */
 const char *tokenizer_token(const Tokenizer *t, int id);       /* NULL if absent */
 int tokenizer_is_special(const Tokenizer *t, int id);
