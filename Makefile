@@ -61,6 +61,7 @@ asan:
 
 bench: all
 	bash bench/run_loss.sh ./ppa
+	bash bench/run_tokenize.sh ./ppa
 
 goldens:
 	$(PYTHON) tests/ref/objectives_ref.py --out tests/fixtures/objectives_golden.jsonl
