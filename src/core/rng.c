@@ -14,6 +14,13 @@ uint64_t rng_u64(PpaRng *r) {
 
 double rng_uniform(PpaRng *r) { return (double)(rng_u64(r) >> 11) * 0x1.0p-53; }
 
+uint64_t rng_hash_string(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    PpaRng mix = {h};
+    return rng_u64(&mix);
+}
+
 double rng_normal(PpaRng *r) {
     double u1 = 1.0 - rng_uniform(r); /* (0, 1]: log is finite */
     double u2 = rng_uniform(r);
