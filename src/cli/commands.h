@@ -7,5 +7,7 @@ int cmd_loss(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_init(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 
 #endif

@@ -14,6 +14,8 @@ static const struct {
 } COMMANDS[] = {
     {"loss", cmd_loss, "loss, gradient and ranking metrics of score lists (JSON Lines in and out)"},
     {"tokenize", cmd_tokenize, "text to token ids and back with a tokenizer.json"},
+    {"init", cmd_init, "a randomly initialised Hugging Face model folder for a config.json"},
+    {"inspect", cmd_inspect, "architecture, parameters, tensors and tokenizer of a model folder"},
     {"bench", cmd_bench, "benchmarks: 'ppa bench loss'"},
     {"demo", cmd_demo, "the paper's worked examples, computed by the library"},
 };

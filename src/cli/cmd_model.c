@@ -1,0 +1,130 @@
+/* cmd_model.c: `ppa init` (a randomly initialised Hugging Face model folder
+ * for a config.json and a tokenizer.json) and `ppa inspect` (what a model
+ * folder holds, checked against its config.json). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "core/common.h"
+#include "model/checkpoint.h"
+#include "tokenizer/template.h"
+
+static const char INIT_HELP[] =
+    "usage: ppa init --config config.json --tokenizer tokenizer.json|DIR --out DIR [--seed N] [--dtype f32|bf16]\n"
+    "\n"
+    "Writes a randomly initialised model folder that transformers loads: config.json,\n"
+    "model.safetensors, generation_config.json, tokenizer.json, tokenizer_config.json\n"
+    "(copied from beside the tokenizer, or a minimal one). Initial weights: embeddings and\n"
+    "projection matrices ~ N(0, 0.02^2) (transformers' initializer_range), RMSNorm weights 1,\n"
+    "biases 0; one random stream per tensor, seeded by --seed (default 0) and the tensor's\n"
+    "name. --out must not exist, or be an empty folder: nothing is overwritten.\n";
+
+static const char INSPECT_HELP[] =
+    "usage: ppa inspect DIR\n"
+    "\n"
+    "Prints the architecture, parameter count, dtypes and tensor list of a model folder,\n"
+    "its tokenizer family and chat template, and checks the tensors against config.json\n"
+    "(exit status 2 when some are missing, unexpected or of the wrong shape).\n";
+
+static void die_err(const char *err) { ppa_die(2, "%s", err); }
+
+int cmd_init(int argc, char **argv) {
+    enum { OPT_HELP = 1, OPT_CONFIG, OPT_TOK, OPT_OUT, OPT_SEED, OPT_DTYPE };
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, OPT_HELP}, {"config", required_argument, NULL, OPT_CONFIG},
+        {"tokenizer", required_argument, NULL, OPT_TOK}, {"out", required_argument, NULL, OPT_OUT},
+        {"seed", required_argument, NULL, OPT_SEED}, {"dtype", required_argument, NULL, OPT_DTYPE}, {0},
+    };
+    const char *config = NULL, *tokenizer = NULL, *out = NULL;
+    unsigned long long seed = 0;
+    StDtype dtype = ST_F32;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_HELP: fputs(INIT_HELP, stdout); return 0;
+        case OPT_CONFIG: config = optarg; break;
+        case OPT_TOK: tokenizer = optarg; break;
+        case OPT_OUT: out = optarg; break;
+        case OPT_SEED: seed = strtoull(optarg, NULL, 10); break;
+        case OPT_DTYPE:
+            if (!strcmp(optarg, "f32") || !strcmp(optarg, "float32")) dtype = ST_F32;
+            else if (!strcmp(optarg, "bf16") || !strcmp(optarg, "bfloat16")) dtype = ST_BF16;
+            else ppa_die(2, "init: --dtype must be f32 or bf16");
+            break;
+        default: ppa_die(2, "init: see 'ppa init --help'");
+        }
+    }
+    if (!config || !tokenizer || !out) ppa_die(2, "init: --config, --tokenizer and --out are required");
+    char err[2048];
+    ModelConfig cfg;
+    if (model_config_load(&cfg, config, err, sizeof err)) die_err(err);
+    snprintf(cfg.dtype, sizeof cfg.dtype, "%s", dtype == ST_BF16 ? "bfloat16" : "float32");
+    Tokenizer *tok = tokenizer_load(tokenizer, err, sizeof err);
+    if (!tok) die_err(err);
+    if (tokenizer_size(tok) > cfg.vocab_size)
+        ppa_die(2, "init: the tokenizer has %d tokens but config.json's vocab_size (embedding rows) is %d",
+                tokenizer_size(tok), cfg.vocab_size);
+    tokenizer_free(tok);
+    ModelTensorSpec *specs;
+    int n = model_tensor_table(&cfg, &specs);
+    float **data = xcalloc((size_t)n, sizeof(float *));
+    checkpoint_init(specs, n, seed, data);
+    if (checkpoint_write_folder(out, &cfg, specs, data, n, dtype, tokenizer, err, sizeof err)) die_err(err);
+    printf("wrote %s: %s, %lld parameters in %d tensors (%s), seed %llu\n", out, model_type_name(cfg.type),
+           (long long)model_param_count(&cfg), n, st_dtype_name(dtype), seed);
+    for (int i = 0; i < n; i++) free(data[i]);
+    free(data);
+    free(specs);
+    return 0;
+}
+
+static void print_tokenizer(const char *dir) {
+    char err[1024];
+    Tokenizer *tok = tokenizer_load(dir, err, sizeof err);
+    if (!tok) {
+        printf("tokenizer: none usable (%s)\n", err);
+        return;
+    }
+    char *chat = template_from_config(dir);
+    int bos = tokenizer_bos_id(tok);
+    printf("tokenizer: %s BPE, %d tokens, BOS %s (%d), chat template %s%s\n", tokenizer_family(tok), tokenizer_size(tok),
+           bos >= 0 ? tokenizer_token(tok, bos) : "none", bos, template_name(template_detect(tok, chat)),
+           chat ? " (from tokenizer_config.json)" : " (from special tokens)");
+    free(chat);
+    tokenizer_free(tok);
+}
+
+int cmd_inspect(int argc, char **argv) {
+    if (argc != 2 || !strcmp(argv[1], "--help")) {
+        fputs(INSPECT_HELP, argc == 2 ? stdout : stderr);
+        return argc == 2 ? 0 : 2;
+    }
+    const char *dir = argv[1];
+    char err[8192], desc[4096];
+    ModelConfig cfg;
+    if (model_config_load(&cfg, dir, err, sizeof err)) die_err(err);
+    model_config_describe(&cfg, desc, sizeof desc);
+    printf("%s\n%s\n", dir, desc);
+    StSet st;
+    if (st_open(&st, dir, err, sizeof err)) die_err(err);
+    int counts[3] = {0};
+    int64_t numel = 0;
+    for (int i = 0; i < st.n_tensors; i++) counts[st.tensors[i].dtype]++, numel += st.tensors[i].numel;
+    printf("checkpoint: %d tensors in %d file%s, %lld parameters; F32 %d, F16 %d, BF16 %d\n", st.n_tensors, st.n_files,
+           st.n_files == 1 ? "" : "s", (long long)numel, counts[ST_F32], counts[ST_F16], counts[ST_BF16]);
+    for (int i = 0; i < st.n_tensors; i++) {
+        const StTensor *t = &st.tensors[i];
+        printf("  %-56s %-4s [", t->name, st_dtype_name(t->dtype));
+        for (int d = 0; d < t->ndim; d++) printf(d ? ", %lld" : "%lld", (long long)t->shape[d]);
+        printf("]\n");
+    }
+    print_tokenizer(dir);
+    int problems = checkpoint_check(&cfg, &st, err, sizeof err);
+    st_close(&st);
+    if (problems) ppa_die(2, "%s: %d problem%s with the tensors:\n%s", dir, problems, problems == 1 ? "" : "s", err);
+    printf("check: the tensors match config.json\n");
+    return 0;
+}

@@ -1,0 +1,215 @@
+/* checkpoint.c: tensor-set checks against config.json, random init, and
+ * model folders written through a temporary folder renamed into place. */
+#include "model/checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/common.h"
+#include "core/rng.h"
+#include "tokenizer/tokenizer.h"
+
+#define SHARD_BYTES 5000000000ULL /* save_pretrained's default max_shard_size */
+
+static void shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
+    int k = snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && k < (int)n; d++) k += snprintf(buf + k, n - (size_t)k, d ? ", %lld" : "%lld", (long long)shape[d]);
+    if (k < (int)n) snprintf(buf + k, n - (size_t)k, "]");
+}
+
+/* appends one line to err while there is room; counts every problem */
+static void problem(char *err, size_t errlen, int *count, const char *fmt, const char *a, const char *b, const char *c) {
+    size_t used = strlen(err);
+    if (used + 1 < errlen) snprintf(err + used, errlen - used, fmt, a, b, c);
+    (*count)++;
+}
+
+int checkpoint_check(const ModelConfig *c, const StSet *st, char *err, size_t errlen) {
+    ModelTensorSpec *specs;
+    int n = model_tensor_table(c, &specs), count = 0;
+    char *used = xcalloc((size_t)st->n_tensors + 1, 1), want[96], got[96];
+    err[0] = 0;
+    for (int i = 0; i < n; i++) {
+        const StTensor *t = st_find(st, specs[i].name);
+        shape_str(specs[i].ndim, specs[i].shape, want, sizeof want);
+        if (!t) {
+            problem(err, errlen, &count, "missing tensor %s %s%s\n", specs[i].name, want, "");
+            continue;
+        }
+        used[t - st->tensors] = 1;
+        int same = t->ndim == specs[i].ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == specs[i].shape[d];
+        shape_str(t->ndim, t->shape, got, sizeof got);
+        if (!same) problem(err, errlen, &count, "tensor %s has shape %s but config.json needs %s\n", specs[i].name, got, want);
+    }
+    for (int i = 0; i < st->n_tensors; i++)
+        if (!used[i])
+            problem(err, errlen, &count, "unexpected tensor %s (%s%s)\n", st->tensors[i].name,
+                    !strcmp(st->tensors[i].name, "lm_head.weight") ? "tie_word_embeddings is true"
+                                                                   : "a model with this config.json has no such tensor",
+                    "");
+    free(used);
+    free(specs);
+    size_t len = strlen(err);
+    if (len && err[len - 1] == '\n') err[len - 1] = 0;
+    return count;
+}
+
+void checkpoint_init(const ModelTensorSpec *specs, int n, uint64_t seed, float **data) {
+    for (int i = 0; i < n; i++) {
+        const ModelTensorSpec *s = &specs[i];
+        float *w = data[i] = xmalloc(sizeof(float) * (size_t)(s->numel ? s->numel : 1));
+        PpaRng rng; /* one stream per tensor, named by the tensor: order-independent */
+        rng_seed(&rng, seed ^ rng_hash_string(s->name));
+        for (int64_t k = 0; k < s->numel; k++)
+            w[k] = s->kind == MODEL_TENSOR_MATRIX ? (float)(0.02 * rng_normal(&rng)) : s->kind == MODEL_TENSOR_NORM ? 1.0f : 0.0f;
+    }
+}
+
+static int write_text(const char *path, const char *text, char *err, size_t errlen) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fputs(text, f) == EOF || fflush(f) || fsync(fileno(f))) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    if (fclose(f)) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, len = 0, k;
+    char *buf = xmalloc(cap + 1);
+    while ((k = fread(buf + len, 1, cap - len, f)) > 0)
+        if ((len += k) == cap) buf = xrealloc(buf, (cap *= 2) + 1);
+    fclose(f);
+    buf[len] = 0;
+    return buf;
+}
+
+static void json_token(char *buf, size_t n, const Tokenizer *tok, int id) {
+    const char *s = id >= 0 ? tokenizer_token(tok, id) : NULL;
+    if (s) snprintf(buf, n, "\"%s\"", s); /* special tokens are plain ASCII markers */
+    else snprintf(buf, n, "null");
+}
+
+/* tokenizer.json, and tokenizer_config.json copied from beside it or made up */
+static int write_tokenizer_files(const char *tmp, const ModelConfig *c, const char *tokenizer_path, char *err,
+                                 size_t errlen) {
+    char path[4400], src[4200];
+    struct stat sb;
+    int is_dir = !stat(tokenizer_path, &sb) && S_ISDIR(sb.st_mode);
+    snprintf(src, sizeof src, is_dir ? "%s/tokenizer.json" : "%s", tokenizer_path);
+    char *text = slurp(src);
+    if (!text) {
+        snprintf(err, errlen, "%s: cannot read: %s", src, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
+    int rc = write_text(path, text, err, errlen);
+    free(text);
+    if (rc) return -1;
+    const char *slash = strrchr(src, '/');
+    snprintf(path, sizeof path, "%.*stokenizer_config.json", slash ? (int)(slash - src + 1) : 0, src);
+    text = slurp(path);
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", tmp);
+    if (text) {
+        rc = write_text(path, text, err, errlen);
+        free(text);
+        return rc;
+    }
+    Tokenizer *tok = tokenizer_load(src, err, errlen);
+    if (!tok) return -1;
+    char bos[256], eos[256], json[1024];
+    json_token(bos, sizeof bos, tok, c->bos_token_id);
+    json_token(eos, sizeof eos, tok, c->n_eos ? c->eos_token_ids[0] : -1);
+    snprintf(json, sizeof json,
+             "{\n  \"add_bos_token\": %s,\n  \"add_eos_token\": false,\n  \"bos_token\": %s,\n"
+             "  \"clean_up_tokenization_spaces\": false,\n  \"eos_token\": %s,\n  \"model_max_length\": %d,\n"
+             "  \"tokenizer_class\": \"PreTrainedTokenizerFast\"\n}\n",
+             tokenizer_bos_id(tok) >= 0 ? "true" : "false", bos, eos, c->max_position_embeddings);
+    tokenizer_free(tok);
+    return write_text(path, json, err, errlen);
+}
+
+static int write_generation_config(const char *tmp, const ModelConfig *c, char *err, size_t errlen) {
+    char path[4400], eos[160] = "null", json[512];
+    if (c->n_eos == 1) snprintf(eos, sizeof eos, "%d", c->eos_token_ids[0]);
+    if (c->n_eos > 1) {
+        int k = snprintf(eos, sizeof eos, "[");
+        for (int i = 0; i < c->n_eos; i++) k += snprintf(eos + k, sizeof eos - (size_t)k, i ? ", %d" : "%d", c->eos_token_ids[i]);
+        snprintf(eos + k, sizeof eos - (size_t)k, "]");
+    }
+    char bos[32] = "null", pad[32] = "null";
+    if (c->bos_token_id >= 0) snprintf(bos, sizeof bos, "%d", c->bos_token_id);
+    if (c->pad_token_id >= 0) snprintf(pad, sizeof pad, "%d", c->pad_token_id);
+    snprintf(json, sizeof json,
+             "{\n  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n  \"pad_token_id\": %s,\n"
+             "  \"transformers_version\": \"4.51.0\"\n}\n", bos, eos, pad);
+    snprintf(path, sizeof path, "%s/generation_config.json", tmp);
+    return write_text(path, json, err, errlen);
+}
+
+/* 1 if dir exists and holds anything */
+static int non_empty_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int found = 0;
+    while (!found && (e = readdir(d))) found = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return found;
+}
+
+static void remove_tree_files(const char *dir) { /* our own temporary folder: files only; dir < 4096 */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[4400];
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) snprintf(path, sizeof path, "%s/%s", dir, e->d_name), unlink(path);
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, float *const *data,
+                            int n, StDtype dtype, const char *tokenizer_path, char *err, size_t errlen) {
+    struct stat sb;
+    if (!stat(dir, &sb) && (!S_ISDIR(sb.st_mode) || non_empty_dir(dir))) {
+        snprintf(err, errlen, "%s already exists and is not an empty folder: choose another --out", dir);
+        return -1;
+    }
+    char tmp[4096];
+    if (strlen(dir) > 4000) {
+        snprintf(err, errlen, "output folder name too long");
+        return -1;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
+    if (mkdir(tmp, 0755)) {
+        snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        return -1;
+    }
+    StWriteTensor *w = xcalloc((size_t)n + 1, sizeof *w);
+    for (int i = 0; i < n; i++) w[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, data[i]};
+    int rc = model_config_write(c, tmp, err, errlen) || st_write_sharded(tmp, w, n, dtype, SHARD_BYTES, err, errlen) ||
+             write_generation_config(tmp, c, err, errlen) || write_tokenizer_files(tmp, c, tokenizer_path, err, errlen);
+    free(w);
+    if (!rc) {
+        rmdir(dir); /* an empty folder may stand there */
+        if (rename(tmp, dir)) {
+            snprintf(err, errlen, "%s: cannot rename %s into place: %s", dir, tmp, strerror(errno));
+            rc = -1;
+        }
+    }
+    if (rc) remove_tree_files(tmp);
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,32 @@
+/* checkpoint.h: Hugging Face model folders as a whole: checking that a
+ * checkpoint holds exactly the tensors its config.json needs, random
+ * initial weights for a config, and writing a folder transformers loads. */
+#ifndef PPA_CHECKPOINT_H
+#define PPA_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/safetensors.h"
+#include "model/config.h"
+
+/* Every tensor of the config's table present with its shape, and nothing
+ * else. Returns the number of problems (0 = fine); the first ones are
+ * described in err, one per line, naming the tensors. */
+int checkpoint_check(const ModelConfig *c, const StSet *st, char *err, size_t errlen);
+
+/* Initial weights, deterministic in seed and independent of tensor order:
+ * matrices (embeddings and projections) ~ N(0, 0.02^2), as transformers'
+ * initializer_range; RMSNorm weights 1; biases 0. data: [n] allocated arrays. */
+void checkpoint_init(const ModelTensorSpec *specs, int n, uint64_t seed, float **data);
+
+/* Writes DIR: config.json, model.safetensors (sharded above 5 GB, as
+ * save_pretrained), generation_config.json, tokenizer.json and
+ * tokenizer_config.json (copied from beside tokenizer_path, or a minimal one).
+ * Everything is written into a temporary folder that is renamed to DIR at the
+ * end; an existing non-empty DIR is refused (nothing is overwritten). Returns 0
+ * or -1 with err. */
+int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, float *const *data,
+                            int n, StDtype dtype, const char *tokenizer_path, char *err, size_t errlen);
+
+#endif
