@@ -675,20 +675,6 @@ static int count_entries(const char *dir) {
     return n;
 }
 
-/* Name of the first field where a and b differ, or NULL (field by field:
- * struct padding is not part of the value; a new ModelConfig field goes here too). */
-static const char *config_difference(const ModelConfig *a, const ModelConfig *b) {
-#define SAME(f) \
-    if (memcmp(&a->f, &b->f, sizeof a->f)) return #f
-    SAME(type); SAME(vocab_size); SAME(hidden_size); SAME(intermediate_size); SAME(num_hidden_layers);
-    SAME(num_attention_heads); SAME(num_key_value_heads); SAME(head_dim); SAME(max_position_embeddings);
-    SAME(rms_norm_eps); SAME(tie_word_embeddings); SAME(qkv_bias); SAME(o_bias); SAME(mlp_bias); SAME(qk_norm);
-    SAME(bos_token_id); SAME(n_eos); SAME(eos_token_ids); SAME(pad_token_id); SAME(dtype); SAME(rope.type);
-    SAME(rope.theta); SAME(rope.factor); SAME(rope.low_freq_factor); SAME(rope.high_freq_factor);
-    SAME(rope.original_max_position_embeddings); SAME(sliding_window); SAME(max_window_layers);
-#undef SAME
-    return NULL;
-}
 
 static void round_trip(const ModelConfig *c, const char *dir, const char *what) {
     char err[512];
@@ -700,7 +686,7 @@ static void round_trip(const ModelConfig *c, const char *dir, const char *what) 
     rc = model_config_load(&back, dir, err, sizeof err);
     CHECK(rc == 0, "%s: read back: %s", what, err);
     if (rc) return;
-    const char *diff = config_difference(c, &back);
+    const char *diff = model_config_difference(c, &back);
     CHECK(diff == NULL, "%s: read back differs in %s", what, diff);
 }
 
@@ -792,12 +778,12 @@ static void test_round_trips(void) {
     ModelConfig a, b;
     snprintf(path, sizeof path, "%s/config.json", dir);
     CHECK(model_config_load(&a, path, err, sizeof err) == 0 && model_config_load(&b, dir, err, sizeof err) == 0 &&
-              !config_difference(&a, &b),
+              !model_config_difference(&a, &b),
           "file path and folder path load the same");
     /* write to an explicit file name */
     snprintf(path, sizeof path, "%s/other.json", dir);
     CHECK(model_config_write(&a, path, err, sizeof err) == 0 && model_config_load(&b, path, err, sizeof err) == 0 &&
-              !config_difference(&a, &b),
+              !model_config_difference(&a, &b),
           "write to a file name");
     unlink(path);
     snprintf(path, sizeof path, "%s/config.json", dir);

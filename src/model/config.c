@@ -857,7 +857,7 @@ static int sync_dir(const char *file) {
 
 /* The first field on which a and b differ, or NULL; field by field, since
  * struct padding is not part of the value. */
-static const char *config_difference(const ModelConfig *a, const ModelConfig *b) {
+const char *model_config_difference(const ModelConfig *a, const ModelConfig *b) {
 #define SAME(f) \
     if (memcmp(&a->f, &b->f, sizeof a->f)) return #f
     SAME(type); SAME(vocab_size); SAME(hidden_size); SAME(intermediate_size); SAME(num_hidden_layers);
@@ -889,7 +889,7 @@ static char *render_checked(const Ctx *x, const ModelConfig *c) {
     snprintf(name, sizeof name, "%s (not written)", x->name);
     const char *diff = NULL;
     if (model_config_parse(&back, text, name, x->err, x->errlen) ||
-        ((diff = config_difference(c, &back)) &&
+        ((diff = model_config_difference(c, &back)) &&
          fail(x, "not written: %s cannot be expressed in a %s config.json (expected a config as model_config_parse "
                  "returns it)", diff, TYPES[c->type].model_type))) {
         free(text);
