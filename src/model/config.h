@@ -147,12 +147,12 @@ int64_t model_param_count(const ModelConfig *c);
  * window), else -1 with a message. */
 int model_config_check_seq_len(const ModelConfig *c, int T, char *err, size_t errlen);
 
-/* One-paragraph summary (for `ppa inspect`), snprintf semantics: returns the
- * length the full text needs. */
 /* The first field on which a and b differ, or NULL when they are equal
  * (field by field: struct padding is not part of the value). */
 const char *model_config_difference(const ModelConfig *a, const ModelConfig *b);
 
+/* One-paragraph summary (for `ppa inspect`), snprintf semantics: returns the
+ * length the full text needs. */
 int model_config_describe(const ModelConfig *c, char *buf, size_t len);
 
 const char *model_type_name(ModelType t);         /* "llama" */
