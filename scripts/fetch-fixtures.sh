@@ -121,6 +121,11 @@ for entry in "${TOKENIZERS[@]}"; do
   done
 done
 
+# Variants of the real files for the components none of them uses (Metaspace, Digits)
+/usr/bin/python3 "$ROOT/tests/ref/make_variant_tokenizers.py" "$CACHE" ||
+  die "tests/ref/make_variant_tokenizers.py failed"
+VARIANTS=(mistral_metaspace llama3_digits)
+
 # --- reference outputs -------------------------------------------------------------------
 STRINGS="$ROOT/tests/fixtures/tokenizer_strings.jsonl"
 CASES="$ROOT/tests/fixtures/chat_cases.json"
@@ -157,6 +162,13 @@ for entry in "${TOKENIZERS[@]}"; do
     queue "$CACHE/tokref/chat_$fam.jsonl" "$key" \
           node "$ROOT/tests/ref/chat_ref.cjs" --tokenizer "$tdir" --cases "$CASES" --out "$CACHE/tokref/chat_$fam.jsonl"
   fi
+done
+for fam in "${VARIANTS[@]}"; do
+  tdir="$CACHE/tokenizers/$fam"
+  key=$(input_key "$fam" "$STRINGS" "$ROOT/tests/ref/tokenizer_ref.cjs" "$ROOT/tests/ref/refcommon.cjs" \
+                  "$ROOT/tests/ref/make_variant_tokenizers.py" "$tdir/tokenizer.json" "$tdir/tokenizer_config.json" "$TOKJS")
+  queue "$CACHE/tokref/$fam.jsonl" "$key" \
+        node "$ROOT/tests/ref/tokenizer_ref.cjs" --tokenizer "$tdir" --strings "$STRINGS" --out "$CACHE/tokref/$fam.jsonl"
 done
 
 # Run the queued generators, at most nproc at a time; each logs to OUT.log, status in OUT.rc.

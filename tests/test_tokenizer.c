@@ -183,6 +183,39 @@ static void test_refusals(void) {
           "a missing file is named");
 }
 
+/* Metaspace semantics from the Rust crate's own tests (the JavaScript port
+ * never splits, and strips only one leading space when decoding) */
+static void test_metaspace(void) {
+    static const char JSON[] =
+        "{\"added_tokens\": [{\"id\": 0, \"content\": \"<s>\", \"special\": true}],"
+        " \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\\u2581\", \"prepend_scheme\": \"%s\","
+        "   \"split\": %s},"
+        " \"decoder\": {\"type\": \"Metaspace\", \"replacement\": \"\\u2581\", \"prepend_scheme\": \"%s\", \"split\": true},"
+        " \"model\": {\"type\": \"BPE\", \"vocab\": {\"<s>\": 0, \"\\u2581\": 1, \"H\": 2, \"e\": 3, \"y\": 4, \"\\u2581Hey\": 5,"
+        "  \"\\u2581H\": 6, \"\\u2581He\": 7, \"f\": 8, \"\\u2581f\": 9, \"Hey\": 10, \"He\": 11},"
+        "  \"merges\": [\"\\u2581 H\", \"\\u2581H e\", \"\\u2581He y\", \"H e\", \"He y\", \"\\u2581 f\"]}}";
+    char json[2048], err[512];
+    snprintf(json, sizeof json, JSON, "always", "true", "always");
+    Tokenizer *t = load_text(json, err, sizeof err);
+    CHECK(t != NULL, "Metaspace tokenizer loads: %s", t ? "" : err);
+    if (!t) return;
+    /* "Hey   f": ▁Hey | ▁ | ▁ | ▁f (split, MergedWithNext) */
+    expect_ids(t, "Hey   f", 0, (const int[]){5, 1, 1, 9, -1}, "Metaspace always + split");
+    expect_ids(t, " Hey", 0, (const int[]){5, -1}, "no prepend when the text starts with a space");
+    expect_ids(t, "<s>Hey", 0, (const int[]){0, 5, -1}, "always: every segment gets the prefix");
+    expect_decode(t, (const int[]){5, 9}, 2, 0, "Hey f", "decoder drops the first token's replacement");
+    expect_decode(t, (const int[]){1, 1, 5}, 3, 0, "  Hey", "later tokens' replacements are spaces");
+    tokenizer_free(t);
+    snprintf(json, sizeof json, JSON, "first", "false", "never");
+    t = load_text(json, err, sizeof err);
+    CHECK(t != NULL, "Metaspace first tokenizer loads: %s", t ? "" : err);
+    if (!t) return;
+    expect_ids(t, "Hey", 0, (const int[]){5, -1}, "first: the first segment gets the prefix");
+    expect_ids(t, "<s>Hey", 0, (const int[]){0, 10, -1}, "first: a segment after an added token does not");
+    expect_decode(t, (const int[]){5, 9}, 2, 0, " Hey f", "prepend_scheme never keeps every space");
+    tokenizer_free(t);
+}
+
 static void test_templates(void) {
     ChatMessage conv[3] = {{"system", "S."}, {"user", "Q?"}, {"assistant", "A."}};
     char *s = template_render(TEMPLATE_LLAMA3, conv, 3, 0);
@@ -237,8 +270,31 @@ static int roundtrip_guaranteed(Tokenizer *t, const char *name, const char *x, s
         free(nfc);
         return ok;
     }
-    if (!strcmp(name, "mistral") && (tokenizer_has_added_token(t, x, len) || strstr(x, "\xE2\x96\x81"))) return 1;
+    if (!strncmp(name, "mistral", 7) && (tokenizer_has_added_token(t, x, len) || strstr(x, "\xE2\x96\x81"))) return 1;
+    /* Metaspace prepends nothing to a text that starts with a space, and Strip still takes one */
+    if (!strcmp(name, "mistral_metaspace") && x[0] == ' ') return 1;
     return !strcmp(x, dec);
+}
+
+/* The JavaScript port differs from the Rust crate (what transformers runs) in
+ * three places, so those strings say nothing about correctness: its Digits
+ * splits ASCII digits only (Rust: char::is_numeric), its ByteLevel regex uses
+ * JavaScript's \s (U+FEFF in, U+0085 out; Rust/Oniguruma: the reverse), and
+ * its Metaspace never splits (tested with the Rust crate's own examples in
+ * test_metaspace instead). */
+static int oracle_applies(const char *name, const char *x) {
+    if (strcmp(name, "llama3_digits")) return 1;
+    for (size_t i = 0, len = strlen(x); i < len;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t n = utf8proc_iterate((const utf8proc_uint8_t *)x + i, (utf8proc_ssize_t)(len - i), &cp);
+        if (n <= 0) return 0;
+        utf8proc_category_t c = utf8proc_category(cp);
+        if (cp == 0x85 || cp == 0xFEFF || (cp >= 0x80 && (c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL ||
+                                                          c == UTF8PROC_CATEGORY_NO)))
+            return 0;
+        i += (size_t)n;
+    }
+    return 1;
 }
 
 static void test_reference(const char *name) {
@@ -258,11 +314,12 @@ static void test_reference(const char *name) {
     JsonlReader rd;
     jsonl_init(&rd, f, rpath);
     char *line;
-    long lines = 0, ok_ids = 0, ok_plain = 0, ok_decode = 0, roundtrip = 0;
+    long lines = 0, ok_ids = 0, ok_plain = 0, ok_decode = 0, roundtrip = 0, skipped = 0;
     while (jsonl_next(&rd, &line)) {
         cJSON *j = cJSON_Parse(line);
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text");
-        if (!cJSON_IsString(text)) {
+        if (!cJSON_IsString(text) || !oracle_applies(name, text->valuestring)) {
+            skipped += cJSON_IsString(text);
             cJSON_Delete(j);
             continue;
         }
@@ -276,9 +333,10 @@ static void test_reference(const char *name) {
         char *dec = tokenizer_decode(t, plain, (size_t)(m > 0 ? m : 0), 0, NULL);
         const cJSON *want = cJSON_GetObjectItemCaseSensitive(j, "decoded");
         int c = cJSON_IsString(want) && !strcmp(dec, want->valuestring);
+        int cleanup = tokenizer_clean_up_spaces(t);
         tokenizer_set_clean_up_spaces(t, 0);
         char *raw = tokenizer_decode(t, plain, (size_t)(m > 0 ? m : 0), 0, NULL);
-        tokenizer_set_clean_up_spaces(t, !strcmp(name, "llama3_1"));
+        tokenizer_set_clean_up_spaces(t, cleanup);
         int rt = roundtrip_guaranteed(t, name, text->valuestring, len, raw);
         if (!rt && lines - roundtrip < 4) fprintf(stderr, "  %s:%ld round trip differs: %.80s\n", name, rd.line, raw);
         roundtrip += rt;
@@ -293,9 +351,11 @@ static void test_reference(const char *name) {
         cJSON_Delete(j);
     }
     printf("reference agreement %s: %ld/%ld ids, %ld/%ld ids without special tokens, %ld/%ld decodes, "
-           "%ld/%ld round trips\n", name, ok_ids, lines, ok_plain, lines, ok_decode, lines, roundtrip, lines);
+           "%ld/%ld round trips", name, ok_ids, lines, ok_plain, lines, ok_decode, lines, roundtrip, lines);
+    printf(skipped ? " (%ld strings where the JavaScript port differs from Rust left out)\n" : "\n", skipped);
     CHECK(roundtrip == lines, "%s: decode(encode(x)) == x wherever the family guarantees it", name);
     CHECK(lines >= 2000, "%s: at least 2,000 reference strings (%ld)", name, lines);
+    CHECK(skipped * 20 < lines, "%s: few strings left out (%ld)", name, skipped);
     CHECK(ok_ids == lines && ok_plain == lines, "%s: every id sequence equals the reference encoder's", name);
     CHECK(ok_decode == lines, "%s: every decode equals the reference decoder's", name);
     jsonl_free(&rd);
@@ -354,10 +414,14 @@ int main(void) {
     test_sentencepiece();
     test_byte_level();
     test_refusals();
+    test_metaspace();
     test_templates();
     test_reference("qwen3");
     test_reference("llama3_1");
     test_reference("mistral");
+    /* variants of the real files for Metaspace and Digits (tests/ref/make_variant_tokenizers.py) */
+    test_reference("mistral_metaspace");
+    test_reference("llama3_digits");
     test_chat_reference("qwen3", TEMPLATE_CHATML);
     test_chat_reference("llama3_1", TEMPLATE_LLAMA3);
     return check_report("test_tokenizer");

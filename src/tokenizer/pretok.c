@@ -346,19 +346,25 @@ static void split_regex(const PreTokenizer *p, const char *s, size_t len, ByteBu
     emit(buf, spans, s + at, len - at);
 }
 
+/* Rust's char::is_numeric: general categories Nd, Nl and No */
+static int is_numeric(uint32_t cp) {
+    utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
+    return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+}
+
 static void split_digits(const PreTokenizer *p, const char *s, size_t len, ByteBuf *buf, IntVec *spans) {
     size_t start = 0;
     for (size_t i = 0; i < len;) {
         uint32_t cp;
         size_t k = (size_t)utf8_next((const unsigned char *)s + i, len - i, &cp);
-        int digit = utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_ND;
+        int digit = is_numeric(cp);
         if (digit) {
             emit(buf, spans, s + start, i - start);
             size_t end = i + k;
             while (!p->individual_digits && end < len) { /* a run of digits is one piece */
                 uint32_t c2;
                 size_t k2 = (size_t)utf8_next((const unsigned char *)s + end, len - end, &c2);
-                if (utf8proc_category((utf8proc_int32_t)c2) != UTF8PROC_CATEGORY_ND) break;
+                if (!is_numeric(c2)) break;
                 end += k2;
             }
             emit(buf, spans, s + i, end - i);
@@ -373,8 +379,9 @@ static void split_digits(const PreTokenizer *p, const char *s, size_t len, ByteB
 static void metaspace(const PreTokenizer *p, const char *s, size_t len, int first, ByteBuf *buf, IntVec *spans) {
     ByteBuf t = {0};
     size_t lr = strlen(p->repl);
-    if (p->prepend == 2 || (p->prepend == 1 && first))
-        if (len < lr || memcmp(s, p->repl, lr)) bytebuf_put(&t, p->repl, lr);
+    /* prepend unless the text, spaces already replaced, starts with the replacement */
+    int starts = (len && s[0] == ' ') || (len >= lr && !memcmp(s, p->repl, lr));
+    if ((p->prepend == 2 || (p->prepend == 1 && first)) && !starts) bytebuf_put(&t, p->repl, lr);
     for (size_t i = 0; i < len; i++) {
         if (s[i] == ' ') bytebuf_put(&t, p->repl, lr);
         else bytebuf_put(&t, s + i, 1);

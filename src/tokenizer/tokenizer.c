@@ -498,14 +498,8 @@ static void run_decoder(const Tokenizer *tk, Tokens *t) {
             for (size_t i = 0; i < t->n; i++) replace_in(&t->tok[i], d->a, d->b);
             break;
         case D_STRIP: dec_strip(t, d); break;
-        case D_METASPACE:
-            for (size_t i = 0; i < t->n; i++) {
-                replace_in(&t->tok[i], d->a, " ");
-                if (i == 0 && d->start && t->tok[0].n && t->tok[0].s[0] == ' ') {
-                    memmove(t->tok[0].s, t->tok[0].s + 1, t->tok[0].n);
-                    t->tok[0].n--;
-                }
-            }
+        case D_METASPACE: /* the reference drops every replacement of the first token */
+            for (size_t i = 0; i < t->n; i++) replace_in(&t->tok[i], d->a, i == 0 && d->start ? "" : " ");
             break;
         }
     }
@@ -543,6 +537,7 @@ char *tokenizer_decode(const Tokenizer *tk, const int *ids, size_t n, int skip_s
 /* ---- queries ---- */
 
 void tokenizer_set_clean_up_spaces(Tokenizer *t, int on) { t->cleanup = on; }
+int tokenizer_clean_up_spaces(const Tokenizer *t) { return t->cleanup; }
 
 int tokenizer_has_added_token(const Tokenizer *t, const char *text, size_t len) {
     size_t at;

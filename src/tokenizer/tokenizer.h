@@ -28,6 +28,7 @@ char *tokenizer_decode(const Tokenizer *t, const int *ids, size_t n, int skip_sp
 /* clean_up_tokenization_spaces (" ." -> "." ...) is a transformers option
  * read from tokenizer_config.json; this overrides it. */
 void tokenizer_set_clean_up_spaces(Tokenizer *t, int on);
+int tokenizer_clean_up_spaces(const Tokenizer *t);
 
 /* 1 if text contains the content of an added token (it is split out). */
 int tokenizer_has_added_token(const Tokenizer *t, const char *text, size_t len);
