@@ -47,8 +47,8 @@ static void test_init_values(const ModelConfig *c) {
     ModelTensorSpec *specs;
     int n = model_tensor_table(c, &specs);
     float **a = calloc((size_t)n, sizeof(float *)), **b = calloc((size_t)n, sizeof(float *));
-    checkpoint_init(specs, n, 7, a);
-    checkpoint_init(specs + 1, n - 1, 7, b + 1); /* without the first tensor: the others must not change */
+    checkpoint_init(specs, n, 7, 0.02, 0, a);
+    checkpoint_init(specs + 1, n - 1, 7, 0.02, 0, b + 1); /* without the first tensor: the others must not change */
     b[0] = malloc(4);
     int same = 1;
     for (int i = 1; i < n; i++) same &= !memcmp(a[i], b[i], sizeof(float) * (size_t)specs[i].numel);
@@ -69,7 +69,7 @@ static void test_init_values(const ModelConfig *c) {
     CHECK(fabs(mean) < 4 * 0.02 / sqrt((double)count) + 1e-12, "matrix init mean %.2e ~ 0 over %ld values", mean, count);
     CHECK(fabs(sd - 0.02) < 0.02 * 0.02, "matrix init standard deviation %.5f ~ 0.02", sd);
     float **c2 = calloc((size_t)n, sizeof(float *));
-    checkpoint_init(specs, n, 8, c2);
+    checkpoint_init(specs, n, 8, 0.02, 0, c2);
     CHECK(memcmp(a[0], c2[0], sizeof(float) * (size_t)specs[0].numel), "another seed gives other weights");
     for (int i = 0; i < n; i++) free(a[i]), free(b[i]), free(c2[i]);
     free(a), free(b), free(c2), free(specs);
@@ -82,7 +82,7 @@ static void test_folder(const ModelConfig *c, StDtype dtype) {
     ModelTensorSpec *specs;
     int n = model_tensor_table(c, &specs);
     float **w = calloc((size_t)n, sizeof(float *));
-    checkpoint_init(specs, n, 1, w);
+    checkpoint_init(specs, n, 1, 0.02, 0, w);
     int rc = checkpoint_write_folder(dir, c, specs, w, n, dtype, tok, err, sizeof err);
     CHECK(rc == 0, "write %s: %s", dir, rc ? err : "");
     const char *files[] = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json",

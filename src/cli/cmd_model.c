@@ -13,14 +13,17 @@
 #include "tokenizer/template.h"
 
 static const char INIT_HELP[] =
-    "usage: ppa init --config config.json --tokenizer tokenizer.json|DIR --out DIR [--seed N] [--dtype f32|bf16]\n"
+    "usage: ppa init --config config.json [--tokenizer tokenizer.json|DIR] --out DIR [--seed N]\n"
+    "                [--dtype f32|bf16] [--init-std X] [--init-all]\n"
     "\n"
     "Writes a randomly initialised model folder that transformers loads: config.json,\n"
     "model.safetensors, generation_config.json, tokenizer.json, tokenizer_config.json\n"
-    "(copied from beside the tokenizer, or a minimal one). Initial weights: embeddings and\n"
-    "projection matrices ~ N(0, 0.02^2) (transformers' initializer_range), RMSNorm weights 1,\n"
-    "biases 0; one random stream per tensor, seeded by --seed (default 0) and the tensor's\n"
-    "name. --out must not exist, or be an empty folder: nothing is overwritten.\n";
+    "(copied from beside the tokenizer, or a minimal one; without --tokenizer the folder\n"
+    "serves pre-tokenized data). Initial weights: embeddings and projection matrices\n"
+    "~ N(0, 0.02^2) (transformers' initializer_range; --init-std changes it), RMSNorm\n"
+    "weights 1, biases 0 (--init-all perturbs those too, by the same std: for tests);\n"
+    "one random stream per tensor, seeded by --seed (default 0) and the tensor's name.\n"
+    "--out must not exist, or be an empty folder: nothing is overwritten.\n";
 
 static const char INSPECT_HELP[] =
     "usage: ppa inspect DIR\n"
@@ -32,12 +35,15 @@ static const char INSPECT_HELP[] =
 static void die_err(const char *err) { ppa_die(2, "%s", err); }
 
 int cmd_init(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_CONFIG, OPT_TOK, OPT_OUT, OPT_SEED, OPT_DTYPE };
+    enum { OPT_HELP = 1, OPT_CONFIG, OPT_TOK, OPT_OUT, OPT_SEED, OPT_DTYPE, OPT_STD, OPT_ALL };
     static const struct option opts[] = {
         {"help", no_argument, NULL, OPT_HELP}, {"config", required_argument, NULL, OPT_CONFIG},
         {"tokenizer", required_argument, NULL, OPT_TOK}, {"out", required_argument, NULL, OPT_OUT},
-        {"seed", required_argument, NULL, OPT_SEED}, {"dtype", required_argument, NULL, OPT_DTYPE}, {0},
+        {"seed", required_argument, NULL, OPT_SEED}, {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"init-std", required_argument, NULL, OPT_STD}, {"init-all", no_argument, NULL, OPT_ALL}, {0},
     };
+    double std = 0.02;
+    int perturb_all = 0;
     const char *config = NULL, *tokenizer = NULL, *out = NULL;
     unsigned long long seed = 0;
     StDtype dtype = ST_F32;
@@ -49,6 +55,11 @@ int cmd_init(int argc, char **argv) {
         case OPT_TOK: tokenizer = optarg; break;
         case OPT_OUT: out = optarg; break;
         case OPT_SEED: seed = strtoull(optarg, NULL, 10); break;
+        case OPT_STD:
+            std = atof(optarg);
+            if (!(std >= 0 && std < 100)) ppa_die(2, "init: --init-std must be in [0, 100)");
+            break;
+        case OPT_ALL: perturb_all = 1; break;
         case OPT_DTYPE:
             if (!strcmp(optarg, "f32") || !strcmp(optarg, "float32")) dtype = ST_F32;
             else if (!strcmp(optarg, "bf16") || !strcmp(optarg, "bfloat16")) dtype = ST_BF16;
@@ -57,21 +68,23 @@ int cmd_init(int argc, char **argv) {
         default: ppa_die(2, "init: see 'ppa init --help'");
         }
     }
-    if (!config || !tokenizer || !out) ppa_die(2, "init: --config, --tokenizer and --out are required");
+    if (!config || !out) ppa_die(2, "init: --config and --out are required");
     char err[2048];
     ModelConfig cfg;
     if (model_config_load(&cfg, config, err, sizeof err)) die_err(err);
     snprintf(cfg.dtype, sizeof cfg.dtype, "%s", dtype == ST_BF16 ? "bfloat16" : "float32");
-    Tokenizer *tok = tokenizer_load(tokenizer, err, sizeof err);
-    if (!tok) die_err(err);
-    if (tokenizer_size(tok) > cfg.vocab_size)
-        ppa_die(2, "init: the tokenizer has %d tokens but config.json's vocab_size (embedding rows) is %d",
-                tokenizer_size(tok), cfg.vocab_size);
-    tokenizer_free(tok);
+    if (tokenizer) {
+        Tokenizer *tok = tokenizer_load(tokenizer, err, sizeof err);
+        if (!tok) die_err(err);
+        if (tokenizer_size(tok) > cfg.vocab_size)
+            ppa_die(2, "init: the tokenizer has %d tokens but config.json's vocab_size (embedding rows) is %d",
+                    tokenizer_size(tok), cfg.vocab_size);
+        tokenizer_free(tok);
+    }
     ModelTensorSpec *specs;
     int n = model_tensor_table(&cfg, &specs);
     float **data = xcalloc((size_t)n, sizeof(float *));
-    checkpoint_init(specs, n, seed, data);
+    checkpoint_init(specs, n, seed, std, perturb_all, data);
     if (checkpoint_write_folder(out, &cfg, specs, data, n, dtype, tokenizer, err, sizeof err)) die_err(err);
     printf("wrote %s: %s, %lld parameters in %d tensors (%s), seed %llu\n", out, model_type_name(cfg.type),
            (long long)model_param_count(&cfg), n, st_dtype_name(dtype), seed);
@@ -85,7 +98,7 @@ static void print_tokenizer(const char *dir) {
     char err[1024];
     Tokenizer *tok = tokenizer_load(dir, err, sizeof err);
     if (!tok) {
-        printf("tokenizer: none usable (%s)\n", err);
+        printf("tokenizer: none (%s); pre-tokenized data only\n", err);
         return;
     }
     char *chat = template_from_config(dir);

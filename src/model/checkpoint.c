@@ -60,14 +60,15 @@ int checkpoint_check(const ModelConfig *c, const StSet *st, char *err, size_t er
     return count;
 }
 
-void checkpoint_init(const ModelTensorSpec *specs, int n, uint64_t seed, float **data) {
+void checkpoint_init(const ModelTensorSpec *specs, int n, uint64_t seed, double std, int perturb_all, float **data) {
     for (int i = 0; i < n; i++) {
         const ModelTensorSpec *s = &specs[i];
         float *w = data[i] = xmalloc(sizeof(float) * (size_t)(s->numel ? s->numel : 1));
         PpaRng rng; /* one stream per tensor, named by the tensor: order-independent */
         rng_seed(&rng, seed ^ rng_hash_string(s->name));
-        for (int64_t k = 0; k < s->numel; k++)
-            w[k] = s->kind == MODEL_TENSOR_MATRIX ? (float)(0.02 * rng_normal(&rng)) : s->kind == MODEL_TENSOR_NORM ? 1.0f : 0.0f;
+        double base = s->kind == MODEL_TENSOR_NORM ? 1.0 : 0.0;
+        int random = s->kind == MODEL_TENSOR_MATRIX || perturb_all;
+        for (int64_t k = 0; k < s->numel; k++) w[k] = (float)(base + (random ? std * rng_normal(&rng) : 0.0));
     }
 }
 
@@ -201,7 +202,8 @@ int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTe
     StWriteTensor *w = xcalloc((size_t)n + 1, sizeof *w);
     for (int i = 0; i < n; i++) w[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, data[i]};
     int rc = model_config_write(c, tmp, err, errlen) || st_write_sharded(tmp, w, n, dtype, SHARD_BYTES, err, errlen) ||
-             write_generation_config(tmp, c, err, errlen) || write_tokenizer_files(tmp, c, tokenizer_path, err, errlen);
+             write_generation_config(tmp, c, err, errlen) ||
+             (tokenizer_path && write_tokenizer_files(tmp, c, tokenizer_path, err, errlen));
     free(w);
     if (!rc) {
         rmdir(dir); /* an empty folder may stand there */

@@ -16,13 +16,16 @@
 int checkpoint_check(const ModelConfig *c, const StSet *st, char *err, size_t errlen);
 
 /* Initial weights, deterministic in seed and independent of tensor order:
- * matrices (embeddings and projections) ~ N(0, 0.02^2), as transformers'
- * initializer_range; RMSNorm weights 1; biases 0. data: [n] allocated arrays. */
-void checkpoint_init(const ModelTensorSpec *specs, int n, uint64_t seed, float **data);
+ * matrices (embeddings and projections) ~ N(0, std^2) (transformers'
+ * initializer_range is 0.02); RMSNorm weights 1 and biases 0, or with
+ * perturb_all 1 + N(0, std^2) and N(0, std^2), so that tests see every weight
+ * matter. data: [n] allocated arrays. */
+void checkpoint_init(const ModelTensorSpec *specs, int n, uint64_t seed, double std, int perturb_all, float **data);
 
 /* Writes DIR: config.json, model.safetensors (sharded above 5 GB, as
  * save_pretrained), generation_config.json, tokenizer.json and
- * tokenizer_config.json (copied from beside tokenizer_path, or a minimal one).
+ * tokenizer_config.json (copied from beside tokenizer_path, or a minimal one;
+ * none when tokenizer_path is NULL: a folder for pre-tokenized data).
  * Everything is written into a temporary folder that is renamed to DIR at the
  * end; an existing non-empty DIR is refused (nothing is overwritten). Returns 0
  * or -1 with err. */
