@@ -1,0 +1,53 @@
+/* kernels.h: the layer kernels of the Llama-family engine, as forward /
+ * backward pairs on raw float arrays. Forwards cache what their backward
+ * needs; backwards accumulate (+=) into parameter gradients and into the
+ * gradients of their inputs unless said otherwise. Nothing here allocates
+ * except attention's per-thread scratch. T = tokens of the batch, H = hidden,
+ * NH / NKV = query / key-value heads, HS = head size, V = vocabulary. */
+#ifndef PPA_KERNELS_H
+#define PPA_KERNELS_H
+
+/* y = x / sqrt(mean(x^2) + eps) * w, per token; rstd cached.
+ * x, y: [T, C]; w: [C]; rstd: [T] */
+void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w, int T, int C, float eps);
+/* dx: [T, C] (+=), dw: [C] (+=), dy: [T, C] */
+void rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd, int T,
+                      int C);
+
+/* Hugging Face rotate_half RoPE in place, pairing dims (j, j + HS/2).
+ * x: [T, NHx * HS]; pos: [T]; cs: [max_pos + 1, HS/2, 2] cos and sin table.
+ * inverse = 1 rotates back (the backward of the rotation). */
+void rope_apply(float *x, const int *pos, const float *cs, int T, int NHx, int HS, int inverse);
+/* cs: [n_pos, HS/2, 2] from inv_freq: [HS/2] */
+void rope_table(float *cs, const double *inv_freq, int n_pos, int HS);
+
+/* h = silu(g) * u; g, u, h: [N] */
+void swiglu_forward(float *h, const float *g, const float *u, long N);
+/* dg, du: [N] (overwritten) */
+void swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u, long N);
+
+/* Causal attention on shared-prompt rows. Token t attends keys
+ * [pstart[t], pstart[t] + plen[t]) (its row's prompt, for response tokens)
+ * and [sstart[t], t] (its own segment). rows: [n_rows + 1] token offsets;
+ * a row's keys never leave it. q: [T, NH*HS]; k, v: [T, NKV*HS];
+ * out: [T, NH*HS]; lse: [T, NH] (log-sum-exp of the scaled scores). */
+typedef struct {
+    const int *pstart, *plen, *sstart; /* [T] */
+    const int *rows;                  /* [n_rows + 1] */
+    int n_rows, T, NH, NKV, HS;
+} AttnShape;
+void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, const AttnShape *s);
+/* dq: [T, NH*HS], dk, dv: [T, NKV*HS] (+=); scores are recomputed from lse */
+void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out, const float *lse,
+                        const float *q, const float *k, const float *v, const AttnShape *s);
+
+/* Log-probabilities of n targets without storing [n, V] logits: in chunks,
+ * logits = x[src] W^T, logp[i] = logits[i, tgt[i]] - lse[i].
+ * x: [T, H]; W: [V, H]; src, tgt: [n]; logp: [n]; lse: [n] (cached) */
+void lmhead_forward(double *logp, float *lse, const float *x, const float *W, const int *src, const int *tgt, int n,
+                    int H, int V);
+/* g: [n] d loss / d logp. dx: [T, H] (+=, rows src), dW: [V, H] (+=) */
+void lmhead_backward(float *dx, float *dW, const double *g, const float *x, const float *W, const float *lse,
+                     const int *src, const int *tgt, int n, int H, int V);
+
+#endif

@@ -1,0 +1,55 @@
+/* llama.h: the Llama / Mistral / Qwen2 causal LM in float32 on the CPU:
+ * parameters and gradients in contiguous buffers laid out by the tensor
+ * table of config.json, and forward / backward over batches of shared-prompt
+ * rows (one prompt followed by K responses, each response attending to the
+ * prompt and to its own earlier tokens, positions continuing from the prompt
+ * length: the mathematics of K separate sequences, with the prompt computed
+ * once). The unit of output is the summed log-probability of each response. */
+#ifndef PPA_LLAMA_H
+#define PPA_LLAMA_H
+
+#include <stddef.h>
+
+#include "model/config.h"
+
+typedef struct Model Model;
+
+/* Loads config.json and the safetensors of a model folder (F32/F16/BF16,
+ * widened); the tensors must match the config exactly. NULL on error. */
+Model *model_load(const char *dir, char *err, size_t errlen);
+void model_free(Model *m);
+const ModelConfig *model_config(const Model *m);
+size_t model_n_params(const Model *m);
+float *model_params(Model *m); /* [n_params], in tensor-table order */
+float *model_grads(Model *m);  /* [n_params], allocated and zeroed on first use */
+void model_zero_grads(Model *m);
+/* Gradients under the Hugging Face names (tied embeddings include the LM
+ * head's share), F32. */
+int model_save_grads(const Model *m, const char *path, char *err, size_t errlen);
+
+/* One row: a prompt and K responses (token ids). */
+typedef struct {
+    int prompt_len;
+    const int *prompt;   /* [prompt_len], at least 1 token */
+    int n_resp;          /* K >= 1 */
+    const int *resp_len; /* [K], each >= 1 */
+    const int *const *resp;
+} Row;
+
+typedef struct Batch Batch;
+
+/* Packs rows for a forward / backward pass; checks token ids and lengths
+ * (and the sliding window). NULL on error. */
+Batch *batch_new(const Model *m, const Row *rows, int n_rows, char *err, size_t errlen);
+void batch_free(Batch *b);
+int batch_n_responses(const Batch *b);
+int batch_n_tokens(const Batch *b); /* packed tokens, the prompt counted once per row */
+
+/* logps: [n_responses] summed log-probabilities of each response, in row
+ * order; n_scored: [n_responses] (may be NULL). Caches activations in b. */
+void model_forward(Model *m, Batch *b, double *logps, int *n_scored);
+/* dlogps: [n_responses] d loss / d logp; adds d loss / d params into the
+ * gradients. Needs the forward of the same batch just before. */
+void model_backward(Model *m, Batch *b, const double *dlogps);
+
+#endif

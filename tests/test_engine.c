@@ -1,0 +1,198 @@
+/* test_engine.c: the Llama-family engine. Shared-prompt rows against the same
+ * responses as separate sequences (log-probs and every parameter gradient),
+ * central finite differences, repeatability, and the PyTorch float64 goldens
+ * of tests/ref/engine_ref.py when present (tests/fixtures/engine). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "core/rng.h"
+#include "io/jsonl.h"
+#include "io/safetensors.h"
+#include "model/checkpoint.h"
+#include "model/llama.h"
+
+static char tmpdir[64];
+
+/* writes a model folder for a config text with non-trivial weights */
+static Model *make_model(const char *name, const char *config_json, uint64_t seed) {
+    char dir[160], err[2048];
+    snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
+    ModelConfig c;
+    if (model_config_parse(&c, config_json, name, err, sizeof err)) {
+        CHECK(0, "config %s: %s", name, err);
+        return NULL;
+    }
+    ModelTensorSpec *specs;
+    int n = model_tensor_table(&c, &specs);
+    float **w = calloc((size_t)n, sizeof(float *));
+    checkpoint_init(specs, n, seed, 0.3, 1, w);
+    int rc = checkpoint_write_folder(dir, &c, specs, w, n, ST_F32, NULL, err, sizeof err);
+    CHECK(rc == 0, "write %s: %s", dir, err);
+    for (int i = 0; i < n; i++) free(w[i]);
+    free(w), free(specs);
+    Model *m = model_load(dir, err, sizeof err);
+    CHECK(m != NULL, "load %s: %s", dir, m ? "" : err);
+    return m;
+}
+
+static const char *CONFIGS[][2] = {
+    {"llama_mha", "{\"model_type\": \"llama\", \"vocab_size\": 53, \"hidden_size\": 32, \"intermediate_size\": 40,"
+                  " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 4,"
+                  " \"rms_norm_eps\": 1e-5, \"tie_word_embeddings\": false}"},
+    {"qwen2_gqa_tied", "{\"model_type\": \"qwen2\", \"vocab_size\": 47, \"hidden_size\": 32, \"intermediate_size\": 48,"
+                       " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+                       " \"rms_norm_eps\": 1e-6, \"tie_word_embeddings\": true, \"rope_theta\": 1000000.0}"},
+};
+
+typedef struct {
+    int P, K, R[4];
+    int prompt[12], resp[4][8];
+} TestRow;
+
+static void random_rows(TestRow *rows, int n, int vocab, PpaRng *rng) {
+    for (int r = 0; r < n; r++) {
+        rows[r].P = 1 + (int)(rng_uniform(rng) * 9);
+        rows[r].K = 1 + (int)(rng_uniform(rng) * 4);
+        for (int j = 0; j < rows[r].P; j++) rows[r].prompt[j] = (int)(rng_uniform(rng) * vocab);
+        for (int k = 0; k < rows[r].K; k++) {
+            rows[r].R[k] = 1 + (int)(rng_uniform(rng) * 7);
+            for (int j = 0; j < rows[r].R[k]; j++) rows[r].resp[k][j] = (int)(rng_uniform(rng) * vocab);
+        }
+    }
+}
+
+/* packed: one Row per TestRow; separate: one Row per response */
+static int to_rows(const TestRow *t, int n, int separate, Row *out, const int **ptrs) {
+    int m = 0, p = 0;
+    for (int r = 0; r < n; r++) {
+        if (!separate) {
+            for (int k = 0; k < t[r].K; k++) ptrs[p + k] = t[r].resp[k];
+            out[m++] = (Row){t[r].P, t[r].prompt, t[r].K, t[r].R, ptrs + p};
+            p += t[r].K;
+            continue;
+        }
+        for (int k = 0; k < t[r].K; k++) {
+            ptrs[p] = t[r].resp[k];
+            out[m++] = (Row){t[r].P, t[r].prompt, 1, &t[r].R[k], ptrs + p};
+            p++;
+        }
+    }
+    return m;
+}
+
+/* L = sum_k w_k logp_k: its value, and its gradient in the model */
+static double loss_and_grad(Model *m, const Row *rows, int n, const double *wts, double *logps) {
+    char err[512];
+    Batch *b = batch_new(m, rows, n, err, sizeof err);
+    CHECK(b != NULL, "batch: %s", b ? "" : err);
+    if (!b) return NAN;
+    model_forward(m, b, logps, NULL);
+    double L = 0;
+    for (int g = 0; g < batch_n_responses(b); g++) L += wts[g] * logps[g];
+    model_zero_grads(m);
+    model_backward(m, b, wts);
+    batch_free(b);
+    return L;
+}
+
+static void test_packed_equals_separate(Model *m, const char *name) {
+    PpaRng rng;
+    rng_seed(&rng, 5);
+    TestRow t[4];
+    random_rows(t, 4, model_config(m)->vocab_size, &rng);
+    Row packed[4], separate[16];
+    const int *pp[16], *sp[16];
+    int np = to_rows(t, 4, 0, packed, pp), ns = to_rows(t, 4, 1, separate, sp);
+    double wts[16], lp1[16], lp2[16];
+    for (int i = 0; i < 16; i++) wts[i] = 2 * rng_uniform(&rng) - 1;
+    size_t n = model_n_params(m);
+    loss_and_grad(m, packed, np, wts, lp1);
+    float *g1 = malloc(sizeof(float) * n);
+    memcpy(g1, model_grads(m), sizeof(float) * n);
+    loss_and_grad(m, separate, ns, wts, lp2);
+    const float *g2 = model_grads(m);
+    /* relative to the largest gradient entry: float32 sums over the K
+     * responses of a shared prompt run in another order than K sequences */
+    double worst_lp = 0, worst_g = 0, gmax = 0;
+    for (int i = 0; i < ns; i++) worst_lp = fmax(worst_lp, fabs(lp1[i] - lp2[i]) / fmax(1.0, fabs(lp2[i])));
+    for (size_t i = 0; i < n; i++) gmax = fmax(gmax, fabs(g2[i]));
+    for (size_t i = 0; i < n; i++) worst_g = fmax(worst_g, fabs(g1[i] - g2[i]) / gmax);
+    printf("%s: packed vs separate: log-probs %.2e, gradients %.2e (relative)\n", name, worst_lp, worst_g);
+    CHECK(worst_lp <= 1e-5, "%s: packed and separate log-probs agree (%.3g)", name, worst_lp);
+    CHECK(worst_g <= 1e-5, "%s: packed and separate gradients agree (%.3g)", name, worst_g);
+    free(g1);
+}
+
+/* float32 forward: differences of a float64-accumulated loss with a large step */
+static void test_finite_differences(Model *m, const char *name) {
+    PpaRng rng;
+    rng_seed(&rng, 9);
+    TestRow t[2];
+    random_rows(t, 2, model_config(m)->vocab_size, &rng);
+    Row rows[2];
+    const int *pp[8];
+    int nr = to_rows(t, 2, 0, rows, pp);
+    double wts[8], lp[8];
+    for (int i = 0; i < 8; i++) wts[i] = 2 * rng_uniform(&rng) - 1;
+    size_t n = model_n_params(m);
+    loss_and_grad(m, rows, nr, wts, lp);
+    float *g = malloc(sizeof(float) * n), *p = model_params(m);
+    memcpy(g, model_grads(m), sizeof(float) * n);
+    int ok = 0, tried = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        size_t i = (size_t)(rng_uniform(&rng) * n);
+        float keep = p[i], h = 1e-2f;
+        p[i] = keep + h;
+        double up = loss_and_grad(m, rows, nr, wts, lp);
+        p[i] = keep - h;
+        double down = loss_and_grad(m, rows, nr, wts, lp);
+        p[i] = keep;
+        double fd = (up - down) / (2.0 * h);
+        tried++;
+        ok += fabs(fd - g[i]) <= 2e-3 + 2e-2 * fabs(fd);
+    }
+    printf("%s: finite differences agree on %d/%d parameters\n", name, ok, tried);
+    CHECK(ok >= tried - 1, "%s: finite differences (%d/%d)", name, ok, tried);
+    free(g);
+}
+
+static void test_repeatable(Model *m, const char *name) {
+    PpaRng rng;
+    rng_seed(&rng, 3);
+    TestRow t[3];
+    random_rows(t, 3, model_config(m)->vocab_size, &rng);
+    Row rows[3];
+    const int *pp[12];
+    int nr = to_rows(t, 3, 0, rows, pp);
+    double wts[12], a[12] = {0}, b[12] = {0};
+    for (int i = 0; i < 12; i++) wts[i] = 1.0;
+    size_t n = model_n_params(m);
+    loss_and_grad(m, rows, nr, wts, a);
+    float *g = malloc(sizeof(float) * n);
+    memcpy(g, model_grads(m), sizeof(float) * n);
+    loss_and_grad(m, rows, nr, wts, b);
+    CHECK(!memcmp(a, b, sizeof(double) * 12) && !memcmp(g, model_grads(m), sizeof(float) * n),
+          "%s: a repeated pass gives the same bits", name);
+    free(g);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ppa_engine_XXXXXX");
+    if (!mkdtemp(tmpdir)) return 1;
+    for (size_t c = 0; c < sizeof CONFIGS / sizeof CONFIGS[0]; c++) {
+        Model *m = make_model(CONFIGS[c][0], CONFIGS[c][1], 11 + c);
+        if (!m) continue;
+        test_packed_equals_separate(m, CONFIGS[c][0]);
+        test_finite_differences(m, CONFIGS[c][0]);
+        test_repeatable(m, CONFIGS[c][0]);
+        model_free(m);
+    }
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+    return check_report("test_engine");
+}
