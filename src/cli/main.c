@@ -16,6 +16,8 @@ static const struct {
     {"tokenize", cmd_tokenize, "text to token ids and back with a tokenizer.json"},
     {"init", cmd_init, "a randomly initialised Hugging Face model folder for a config.json"},
     {"inspect", cmd_inspect, "architecture, parameters, tensors and tokenizer of a model folder"},
+    {"logprobs", cmd_logprobs, "summed log-probabilities of each response of each row"},
+    {"grad", cmd_grad, "the gradient of an objective on implicit rewards, as safetensors"},
     {"bench", cmd_bench, "benchmarks: 'ppa bench loss'"},
     {"demo", cmd_demo, "the paper's worked examples, computed by the library"},
 };

@@ -62,6 +62,12 @@ int objective_opts_append(struct option *table, int count) {
     return count;
 }
 
+int objective_opts_code(const char *name) {
+    for (int i = 0; i < OBJ_OPT_COUNT; i++)
+        if (!strcmp(OPTS[i].name, name)) return OBJ_OPT_BASE + i;
+    return -1;
+}
+
 int objective_opts_handle(int code, const char *arg, PpaObjective *obj, PpaLossOptions *o) {
     int i = code - OBJ_OPT_BASE;
     if (i < 0 || i >= OBJ_OPT_COUNT) return 0;

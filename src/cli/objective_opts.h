@@ -19,6 +19,10 @@ int objective_opts_append(struct option *table, int count);
  * A bad value is fatal (exit status 2) with a message naming the option. */
 int objective_opts_handle(int code, const char *arg, PpaObjective *obj, PpaLossOptions *o);
 
+/* The getopt_long code of an objective option, for commands that give one
+ * a wider meaning (--beta is also the implicit-reward beta of ppa grad). */
+int objective_opts_code(const char *name);
+
 /* Help text for the objective options. */
 extern const char OBJECTIVE_OPTS_HELP[];
 

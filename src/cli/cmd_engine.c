@@ -1,0 +1,210 @@
+/* cmd_engine.c: `ppa logprobs` (summed response log-probabilities of a
+ * model) and `ppa grad` (the gradient of an objective on implicit rewards,
+ * under the Hugging Face tensor names). */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/objective_opts.h"
+#include "core/common.h"
+#include "data/rows.h"
+#include "model/llama.h"
+#include "ppa/losses.h"
+
+#define ROWS_PER_BATCH 8
+
+/* Model, its tokenizer (optional: pre-tokenized rows need none) and the data. */
+typedef struct {
+    Model *model;
+    Tokenizer *tok;
+    DataSet data;
+} Loaded;
+
+static void load_all(Loaded *L, const char *model_dir, const char *data, const char *template, int skip, int strict) {
+    char err[4096];
+    if (!(L->model = model_load(model_dir, err, sizeof err))) ppa_die(2, "%s", err);
+    L->tok = tokenizer_load(model_dir, err, sizeof err); /* absent: pre-tokenized rows only */
+    const ModelConfig *c = model_config(L->model);
+    DataOptions o = {L->tok, TEMPLATE_NONE, c->n_eos ? c->eos_token_ids[0] : -1, c->vocab_size, skip, strict};
+    if (template) {
+        if (template_parse(template, &o.tpl)) ppa_die(2, "unknown template '%s' (chatml, llama3, mistral, zephyr, llama2, none)", template);
+    } else if (L->tok) {
+        char *chat = template_from_config(model_dir);
+        o.tpl = template_detect(L->tok, chat);
+        free(chat);
+    }
+    if (data_read(&L->data, data, &o, err, sizeof err)) ppa_die(2, "%s", err);
+    if (L->data.boundary_fixes)
+        fprintf(stderr, "ppa: %ld responses began with a token merged across the prompt boundary; their prompt ends "
+                        "where the tokenizations differ (use --strict to refuse them)\n", L->data.boundary_fixes);
+}
+
+static void unload(Loaded *L) {
+    data_free(&L->data);
+    tokenizer_free(L->tok);
+    model_free(L->model);
+}
+
+/* Forward over rows [r0, r1): logps and scored-token counts in row order. */
+static Batch *forward_rows(Model *m, const DataSet *d, int r0, int r1, double *logps, int *n_tokens) {
+    Row rows[ROWS_PER_BATCH];
+    for (int r = r0; r < r1; r++) {
+        const DataRow *x = &d->rows[r];
+        rows[r - r0] = (Row){x->prompt_len, x->prompt, x->n_resp, x->resp_len, (const int *const *)x->resp};
+    }
+    char err[512];
+    Batch *b = batch_new(m, rows, r1 - r0, err, sizeof err);
+    if (!b) ppa_die(2, "rows %d..%d: %s", r0 + 1, r1, err);
+    model_forward(m, b, logps, n_tokens);
+    return b;
+}
+
+static int batch_responses(const DataSet *d, int r0, int r1) {
+    int n = 0;
+    for (int r = r0; r < r1; r++) n += d->rows[r].n_resp;
+    return n;
+}
+
+static const char LOGPROBS_HELP[] =
+    "usage: ppa logprobs --model DIR --data FILE.jsonl [--template NAME] [--skip-invalid] [--strict]\n"
+    "\n"
+    "One line per row: {\"logps\": [...], \"n_tokens\": [...]}: the summed log-probability of each\n"
+    "response given its prompt, and its number of scored tokens. Rows are text rows (rendered with\n"
+    "the chat template, default: detected) or pre-tokenized {\"prompt_ids\", \"response_ids\"}.\n";
+
+int cmd_logprobs(int argc, char **argv) {
+    enum { OPT_HELP = 1, OPT_MODEL, OPT_DATA, OPT_TEMPLATE, OPT_SKIP, OPT_STRICT };
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, OPT_HELP},         {"model", required_argument, NULL, OPT_MODEL},
+        {"data", required_argument, NULL, OPT_DATA},   {"template", required_argument, NULL, OPT_TEMPLATE},
+        {"skip-invalid", no_argument, NULL, OPT_SKIP}, {"strict", no_argument, NULL, OPT_STRICT}, {0},
+    };
+    const char *model = NULL, *data = NULL, *template = NULL;
+    int skip = 0, strict = 0, c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_HELP: fputs(LOGPROBS_HELP, stdout); return 0;
+        case OPT_MODEL: model = optarg; break;
+        case OPT_DATA: data = optarg; break;
+        case OPT_TEMPLATE: template = optarg; break;
+        case OPT_SKIP: skip = 1; break;
+        case OPT_STRICT: strict = 1; break;
+        default: ppa_die(2, "logprobs: see 'ppa logprobs --help'");
+        }
+    }
+    if (!model || !data) ppa_die(2, "logprobs: --model and --data are required");
+    Loaded L = {0};
+    load_all(&L, model, data, template, skip, strict);
+    for (int r0 = 0; r0 < L.data.n; r0 += ROWS_PER_BATCH) {
+        int r1 = r0 + ROWS_PER_BATCH < L.data.n ? r0 + ROWS_PER_BATCH : L.data.n, n = batch_responses(&L.data, r0, r1);
+        double *lp = xmalloc(sizeof(double) * (size_t)n);
+        int *nt = xmalloc(sizeof(int) * (size_t)n), g = 0;
+        batch_free(forward_rows(L.model, &L.data, r0, r1, lp, nt));
+        for (int r = r0; r < r1; r++) {
+            fputs("{\"logps\": [", stdout);
+            for (int k = 0; k < L.data.rows[r].n_resp; k++) printf(k ? ", %.17g" : "%.17g", lp[g + k]);
+            fputs("], \"n_tokens\": [", stdout);
+            for (int k = 0; k < L.data.rows[r].n_resp; k++) printf(k ? ", %d" : "%d", nt[g + k]);
+            fputs("]}\n", stdout);
+            g += L.data.rows[r].n_resp;
+        }
+        free(lp), free(nt);
+    }
+    unload(&L);
+    if (fflush(stdout) || ferror(stdout)) ppa_die(1, "logprobs: error writing the output");
+    return 0;
+}
+
+static const char GRAD_HELP[] =
+    "usage: ppa grad --model DIR [--ref DIR] --data FILE.jsonl --objective NAME [objective options]\n"
+    "                --beta B --out grads.safetensors [--template NAME] [--skip-invalid] [--strict]\n"
+    "\n"
+    "loss = mean over rows of the objective on s_k = beta (logp_policy,k - logp_ref,k), labels =\n"
+    "the rows' scores (simpo: s_k = beta * mean-token logp_policy; ipo: mean-token log-probs for\n"
+    "both). Writes d loss / d theta for every parameter under the Hugging Face names (a tied\n"
+    "embedding's gradient includes the LM head's share) and prints {\"loss\": ...}. Without --ref\n"
+    "the reference is the policy itself, so every s is 0.\n\n";
+
+/* s from log-probs; returns d s / d logp_policy */
+static double implicit_reward(PpaObjective obj, double beta, double lp, double ref, int n, double *s) {
+    if (obj == PPA_SIMPO) return *s = beta * lp / n, beta / n;
+    if (obj == PPA_IPO) return *s = beta * (lp - ref) / n, beta / n;
+    return *s = beta * (lp - ref), beta;
+}
+
+int cmd_grad(int argc, char **argv) {
+    enum { OPT_HELP = 1, OPT_MODEL, OPT_REF, OPT_DATA, OPT_OUT, OPT_TEMPLATE, OPT_SKIP, OPT_STRICT };
+    struct option opts[16 + OBJ_OPT_COUNT] = {
+        {"help", no_argument, NULL, OPT_HELP},         {"model", required_argument, NULL, OPT_MODEL},
+        {"ref", required_argument, NULL, OPT_REF},     {"data", required_argument, NULL, OPT_DATA},
+        {"out", required_argument, NULL, OPT_OUT},     {"template", required_argument, NULL, OPT_TEMPLATE},
+        {"skip-invalid", no_argument, NULL, OPT_SKIP}, {"strict", no_argument, NULL, OPT_STRICT},
+    };
+    objective_opts_append(opts, 8);
+    PpaObjective obj = PPA_N_OBJECTIVES;
+    PpaLossOptions lo;
+    ppa_loss_options_default(&lo);
+    const char *model = NULL, *ref = NULL, *data = NULL, *out = NULL, *template = NULL;
+    int skip = 0, strict = 0, c;
+    double beta = NAN;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (c == objective_opts_code("beta")) { /* the implicit-reward beta here (ipo's beta follows it) */
+            beta = atof(optarg);
+            lo.beta = beta;
+            continue;
+        }
+        if (objective_opts_handle(c, optarg, &obj, &lo)) continue;
+        switch (c) {
+        case OPT_HELP: printf("%s%s", GRAD_HELP, OBJECTIVE_OPTS_HELP); return 0;
+        case OPT_MODEL: model = optarg; break;
+        case OPT_REF: ref = optarg; break;
+        case OPT_DATA: data = optarg; break;
+        case OPT_OUT: out = optarg; break;
+        case OPT_TEMPLATE: template = optarg; break;
+        case OPT_SKIP: skip = 1; break;
+        case OPT_STRICT: strict = 1; break;
+        default: ppa_die(2, "grad: see 'ppa grad --help'");
+        }
+    }
+    if (!model || !data || !out || obj == PPA_N_OBJECTIVES || !(beta > 0))
+        ppa_die(2, "grad: --model, --data, --objective, --beta (> 0) and --out are required");
+    Loaded L = {0};
+    load_all(&L, model, data, template, skip, strict);
+    Model *refm = NULL;
+    char err[4096];
+    if (ref && !(refm = model_load(ref, err, sizeof err))) ppa_die(2, "%s", err);
+    if (!L.data.n) ppa_die(2, "grad: %s has no rows", data);
+    model_zero_grads(L.model);
+    double total = 0.0;
+    for (int r0 = 0; r0 < L.data.n; r0 += ROWS_PER_BATCH) {
+        int r1 = r0 + ROWS_PER_BATCH < L.data.n ? r0 + ROWS_PER_BATCH : L.data.n, n = batch_responses(&L.data, r0, r1);
+        double *lp = xmalloc(sizeof(double) * (size_t)n), *rl = xmalloc(sizeof(double) * (size_t)n);
+        double *dlp = xmalloc(sizeof(double) * (size_t)n), *s = xmalloc(sizeof(double) * (size_t)n);
+        double *ds = xmalloc(sizeof(double) * (size_t)n);
+        int *nt = xmalloc(sizeof(int) * (size_t)n), g = 0;
+        if (refm) batch_free(forward_rows(refm, &L.data, r0, r1, rl, NULL));
+        Batch *b = forward_rows(L.model, &L.data, r0, r1, lp, nt);
+        if (!refm) memcpy(rl, lp, sizeof(double) * (size_t)n); /* the policy is its own reference: s = 0 */
+        for (int r = r0; r < r1; r++) {
+            const DataRow *x = &L.data.rows[r];
+            for (int k = 0; k < x->n_resp; k++) dlp[g + k] = implicit_reward(obj, beta, lp[g + k], rl[g + k], nt[g + k], &s[g + k]);
+            PpaListResult res;
+            PpaStatus st = ppa_loss_list(obj, &lo, x->n_resp, s + g, x->scores, NULL, ds + g, &res);
+            if (st != PPA_OK) ppa_die(2, "%s:%ld: %s", data, x->line, ppa_status_string(st));
+            total += res.loss;
+            for (int k = 0; k < x->n_resp; k++) dlp[g + k] *= ds[g + k] / L.data.n; /* the mean over rows */
+            g += x->n_resp;
+        }
+        model_backward(L.model, b, dlp);
+        batch_free(b);
+        free(lp), free(rl), free(dlp), free(s), free(ds), free(nt);
+    }
+    if (model_save_grads(L.model, out, err, sizeof err)) ppa_die(1, "%s", err);
+    printf("{\"loss\": %.17g}\n", total / L.data.n);
+    model_free(refm);
+    unload(&L);
+    return 0;
+}

@@ -1,0 +1,359 @@
+/* rows.c: JSON Lines preference rows to token rows (rows.h). */
+#include "data/rows.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "io/jsonl.h"
+
+/* The field of a row under its canonical name or one alias (formats.md a.2):
+ * the canonical name wins; two aliases at once are an error. */
+static int pick(const cJSON *j, const char *const *names, const cJSON **out, char *err, size_t errlen) {
+    *out = cJSON_GetObjectItemCaseSensitive(j, names[0]);
+    if (*out) return 0;
+    const char *found = NULL;
+    for (int i = 1; names[i]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, names[i]);
+        if (!v) continue;
+        if (found) {
+            snprintf(err, errlen, "fields \"%s\" and \"%s\" both give the %s", found, names[i], names[0]);
+            return -1;
+        }
+        found = names[i], *out = v;
+    }
+    return 0;
+}
+
+static const char *const PROMPT[] = {"prompt", "instruction", "question", "query", NULL};
+static const char *const RESPONSES[] = {"responses", "all_responses", "all_generated_responses", "generations",
+                                        "completions", NULL};
+static const char *const SCORES[] = {"scores", "overall_scores", "all_rm_scores", "rm_scores", "rewards", "ratings", NULL};
+static const char *const ID[] = {"id", "prompt_id", NULL};
+
+typedef struct {
+    ChatMessage *m;
+    int n;
+} Conv;
+
+static int read_messages(const cJSON *list, Conv *c, char *err, size_t errlen) {
+    int n = cJSON_GetArraySize(list), i = 0;
+    c->m = xcalloc((size_t)n + 2, sizeof(ChatMessage));
+    for (const cJSON *it = list->child; it; it = it->next, i++) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role"), *content = cJSON_GetObjectItemCaseSensitive(it, "content");
+        if (!cJSON_IsString(role) || !cJSON_IsString(content)) {
+            snprintf(err, errlen, "message %d needs string \"role\" and \"content\"", i);
+            return -1;
+        }
+        c->m[c->n++] = (ChatMessage){role->valuestring, content->valuestring};
+    }
+    return 0;
+}
+
+/* The text of one response: a string, or an object with text|content|response */
+static const char *response_text(const cJSON *v, const cJSON **score) {
+    *score = NULL;
+    if (cJSON_IsString(v)) return v->valuestring;
+    if (!cJSON_IsObject(v)) return NULL;
+    const char *keys[] = {"text", "content", "response"};
+    for (int i = 0; i < 3; i++) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, keys[i]);
+        if (cJSON_IsString(t)) {
+            *score = cJSON_GetObjectItemCaseSensitive(v, "score");
+            if (!*score) *score = cJSON_GetObjectItemCaseSensitive(v, "overall_score");
+            return t->valuestring;
+        }
+    }
+    return NULL;
+}
+
+/* chosen / rejected: a string, or a message list whose last assistant turn is the answer */
+static const char *pair_answer(const cJSON *v, Conv *before, char *err, size_t errlen) {
+    if (cJSON_IsString(v)) return v->valuestring;
+    if (!cJSON_IsArray(v) || !cJSON_GetArraySize(v)) {
+        snprintf(err, errlen, "\"chosen\" and \"rejected\" must be strings or message lists");
+        return NULL;
+    }
+    Conv c = {0};
+    if (read_messages(v, &c, err, errlen)) {
+        free(c.m);
+        return NULL;
+    }
+    if (strcmp(c.m[c.n - 1].role, "assistant")) {
+        snprintf(err, errlen, "the last turn of \"chosen\"/\"rejected\" must be the assistant's");
+        free(c.m);
+        return NULL;
+    }
+    const char *answer = c.m[c.n - 1].content;
+    c.n--;
+    *before = c;
+    return answer;
+}
+
+static int same_conv(const Conv *a, const Conv *b) {
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (strcmp(a->m[i].role, b->m[i].role) || strcmp(a->m[i].content, b->m[i].content)) return 0;
+    return 1;
+}
+
+/* ---- tokenizing one response ---- */
+
+static int encode(const DataOptions *o, const char *text, int **ids, char *err, size_t errlen) {
+    long n = tokenizer_encode(o->tok, text, strlen(text), !template_has_bos(o->tpl), ids, err, errlen);
+    return n < 0 ? -1 : (int)n;
+}
+
+/* prompt + response tokenized once; the prompt ends where ids(prompt) stops
+ * being a prefix (formats.md d rule 3). Sets the row's prompt on the first
+ * response; later responses must agree. */
+static int tokenize_response(DataRow *r, int k, const DataOptions *o, const char *prompt_text, const char *answer,
+                             long *boundary_fixes, char *err, size_t errlen) {
+    char *resp = template_response(o->tpl, answer);
+    size_t lp = strlen(prompt_text), lr = strlen(resp);
+    char *full = xmalloc(lp + lr + 1);
+    memcpy(full, prompt_text, lp);
+    memcpy(full + lp, resp, lr + 1);
+    int *pids = NULL, *fids = NULL, rc = -1;
+    int np = encode(o, prompt_text, &pids, err, errlen), nf = np < 0 ? -1 : encode(o, full, &fids, err, errlen);
+    if (nf < 0) goto done;
+    int cut = 0;
+    while (cut < np && cut < nf && pids[cut] == fids[cut]) cut++;
+    if (cut < np) {
+        if (o->strict) {
+            snprintf(err, errlen, "response %d: its first token merges with the end of the prompt (token %d)", k, cut);
+            goto done;
+        }
+        (*boundary_fixes)++;
+    }
+    int extra = o->tpl == TEMPLATE_NONE && o->eos_id >= 0; /* the tokenizer's EOS, once */
+    int n = nf - cut + extra;
+    if (n < 1 || cut < 1) {
+        snprintf(err, errlen, "response %d: %s", k, cut < 1 ? "the prompt has no tokens" : "no response tokens to score");
+        goto done;
+    }
+    if (k == 0) {
+        r->prompt_len = cut;
+        r->prompt = xmalloc(sizeof(int) * (size_t)cut);
+        memcpy(r->prompt, fids, sizeof(int) * (size_t)cut);
+    } else if (cut != r->prompt_len || memcmp(r->prompt, fids, sizeof(int) * (size_t)cut)) {
+        snprintf(err, errlen, "response %d: the prompt tokenizes differently than for response 0", k);
+        goto done;
+    }
+    r->resp_len[k] = n;
+    r->resp[k] = xmalloc(sizeof(int) * (size_t)n);
+    memcpy(r->resp[k], fids + cut, sizeof(int) * (size_t)(nf - cut));
+    if (extra) r->resp[k][n - 1] = o->eos_id;
+    rc = 0;
+done:
+    free(resp), free(full), free(pids), free(fids);
+    return rc;
+}
+
+/* ---- rows ---- */
+
+static int int_array(const cJSON *a, int **out, int vocab, const char *what, char *err, size_t errlen) {
+    if (!cJSON_IsArray(a)) {
+        snprintf(err, errlen, "\"%s\" must be an array of token ids", what);
+        return -1;
+    }
+    int n = cJSON_GetArraySize(a), i = 0;
+    *out = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+    for (const cJSON *it = a->child; it; it = it->next, i++) {
+        if (!cJSON_IsNumber(it) || it->valuedouble != (int)it->valuedouble || it->valueint < 0 || it->valueint >= vocab) {
+            snprintf(err, errlen, "\"%s\"[%d] is not a token id below %d", what, i, vocab);
+            return -1;
+        }
+        (*out)[i] = it->valueint;
+    }
+    return n;
+}
+
+static int read_scores(const cJSON *j, DataRow *r, const cJSON *const *obj_scores, char *err, size_t errlen) {
+    const cJSON *sc;
+    if (pick(j, SCORES, &sc, err, errlen)) return -1;
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(j, "ranks");
+    for (int k = 0; k < r->n_resp; k++) r->scores[k] = NAN;
+    if (!sc && !ranks) {
+        for (int k = 0; k < r->n_resp; k++)
+            if (obj_scores && obj_scores[k] && cJSON_IsNumber(obj_scores[k])) r->scores[k] = obj_scores[k]->valuedouble;
+        return 0;
+    }
+    const cJSON *a = sc ? sc : ranks;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != r->n_resp) {
+        snprintf(err, errlen, "\"%s\" must be an array with one entry per response (%d)", sc ? "scores" : "ranks", r->n_resp);
+        return -1;
+    }
+    int k = 0;
+    for (const cJSON *it = a->child; it; it = it->next, k++) {
+        if (cJSON_IsNull(it)) continue;
+        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble)) {
+            snprintf(err, errlen, "%s[%d] is not a finite number or null", sc ? "scores" : "ranks", k);
+            return -1;
+        }
+        /* ranks (1 = best) become labels in [0, 1] */
+        r->scores[k] = sc ? it->valuedouble : r->n_resp > 1 ? (r->n_resp - it->valuedouble) / (r->n_resp - 1) : 1.0;
+    }
+    return 0;
+}
+
+static void alloc_responses(DataRow *r, int n) {
+    r->n_resp = n;
+    r->resp_len = xcalloc((size_t)n, sizeof(int));
+    r->resp = xcalloc((size_t)n, sizeof(int *));
+    r->scores = xcalloc((size_t)n, sizeof(double));
+}
+
+static int read_pretokenized(const cJSON *j, DataRow *r, const DataOptions *o, char *err, size_t errlen) {
+    r->prompt_len = int_array(cJSON_GetObjectItemCaseSensitive(j, "prompt_ids"), &r->prompt, o->vocab_size, "prompt_ids",
+                              err, errlen);
+    if (r->prompt_len < 0) return -1;
+    if (r->prompt_len < 1) return snprintf(err, errlen, "\"prompt_ids\" is empty"), -1;
+    const cJSON *ra = cJSON_GetObjectItemCaseSensitive(j, "response_ids");
+    if (!cJSON_IsArray(ra) || cJSON_GetArraySize(ra) < 1)
+        return snprintf(err, errlen, "\"response_ids\" must be a non-empty array of id arrays"), -1;
+    alloc_responses(r, cJSON_GetArraySize(ra));
+    int k = 0;
+    for (const cJSON *it = ra->child; it; it = it->next, k++) {
+        char what[32];
+        snprintf(what, sizeof what, "response_ids[%d]", k);
+        if ((r->resp_len[k] = int_array(it, &r->resp[k], o->vocab_size, what, err, errlen)) < 0) return -1;
+        if (!r->resp_len[k]) return snprintf(err, errlen, "\"%s\" is empty (nothing to score)", what), -1;
+    }
+    return read_scores(j, r, NULL, err, errlen);
+}
+
+/* The conversation before the answers, and the answers (with object scores). */
+static int read_text_parts(const cJSON *j, Conv *conv, const char ***answers, const cJSON ***oscores, int *n, int *pair,
+                           char *err, size_t errlen) {
+    const cJSON *prompt, *responses, *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
+    if (pick(j, PROMPT, &prompt, err, errlen) || pick(j, RESPONSES, &responses, err, errlen)) return -1;
+    const cJSON *chosen = cJSON_GetObjectItemCaseSensitive(j, "chosen"), *rejected = cJSON_GetObjectItemCaseSensitive(j, "rejected");
+    if (cJSON_IsArray(prompt)) msgs = prompt, prompt = NULL; /* a message list under "prompt" */
+    if (msgs && !cJSON_IsArray(msgs)) return snprintf(err, errlen, "\"messages\" must be a list of messages"), -1;
+    if (prompt && msgs) return snprintf(err, errlen, "both \"prompt\" and \"messages\" give the prompt"), -1;
+    if (prompt && !cJSON_IsString(prompt)) return snprintf(err, errlen, "\"prompt\" must be a string or a message list"), -1;
+    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(j, "system");
+    conv->m = xcalloc(2, sizeof(ChatMessage));
+    if (msgs) {
+        free(conv->m);
+        if (read_messages(msgs, conv, err, errlen)) return -1;
+    } else if (prompt) {
+        if (cJSON_IsString(sys)) conv->m[conv->n++] = (ChatMessage){"system", sys->valuestring};
+        conv->m[conv->n++] = (ChatMessage){"user", prompt->valuestring};
+    }
+    if (!responses && chosen && rejected) { /* a pair: K = 2 */
+        Conv c1 = {0}, c2 = {0};
+        const char *a = pair_answer(chosen, &c1, err, errlen), *b = a ? pair_answer(rejected, &c2, err, errlen) : NULL;
+        int ok = a && b && (conv->n || same_conv(&c1, &c2));
+        if (a && b && !ok) snprintf(err, errlen, "\"chosen\" and \"rejected\" disagree on the turns before the answer");
+        if (ok && !conv->n) free(conv->m), *conv = c1, c1.m = NULL;
+        free(c1.m), free(c2.m);
+        if (!ok) return -1;
+        *n = 2, *pair = 1;
+        *answers = xcalloc(2, sizeof(char *)), *oscores = xcalloc(2, sizeof(cJSON *));
+        (*answers)[0] = a, (*answers)[1] = b;
+        (*oscores)[0] = cJSON_GetObjectItemCaseSensitive(j, "score_chosen");
+        (*oscores)[1] = cJSON_GetObjectItemCaseSensitive(j, "score_rejected");
+        return 0;
+    }
+    if (!conv->n) return snprintf(err, errlen, "no prompt: expected \"prompt\" or \"messages\""), -1;
+    if (!cJSON_IsArray(responses) || cJSON_GetArraySize(responses) < 1)
+        return snprintf(err, errlen, "expected \"responses\": a non-empty list"), -1;
+    *n = cJSON_GetArraySize(responses);
+    *answers = xcalloc((size_t)*n, sizeof(char *)), *oscores = xcalloc((size_t)*n, sizeof(cJSON *));
+    int k = 0;
+    for (const cJSON *it = responses->child; it; it = it->next, k++)
+        if (!((*answers)[k] = response_text(it, &(*oscores)[k])))
+            return snprintf(err, errlen, "responses[%d] is neither a string nor an object with text", k), -1;
+    return 0;
+}
+
+static int read_text(const cJSON *j, DataRow *r, const DataOptions *o, long *fixes, char *err, size_t errlen) {
+    if (!o->tok) return snprintf(err, errlen, "a text row needs the model's tokenizer (or use prompt_ids/response_ids)"), -1;
+    Conv conv = {0};
+    const char **answers = NULL;
+    const cJSON **oscores = NULL;
+    int n = 0, rc = -1, pair = 0;
+    DataOptions opt = *o;
+    const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(j, "template");
+    if (cJSON_IsString(tpl) && !strcmp(tpl->valuestring, "none")) opt.tpl = TEMPLATE_NONE;
+    if (read_text_parts(j, &conv, &answers, &oscores, &n, &pair, err, errlen)) goto done;
+    if (template_check(conv.m, conv.n, 1, err, errlen)) goto done;
+    char *prompt_text = template_render(opt.tpl, conv.m, conv.n, 1);
+    alloc_responses(r, n);
+    rc = 0;
+    for (int k = 0; k < n && !rc; k++) rc = tokenize_response(r, k, &opt, prompt_text, answers[k], fixes, err, errlen);
+    free(prompt_text);
+    if (!rc) rc = read_scores(j, r, oscores, err, errlen);
+    if (!rc && pair && isnan(r->scores[0]) && isnan(r->scores[1])) r->scores[0] = 1.0, r->scores[1] = 0.0; /* chosen > rejected */
+done:
+    free(conv.m), free(answers), free(oscores);
+    return rc;
+}
+
+static int read_row(const char *line, DataRow *r, const DataOptions *o, long *fixes, char *err, size_t errlen) {
+    cJSON *j = cJSON_Parse(line);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return snprintf(err, errlen, "invalid JSON or not an object"), -1;
+    }
+    const cJSON *id;
+    int rc = pick(j, ID, &id, err, errlen);
+    if (!rc && cJSON_IsString(id)) r->id = strdup(id->valuestring);
+    if (!rc) rc = cJSON_GetObjectItemCaseSensitive(j, "prompt_ids") ? read_pretokenized(j, r, o, err, errlen)
+                                                                   : read_text(j, r, o, fixes, err, errlen);
+    cJSON_Delete(j);
+    return rc;
+}
+
+static void row_free(DataRow *r) {
+    for (int k = 0; k < r->n_resp; k++) free(r->resp[k]);
+    free(r->resp), free(r->resp_len), free(r->scores), free(r->prompt), free(r->id);
+    memset(r, 0, sizeof *r);
+}
+
+int data_read(DataSet *ds, const char *path, const DataOptions *o, char *err, size_t errlen) {
+    memset(ds, 0, sizeof *ds);
+    FILE *f = fopen(path, "r");
+    if (!f) return snprintf(err, errlen, "%s: cannot open: %m", path), -1;
+    JsonlReader rd;
+    jsonl_init(&rd, f, path);
+    char *line, msg[1024];
+    int cap = 0, rc = 0;
+    while (jsonl_next(&rd, &line)) {
+        if (ds->n == cap) ds->rows = xrealloc(ds->rows, sizeof(DataRow) * (size_t)(cap = cap ? 2 * cap : 64));
+        DataRow *r = &ds->rows[ds->n];
+        memset(r, 0, sizeof *r);
+        r->line = rd.line;
+        if (!read_row(line, r, o, &ds->boundary_fixes, msg, sizeof msg)) {
+            if (!r->id) {
+                char num[32];
+                snprintf(num, sizeof num, "%ld", rd.line);
+                r->id = strdup(num);
+            }
+            ds->n++;
+            continue;
+        }
+        row_free(r);
+        if (!o->skip_invalid) {
+            snprintf(err, errlen, "%s:%ld: %s", path, rd.line, msg);
+            rc = -1;
+            break;
+        }
+        fprintf(stderr, "ppa: %s:%ld: skipped: %s\n", path, rd.line, msg);
+        ds->skipped++;
+    }
+    jsonl_free(&rd);
+    fclose(f);
+    if (rc) data_free(ds);
+    return rc;
+}
+
+void data_free(DataSet *ds) {
+    for (int i = 0; i < ds->n; i++) row_free(&ds->rows[i]);
+    free(ds->rows);
+    memset(ds, 0, sizeof *ds);
+}

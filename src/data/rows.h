@@ -1,0 +1,45 @@
+/* rows.h: preference data as token rows. JSON Lines in the native schema and
+ * its aliases (formats.md a.1-a.3: ListUltraFeedback, Princeton, UltraFeedback
+ * completions, H4 chosen/rejected pairs), rendered with the chat template and
+ * tokenized once per response, or pre-tokenized rows
+ * {"prompt_ids": [...], "response_ids": [[...], ...], "scores": [...]} used as
+ * given. Every problem names FILE:LINE and the field. */
+#ifndef PPA_ROWS_H
+#define PPA_ROWS_H
+
+#include <stddef.h>
+
+#include "tokenizer/template.h"
+
+typedef struct {
+    long line;      /* line of the source file */
+    char *id;       /* "id" / "prompt_id", else the line number */
+    int prompt_len; /* >= 1 */
+    int *prompt;    /* [prompt_len] */
+    int n_resp;
+    int *resp_len;  /* [n_resp], each >= 1 */
+    int **resp;     /* [n_resp][resp_len] */
+    double *scores; /* [n_resp] labels, NaN where missing */
+} DataRow;
+
+typedef struct {
+    DataRow *rows;
+    int n;
+    long skipped;        /* lines refused with skip_invalid */
+    long boundary_fixes; /* responses whose first token merged with the prompt's end (formats.md d rule 3) */
+} DataSet;
+
+typedef struct {
+    Tokenizer *tok;     /* NULL: only pre-tokenized rows are accepted */
+    TemplateKind tpl;   /* chat template for text rows */
+    int eos_id;         /* appended once to responses when tpl is none; -1 for none */
+    int vocab_size;     /* ids must be below it (pre-tokenized rows too) */
+    int skip_invalid;   /* report and skip bad lines instead of stopping */
+    int strict;         /* a prompt/response boundary merge is an error */
+} DataOptions;
+
+/* Reads every row of path. Returns 0, or -1 with "path:line: problem" in err. */
+int data_read(DataSet *ds, const char *path, const DataOptions *o, char *err, size_t errlen);
+void data_free(DataSet *ds);
+
+#endif

@@ -1,0 +1,168 @@
+/* test_rows.c: the preference-data reader: pre-tokenized rows as given, text
+ * rows through a chat template with exactly one end-of-turn token, aliases of
+ * formats.md a.2, labels from ranks, and errors with file:line. A byte-level
+ * tokenizer without merges makes every expected id a byte. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "data/rows.h"
+
+static char tmpdir[64];
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+/* bytes 0..255 are ids 0..255; <|im_start|> 256, <|im_end|> 257, <eos> 258 */
+static void write_tokenizer(const char *path) {
+    FILE *f = fopen(path, "w");
+    fputs("{\"added_tokens\": [{\"id\": 256, \"content\": \"<|im_start|>\", \"special\": true},"
+          " {\"id\": 257, \"content\": \"<|im_end|>\", \"special\": true}, {\"id\": 258, \"content\": \"<eos>\", \"special\": true}],"
+          " \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true},"
+          " \"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"merges\": [], \"vocab\": {",
+          f);
+    for (int b = 0; b < 256; b++) {
+        int k = 0;
+        unsigned cp = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174 ? (unsigned)b : 0;
+        if (!cp) {
+            for (int x = 0; x < b; x++) k += !((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174);
+            cp = 256u + (unsigned)k;
+        }
+        fprintf(f, "%s\"\\u%04x\": %d", b ? ", " : "", cp, b);
+    }
+    fputs("}}}", f);
+    fclose(f);
+}
+
+static int same_bytes(const int *ids, int n, const char *text) {
+    if ((size_t)n != strlen(text)) return 0;
+    for (int i = 0; i < n; i++)
+        if (ids[i] != (unsigned char)text[i]) return 0;
+    return 1;
+}
+
+static DataOptions options(Tokenizer *tok, TemplateKind tpl) { return (DataOptions){tok, tpl, 258, 300, 0, 0}; }
+
+static int read_text(const char *jsonl, const DataOptions *o, DataSet *ds, char *err, size_t errlen) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/data.jsonl", tmpdir);
+    write_file(path, jsonl);
+    return data_read(ds, path, o, err, errlen);
+}
+
+static void test_pretokenized(void) {
+    DataSet ds;
+    char err[512];
+    DataOptions o = options(NULL, TEMPLATE_NONE);
+    int rc = read_text("{\"prompt_ids\": [1, 2], \"response_ids\": [[3], [4, 5, 6]], \"scores\": [0.5, null]}\n", &o, &ds, err,
+                       sizeof err);
+    CHECK(rc == 0 && ds.n == 1, "pre-tokenized row read without a tokenizer: %s", rc ? err : "");
+    if (rc) return;
+    DataRow *r = &ds.rows[0];
+    CHECK(r->prompt_len == 2 && r->prompt[1] == 2 && r->n_resp == 2 && r->resp_len[1] == 3 && r->resp[1][2] == 6,
+          "ids used as given (no BOS, no EOS)");
+    CHECK(r->scores[0] == 0.5 && isnan(r->scores[1]), "scores with null read as NaN");
+    CHECK(!strcmp(r->id, "1"), "the row id defaults to the line number");
+    data_free(&ds);
+    rc = read_text("{\"prompt_ids\": [1], \"response_ids\": [[3], [400]]}\n", &o, &ds, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "data.jsonl:1:") && strstr(err, "response_ids[1]"), "an id outside the vocabulary: %s", err);
+    rc = read_text("{\"prompt\": \"hi\", \"responses\": [\"a\"]}\n", &o, &ds, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "tokenizer"), "a text row without a tokenizer is refused: %s", err);
+}
+
+static void test_chatml(Tokenizer *tok) {
+    DataSet ds;
+    char err[512];
+    DataOptions o = options(tok, TEMPLATE_CHATML);
+    int rc = read_text("{\"prompt\": \"Hi\", \"system\": \"S\", \"all_responses\": [\"Yo\", \"No\"], \"overall_scores\": [1, 0]}\n"
+                       "{\"messages\": [{\"role\": \"user\", \"content\": \"Q\"}], \"completions\": [{\"response\": \"A\", \"overall_score\": 7}]}\n"
+                       "{\"prompt\": \"P\", \"chosen\": \"C\", \"rejected\": \"R\"}\n"
+                       "{\"prompt\": \"P\", \"responses\": [\"x\", \"y\", \"z\"], \"ranks\": [2, 1, 3]}\n",
+                       &o, &ds, err, sizeof err);
+    CHECK(rc == 0 && ds.n == 4, "text rows read: %s", rc ? err : "");
+    if (rc) return;
+    DataRow *r = &ds.rows[0];
+    /* <|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n */
+    int want_prompt = 1 + 7 + 1 + 1 + 1 + /* <|im_start|> "system\n" "S" <|im_end|> "\n" */
+                      1 + 5 + 2 + 1 + 1 +  /* <|im_start|> "user\n" "Hi" <|im_end|> "\n" */
+                      1 + 10;              /* <|im_start|> "assistant\n" */
+    CHECK(r->prompt_len == want_prompt && r->prompt[0] == 256, "chatml prompt with the generation prompt (%d tokens)",
+          r->prompt_len);
+    CHECK(r->resp_len[0] == 3 && r->resp[0][0] == 'Y' && r->resp[0][1] == 'o' && r->resp[0][2] == 257,
+          "the response is the answer and exactly one <|im_end|>");
+    CHECK(r->scores[0] == 1 && r->scores[1] == 0, "overall_scores alias");
+    CHECK(ds.rows[1].n_resp == 1 && ds.rows[1].scores[0] == 7 && ds.rows[1].resp[0][0] == 'A', "completions objects");
+    CHECK(ds.rows[2].n_resp == 2 && ds.rows[2].scores[0] == 1 && ds.rows[2].scores[1] == 0 && ds.rows[2].resp[1][0] == 'R',
+          "chosen/rejected pair: K = 2, scores [1, 0]");
+    CHECK(ds.rows[3].scores[0] == 0.5 && ds.rows[3].scores[1] == 1 && ds.rows[3].scores[2] == 0,
+          "ranks become (K - rank) / (K - 1)");
+    data_free(&ds);
+}
+
+static void test_none_template(Tokenizer *tok) {
+    DataSet ds;
+    char err[512];
+    DataOptions o = options(tok, TEMPLATE_NONE);
+    int rc = read_text("{\"prompt\": \"ab\", \"responses\": [\"c\", \"de\"], \"scores\": [1, 2]}\n", &o, &ds, err, sizeof err);
+    CHECK(rc == 0, "raw text row: %s", rc ? err : "");
+    if (rc) return;
+    DataRow *r = &ds.rows[0];
+    CHECK(same_bytes(r->prompt, r->prompt_len, "ab"), "raw prompt is its text");
+    CHECK(r->resp_len[1] == 3 && r->resp[1][0] == 'd' && r->resp[1][2] == 258, "the tokenizer's EOS appended once");
+    data_free(&ds);
+}
+
+static void test_errors(Tokenizer *tok) {
+    DataSet ds;
+    char err[512];
+    DataOptions o = options(tok, TEMPLATE_CHATML);
+    const struct {
+        const char *line, *needle;
+    } cases[] = {
+        {"{\"prompt\": \"x\", \"all_responses\": [\"a\"], \"generations\": [\"b\"]}", "both give the responses"},
+        {"{\"prompt\": \"x\", \"responses\": [\"a\", \"b\"], \"scores\": [1]}", "one entry per response"},
+        {"{\"prompt\": \"x\", \"responses\": [\"a\"], \"scores\": [\"high\"]}", "not a finite number"},
+        {"{\"responses\": [\"a\"]}", "no prompt"},
+        {"{\"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}], \"responses\": [\"b\"]}", "role"},
+        {"[1, 2]", "not an object"},
+        {"{\"prompt\": \"x\", \"responses\": [3]}", "responses[0]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"prompt_ids\": [1], \"response_ids\": [[2]]}\n%s\n", cases[i].line);
+        int rc = read_text(text, &o, &ds, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, "data.jsonl:2:") && strstr(err, cases[i].needle), "error %zu: %s", i, err);
+    }
+    o.skip_invalid = 1;
+    int rc = read_text("{\"prompt_ids\": [1], \"response_ids\": [[2]]}\nnot json\n{\"prompt\": \"x\", \"responses\": [\"y\"]}\n", &o,
+                       &ds, err, sizeof err);
+    CHECK(rc == 0 && ds.n == 2 && ds.skipped == 1, "skip_invalid reports and counts (%d rows, %ld skipped)", ds.n, ds.skipped);
+    data_free(&ds);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ppa_rows_XXXXXX");
+    if (!mkdtemp(tmpdir)) return 1;
+    char tpath[128], err[512];
+    snprintf(tpath, sizeof tpath, "%s/tokenizer.json", tmpdir);
+    write_tokenizer(tpath);
+    Tokenizer *tok = tokenizer_load(tpath, err, sizeof err);
+    CHECK(tok != NULL, "test tokenizer: %s", tok ? "" : err);
+    test_pretokenized();
+    if (tok) {
+        test_chatml(tok);
+        test_none_template(tok);
+        test_errors(tok);
+    }
+    tokenizer_free(tok);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+    return check_report("test_rows");
+}
