@@ -1,0 +1,606 @@
+#!/usr/bin/python3
+"""Independent float64 reference ("oracle") for the ppa model engine.
+
+A Hugging Face Llama / Mistral / Qwen2 causal-LM forward, written here from the
+formulas of shared/spec/formats.md e.2-e.3 (not copied from transformers), run
+in torch float64 on the config.json + model.safetensors of a model folder.
+Gradients come from torch autograd, so they are an independent check of the
+C engine's hand-written backward.
+
+Block maths (per layer i, x the residual stream [T, H]):
+    h  = rmsnorm(x) * input_layernorm           rmsnorm(x) = x / sqrt(mean(x^2) + eps)
+    q  = h Wq^T (+ bq)   k = h Wk^T (+ bk)   v = h Wv^T (+ bv)      split into heads of hd
+    q, k <- RoPE(position), rotate_half pairing dims (j, j + hd/2):
+        x'_j      = x_j cos(p w_j) - x_{j+hd/2} sin(p w_j)
+        x'_{j+hd/2} = x_{j+hd/2} cos(p w_j) + x_j sin(p w_j)
+        w_j = theta^(-2j/hd), then the linear or llama3 rule (formats.md e.3)
+    query head h reads kv head h // (nh / nkv); scores q.k / sqrt(hd), masked, softmax
+    x += concat_heads(attn) Wo^T (+ bo)
+    h  = rmsnorm(x) * post_attention_layernorm
+    x += down(silu(gate(h)) * up(h))
+    logits = (rmsnorm(x) * model.norm) W_lm^T      W_lm = embed_tokens when tied
+Qwen2 always has q/k/v biases; Llama has q/k/v/o biases with attention_bias and
+gate/up/down biases with mlp_bias; Qwen3 (q_norm / k_norm: per-head RMSNorm of
+q and k before RoPE) is implemented too, but no golden covers it.
+
+Rows (JSONL, one per line): {"prompt_ids": [P], "response_ids": [[R_k], ...],
+"weights": [K]}.  Response k is scored on the sequence prompt + response_k at
+positions 0..P+R_k-1 with plain causal attention:
+    logp_k = sum_t log_softmax(logits[P-1+t])[response_k[t]],  t = 0..R_k-1
+(the first response token is scored by the last prompt position; prompt tokens
+are never scored); n_tokens_k = R_k.  Test loss L = sum_rows sum_k w_k logp_k.
+
+--shared-prefix evaluates every row a second time as ONE packed sequence
+prompt + response_1 + ... + response_K: response tokens attend to the prompt
+and to earlier tokens of their own response only, and their positions continue
+from P.  logps and dL/dtheta must equal the separate-sequence ones to 1e-12
+(the layout the C engine uses for a list; pitfalls.md 25).
+
+--check compares autograd with central finite differences of L (Richardson
+extrapolated, float64) for a few seeded random parameters of every tensor.
+
+Commands (Debian's interpreter, torch 1.13; no transformers, no safetensors):
+    /usr/bin/python3 tests/ref/engine_ref.py --model DIR --rows ROWS.jsonl --out OUTDIR \
+        [--shared-prefix] [--check]
+    /usr/bin/python3 tests/ref/engine_ref.py --make-rows --config CONFIG.json --seed N --out ROWS.jsonl
+Outputs: OUTDIR/logps.jsonl, one line per row {"logps": [K], "n_tokens": [K]},
+and OUTDIR/grads.safetensors: dL/dtheta as F32 under the HF names of the
+checkpoint (same tensors, same order; a tied embedding's gradient includes the
+LM head's share), metadata {"format": "pt", "loss": "<L, 17 digits>"}.
+Everything is deterministic (one thread, fixed seeds): same bytes every run.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import struct
+import sys
+
+import numpy as np
+import torch
+
+torch.set_num_threads(1)
+DT = torch.float64
+
+
+def die(msg):
+    sys.stderr.write("engine_ref: %s\n" % msg)
+    sys.exit(2)
+
+
+# ---------------------------------------------------------------------------
+# safetensors (formats.md e.1), by hand
+
+_ST_DTYPES = {"F32": ("<f4", 4), "F64": ("<f8", 8), "F16": ("<f2", 2), "BF16": ("<u2", 2)}
+
+
+def read_safetensors(path):
+    """Returns (list of names in offset order, {name: float64 numpy array})."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        die("%s: shorter than 8 bytes" % path)
+    (n,) = struct.unpack("<Q", blob[:8])
+    if n > 100_000_000 or 8 + n > len(blob):
+        die("%s: header length %d out of range" % (path, n))
+    header = json.loads(blob[8:8 + n].decode("utf-8"))
+    buf = blob[8 + n:]
+    entries = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        entries.append((b, e, name, info))
+    entries.sort()
+    pos = 0
+    out = {}
+    for b, e, name, info in entries:
+        if b != pos:
+            die("%s: %s does not start where the previous tensor ends" % (path, name))
+        dt = info["dtype"]
+        if dt not in _ST_DTYPES:
+            die("%s: %s has dtype %s (F32, F64, F16, BF16 are read)" % (path, name, dt))
+        npdt, size = _ST_DTYPES[dt]
+        shape = tuple(info["shape"])
+        numel = int(np.prod(shape)) if shape else 1
+        if e - b != numel * size:
+            die("%s: %s: %d bytes for shape %s %s" % (path, name, e - b, list(shape), dt))
+        raw = np.frombuffer(buf[b:e], dtype=npdt)
+        if dt == "BF16":
+            arr = (raw.astype(np.uint32) << 16).view(np.float32)
+        else:
+            arr = raw
+        out[name] = arr.astype(np.float64).reshape(shape)
+        pos = e
+    if pos != len(buf):
+        die("%s: %d trailing bytes after the last tensor" % (path, len(buf) - pos))
+    return [x[2] for x in entries], out
+
+
+def write_safetensors(path, names, arrays, metadata):
+    """F32, tensors in the order given, header padded with spaces to 8 bytes."""
+    header = {"__metadata__": metadata}
+    chunks = []
+    off = 0
+    for name in names:
+        a = np.ascontiguousarray(arrays[name], dtype="<f4")
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
+        chunks.append(a.tobytes())
+        off += a.nbytes
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * ((8 - len(text) % 8) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for c in chunks:
+            f.write(c)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------
+# config.json (formats.md e.3; class defaults as in src/model/config.h)
+
+class Config:
+    pass
+
+
+def load_config(path):
+    with open(path) as f:
+        j = json.load(f)
+    c = Config()
+    c.type = j.get("model_type")
+    if c.type not in ("llama", "mistral", "qwen2", "qwen3"):
+        die("%s: model_type %r (llama, mistral, qwen2, qwen3 are supported)" % (path, c.type))
+    for key in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads"):
+        if not isinstance(j.get(key), int):
+            die("%s: %s missing" % (path, key))
+    c.V, c.H, c.I = j["vocab_size"], j["hidden_size"], j["intermediate_size"]
+    c.L, c.nh = j["num_hidden_layers"], j["num_attention_heads"]
+    nkv_default = {"llama": c.nh, "mistral": 8, "qwen2": 32, "qwen3": 32}[c.type]
+    c.nkv = j.get("num_key_value_heads") or nkv_default
+    c.hd = j.get("head_dim") or (128 if c.type == "qwen3" else c.H // c.nh)
+    if c.nh % c.nkv or c.hd % 2:
+        die("%s: heads %d / kv heads %d / head_dim %d" % (path, c.nh, c.nkv, c.hd))
+    act = j.get("hidden_act", "silu")
+    if act not in ("silu", "swish"):
+        die("%s: hidden_act %r (silu only)" % (path, act))
+    c.eps = float(j.get("rms_norm_eps", 1e-6))
+    c.tie = bool(j.get("tie_word_embeddings", False))
+    c.qk_norm = c.type == "qwen3"
+    if c.type == "qwen2":
+        c.qkv_bias, c.o_bias, c.mlp_bias = True, False, False
+    elif c.type == "mistral":
+        c.qkv_bias = c.o_bias = c.mlp_bias = False
+    else:
+        ab = bool(j.get("attention_bias", False))
+        c.qkv_bias, c.o_bias = ab, ab
+        c.mlp_bias = bool(j.get("mlp_bias", False)) if c.type == "llama" else False
+    # RoPE: v4 rope_theta + rope_scaling, or v5 rope_parameters
+    rp = j.get("rope_parameters")
+    if rp is not None:
+        theta = float(rp.get("rope_theta", j.get("rope_theta", 10000.0)))
+        rs = rp
+    else:
+        theta = float(j.get("rope_theta", 10000.0))
+        rs = j.get("rope_scaling")
+    c.rope_theta = theta
+    rtype = "default"
+    if rs:
+        rtype = rs.get("rope_type", rs.get("type", "default"))
+    c.rope_type = rtype
+    if rtype == "default":
+        pass
+    elif rtype == "linear":
+        c.rope_factor = float(rs["factor"])
+    elif rtype == "llama3":
+        c.rope_factor = float(rs["factor"])
+        c.rope_low = float(rs["low_freq_factor"])
+        c.rope_high = float(rs["high_freq_factor"])
+        c.rope_orig = float(rs["original_max_position_embeddings"])
+    else:
+        die("%s: rope_type %r (default, linear, llama3 are supported)" % (path, rtype))
+    # sliding window in effect (0: none); sequences longer than it are refused
+    c.window = 0
+    if c.type == "mistral":
+        sw = j.get("sliding_window", 4096)
+        c.window = sw or 0
+    elif c.type in ("qwen2", "qwen3") and j.get("use_sliding_window", False):
+        c.window = j.get("sliding_window") or 0
+    return c
+
+
+def rope_inv_freq(c):
+    """[hd/2] float64, formats.md e.3."""
+    out = []
+    for j in range(c.hd // 2):
+        f = c.rope_theta ** (-2.0 * j / c.hd)
+        if c.rope_type == "linear":
+            f = f / c.rope_factor
+        elif c.rope_type == "llama3":
+            wavelen = 2.0 * math.pi / f
+            if wavelen > c.rope_orig / c.rope_low:
+                f = f / c.rope_factor
+            elif wavelen < c.rope_orig / c.rope_high:
+                pass
+            else:
+                smooth = (c.rope_orig / wavelen - c.rope_low) / (c.rope_high - c.rope_low)
+                f = (1.0 - smooth) * f / c.rope_factor + smooth * f
+        out.append(f)
+    return out
+
+
+def llama3_regimes(c):
+    """(#unchanged, #smoothed, #divided) of the llama3 rule, for the summary."""
+    n = [0, 0, 0]
+    for j in range(c.hd // 2):
+        wavelen = 2.0 * math.pi / (c.rope_theta ** (-2.0 * j / c.hd))
+        if wavelen > c.rope_orig / c.rope_low:
+            n[2] += 1
+        elif wavelen < c.rope_orig / c.rope_high:
+            n[0] += 1
+        else:
+            n[1] += 1
+    return n
+
+
+def expected_tensors(c):
+    """{name: shape} the checkpoint must hold."""
+    t = {"model.embed_tokens.weight": (c.V, c.H), "model.norm.weight": (c.H,)}
+    if not c.tie:
+        t["lm_head.weight"] = (c.V, c.H)
+    for i in range(c.L):
+        p = "model.layers.%d." % i
+        t[p + "input_layernorm.weight"] = (c.H,)
+        t[p + "post_attention_layernorm.weight"] = (c.H,)
+        a = p + "self_attn."
+        t[a + "q_proj.weight"] = (c.nh * c.hd, c.H)
+        t[a + "k_proj.weight"] = (c.nkv * c.hd, c.H)
+        t[a + "v_proj.weight"] = (c.nkv * c.hd, c.H)
+        t[a + "o_proj.weight"] = (c.H, c.nh * c.hd)
+        if c.qkv_bias:
+            t[a + "q_proj.bias"] = (c.nh * c.hd,)
+            t[a + "k_proj.bias"] = (c.nkv * c.hd,)
+            t[a + "v_proj.bias"] = (c.nkv * c.hd,)
+        if c.o_bias:
+            t[a + "o_proj.bias"] = (c.H,)
+        if c.qk_norm:
+            t[a + "q_norm.weight"] = (c.hd,)
+            t[a + "k_norm.weight"] = (c.hd,)
+        m = p + "mlp."
+        t[m + "gate_proj.weight"] = (c.I, c.H)
+        t[m + "up_proj.weight"] = (c.I, c.H)
+        t[m + "down_proj.weight"] = (c.H, c.I)
+        if c.mlp_bias:
+            t[m + "gate_proj.bias"] = (c.I,)
+            t[m + "up_proj.bias"] = (c.I,)
+            t[m + "down_proj.bias"] = (c.H,)
+    return t
+
+
+def load_model(folder):
+    c = load_config(os.path.join(folder, "config.json"))
+    path = os.path.join(folder, "model.safetensors")
+    if not os.path.exists(path):
+        die("%s: not found (sharded checkpoints are not read here)" % path)
+    names, arrays = read_safetensors(path)
+    want = expected_tensors(c)
+    for n in want:
+        if n not in arrays:
+            die("%s: tensor %s missing" % (path, n))
+        if tuple(arrays[n].shape) != want[n]:
+            die("%s: %s has shape %s, expected %s" % (path, n, list(arrays[n].shape), list(want[n])))
+    for n in arrays:
+        if n not in want:
+            die("%s: unexpected tensor %s" % (path, n))
+    params = {n: torch.tensor(arrays[n], dtype=DT) for n in names}
+    return c, names, params
+
+
+# ---------------------------------------------------------------------------
+# forward
+
+def rmsnorm(x, w, eps):
+    return x * torch.rsqrt((x * x).mean(dim=-1, keepdim=True) + eps) * w
+
+
+def linear(x, p, name, has_bias):
+    y = x @ p[name + ".weight"].t()
+    if has_bias:
+        y = y + p[name + ".bias"]
+    return y
+
+
+def apply_rope(x, cos, sin):
+    """x [T, heads, hd]; cos, sin [T, hd/2].  rotate_half pairing (j, j + hd/2)."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    c = cos[:, None, :]
+    s = sin[:, None, :]
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
+
+
+def forward(c, p, ids, positions, allowed):
+    """Logits [T, V] of one packed sequence.
+
+    ids, positions: lists of T ints; allowed: [T, T] bool, allowed[i, j] true
+    when token i attends to token j."""
+    T = len(ids)
+    if c.window and T > c.window:
+        die("sequence of %d tokens is longer than the sliding window %d" % (T, c.window))
+    inv = torch.tensor(rope_inv_freq(c), dtype=DT)
+    ang = torch.tensor(positions, dtype=DT)[:, None] * inv[None, :]
+    cos, sin = torch.cos(ang), torch.sin(ang)
+    E = p["model.embed_tokens.weight"]
+    x = E[torch.tensor(ids, dtype=torch.long)]
+    group = c.nh // c.nkv
+    kv_of_head = torch.tensor([h // group for h in range(c.nh)], dtype=torch.long)
+    scale = 1.0 / math.sqrt(c.hd)
+    neg = torch.tensor(float("-inf"), dtype=DT)
+    for i in range(c.L):
+        pre = "model.layers.%d." % i
+        a = pre + "self_attn."
+        h = rmsnorm(x, p[pre + "input_layernorm.weight"], c.eps)
+        q = linear(h, p, a + "q_proj", c.qkv_bias).reshape(T, c.nh, c.hd)
+        k = linear(h, p, a + "k_proj", c.qkv_bias).reshape(T, c.nkv, c.hd)
+        v = linear(h, p, a + "v_proj", c.qkv_bias).reshape(T, c.nkv, c.hd)
+        if c.qk_norm:
+            q = rmsnorm(q, p[a + "q_norm.weight"], c.eps)
+            k = rmsnorm(k, p[a + "k_norm.weight"], c.eps)
+        q = apply_rope(q, cos, sin)
+        k = apply_rope(k, cos, sin)
+        kh = k[:, kv_of_head, :]  # [T, nh, hd]: query head h reads kv head h // group
+        vh = v[:, kv_of_head, :]
+        s = torch.einsum("ihd,jhd->hij", q, kh) * scale  # [nh, T, T]
+        s = torch.where(allowed[None, :, :], s, neg)
+        pa = torch.softmax(s, dim=-1)
+        o = torch.einsum("hij,jhd->ihd", pa, vh).reshape(T, c.nh * c.hd)
+        x = x + linear(o, p, a + "o_proj", c.o_bias)
+        m = pre + "mlp."
+        h = rmsnorm(x, p[pre + "post_attention_layernorm.weight"], c.eps)
+        g = linear(h, p, m + "gate_proj", c.mlp_bias)
+        u = linear(h, p, m + "up_proj", c.mlp_bias)
+        x = x + linear(torch.nn.functional.silu(g) * u, p, m + "down_proj", c.mlp_bias)
+    x = rmsnorm(x, p["model.norm.weight"], c.eps)
+    W = E if c.tie else p["lm_head.weight"]
+    return x @ W.t()
+
+
+def row_logps_separate(c, p, row):
+    """logp_k of one row, each response on its own sequence."""
+    P = row["prompt_ids"]
+    out = []
+    for r in row["response_ids"]:
+        ids = P + r
+        T = len(ids)
+        allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        logits = forward(c, p, ids, list(range(T)), allowed)
+        lsm = torch.log_softmax(logits, dim=-1)
+        pred = torch.arange(len(P) - 1, T - 1)
+        tgt = torch.tensor(r, dtype=torch.long)
+        out.append(lsm[pred, tgt].sum())
+    return out
+
+
+def row_logps_shared(c, p, row):
+    """logp_k of one row, all K responses packed after one copy of the prompt."""
+    P = row["prompt_ids"]
+    nP = len(P)
+    ids = list(P)
+    positions = list(range(nP))
+    seg = [-1] * nP  # -1: prompt; k: response k
+    starts = []
+    for k, r in enumerate(row["response_ids"]):
+        starts.append(len(ids))
+        ids += r
+        positions += list(range(nP, nP + len(r)))
+        seg += [k] * len(r)
+    T = len(ids)
+    segt = torch.tensor(seg)
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    same = segt[:, None] == segt[None, :]
+    to_prompt = (segt == -1)[None, :].expand(T, T)
+    allowed = causal & (same | to_prompt)
+    logits = forward(c, p, ids, positions, allowed)
+    lsm = torch.log_softmax(logits, dim=-1)
+    out = []
+    for k, r in enumerate(row["response_ids"]):
+        s0 = starts[k]
+        pred = torch.tensor([nP - 1] + list(range(s0, s0 + len(r) - 1)), dtype=torch.long)
+        tgt = torch.tensor(r, dtype=torch.long)
+        out.append(lsm[pred, tgt].sum())
+    return out
+
+
+def evaluate(c, p, rows, shared=False):
+    """(L, [[logp_k] per row]) with L = sum w_k logp_k (torch scalar)."""
+    fn = row_logps_shared if shared else row_logps_separate
+    L = torch.zeros((), dtype=DT)
+    all_lp = []
+    for row in rows:
+        lps = fn(c, p, row)
+        for w, lp in zip(row["weights"], lps):
+            L = L + w * lp
+        all_lp.append(lps)
+    return L, all_lp
+
+
+def loss_and_grads(c, names, params, rows, shared=False):
+    p = {n: t.detach().clone().requires_grad_(True) for n, t in params.items()}
+    L, lps = evaluate(c, p, rows, shared)
+    L.backward()
+    grads = {}
+    for n in names:
+        g = p[n].grad
+        grads[n] = torch.zeros_like(p[n]) if g is None else g.detach()
+    logps = [[float(x) for x in r] for r in lps]
+    return float(L), logps, grads
+
+
+# ---------------------------------------------------------------------------
+# rows
+
+def read_rows(path, c):
+    rows = []
+    with open(path) as f:
+        for ln, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            P, R, W = r.get("prompt_ids"), r.get("response_ids"), r.get("weights")
+            where = "%s:%d" % (path, ln)
+            if not isinstance(P, list) or len(P) < 1:
+                die("%s: prompt_ids must hold at least 1 token (the first response token is scored by it)" % where)
+            if not isinstance(R, list) or len(R) < 1 or any(not isinstance(x, list) or len(x) < 1 for x in R):
+                die("%s: response_ids must be a non-empty list of non-empty lists" % where)
+            if not isinstance(W, list) or len(W) != len(R):
+                die("%s: weights must have one entry per response" % where)
+            for t in P + [t for x in R for t in x]:
+                if not isinstance(t, int) or not 0 <= t < c.V:
+                    die("%s: token id %r outside [0, %d)" % (where, t, c.V))
+            rows.append({"prompt_ids": P, "response_ids": R, "weights": [float(w) for w in W]})
+    if not rows:
+        die("%s: no rows" % path)
+    return rows
+
+
+def make_rows(vocab, seed):
+    """4 rows, K = 1, 2, 4, 2; prompt lengths 1..9 (1 and 9 both present),
+    response lengths 1..7 (a 1-token and a 7-token response present),
+    ids uniform in [0, vocab), weights uniform in [-1, 1] rounded to 6 places."""
+    rng = random.Random(seed)
+    Ks = [1, 2, 4, 2]
+    Ps = [rng.randint(2, 8) for _ in Ks]
+    Ps[0], Ps[2] = 1, 9
+    rng.shuffle(Ps)
+    rows = []
+    for K, nP in zip(Ks, Ps):
+        lens = [rng.randint(1, 7) for _ in range(K)]
+        rows.append({"prompt_ids": [rng.randrange(vocab) for _ in range(nP)],
+                     "response_ids": [[rng.randrange(vocab) for _ in range(n)] for n in lens],
+                     "weights": [round(rng.uniform(-1.0, 1.0), 6) for _ in range(K)]})
+    rows[2]["response_ids"][1] = rows[2]["response_ids"][1][:1]     # a 1-token response
+    rows[2]["response_ids"][3] = [rng.randrange(vocab) for _ in range(7)]  # a 7-token one
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# checks
+
+def shared_prefix_check(c, names, params, rows, L, logps, grads):
+    L2, logps2, grads2 = loss_and_grads(c, names, params, rows, shared=True)
+    dlp = max(abs(a - b) for r1, r2 in zip(logps, logps2) for a, b in zip(r1, r2))
+    dg = 0.0
+    for n in names:
+        dg = max(dg, float((grads[n] - grads2[n]).abs().max()))
+    dL = abs(L - L2)
+    ok = dlp <= 1e-12 and dL <= 1e-12 and dg <= 1e-12
+    print("shared-prefix vs separate: max |dlogp| %.3g, |dL| %.3g, max |dgrad| %.3g -> %s"
+          % (dlp, dL, dg, "OK" if ok else "FAIL"))
+    return ok
+
+
+def fd_check(c, names, params, rows, grads, seed, per_tensor=2):
+    """Central differences of L, Richardson-extrapolated (h, h/2), against autograd."""
+    rng = random.Random(seed)
+    used = sorted({t for r in rows for t in r["prompt_ids"] + [x for y in r["response_ids"] for x in y]})
+    h = 1e-3
+
+    def L_at(name, idx, delta):
+        p = dict(params)
+        t = params[name].clone()
+        t.view(-1)[idx] += delta
+        p[name] = t
+        with torch.no_grad():
+            return float(evaluate(c, p, rows)[0])
+
+    worst_abs = worst_rel = 0.0
+    n = 0
+    for name in names:
+        t = params[name]
+        for _ in range(per_tensor):
+            if name == "model.embed_tokens.weight":
+                idx = rng.choice(used) * c.H + rng.randrange(c.H)
+            else:
+                idx = rng.randrange(t.numel())
+            d1 = (L_at(name, idx, h) - L_at(name, idx, -h)) / (2 * h)
+            d2 = (L_at(name, idx, h / 2) - L_at(name, idx, -h / 2)) / h
+            fd = (4 * d2 - d1) / 3
+            ad = float(grads[name].reshape(-1)[idx])
+            err = abs(fd - ad)
+            worst_abs = max(worst_abs, err)
+            worst_rel = max(worst_rel, err / max(abs(ad), 1e-2))
+            n += 1
+    ok = worst_rel <= 1e-7
+    print("finite differences: %d parameters, max |fd - autograd| %.3g, max rel %.3g -> %s"
+          % (n, worst_abs, worst_rel, "OK" if ok else "FAIL"))
+    return ok
+
+
+# ---------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", help="model folder (config.json + model.safetensors)")
+    ap.add_argument("--rows", help="rows JSONL")
+    ap.add_argument("--out", help="output folder (or rows file with --make-rows)")
+    ap.add_argument("--shared-prefix", action="store_true",
+                    help="also evaluate with one shared prompt copy per row and assert equality to 1e-12")
+    ap.add_argument("--check", action="store_true", help="finite-difference check of the gradients")
+    ap.add_argument("--make-rows", action="store_true", help="write seeded test rows for --config to --out")
+    ap.add_argument("--config", help="config.json (for --make-rows: the vocabulary size)")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+
+    if a.make_rows:
+        if not a.config or not a.out:
+            die("--make-rows needs --config and --out")
+        c = load_config(a.config)
+        rows = make_rows(c.V, a.seed)
+        with open(a.out, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+        print("wrote %s: %d rows, K %s, prompt lengths %s, response lengths %s"
+              % (a.out, len(rows), [len(r["response_ids"]) for r in rows],
+                 [len(r["prompt_ids"]) for r in rows], [[len(x) for x in r["response_ids"]] for r in rows]))
+        return 0
+
+    if not a.model or not a.rows or not a.out:
+        die("--model, --rows and --out are required")
+    c, names, params = load_model(a.model)
+    rows = read_rows(a.rows, c)
+    L, logps, grads = loss_and_grads(c, names, params, rows)
+
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "logps.jsonl"), "w") as f:
+        for r, lp in zip(rows, logps):
+            f.write(json.dumps({"logps": lp, "n_tokens": [len(x) for x in r["response_ids"]]}) + "\n")
+    write_safetensors(os.path.join(a.out, "grads.safetensors"), names,
+                      {n: grads[n].numpy() for n in names}, {"format": "pt", "loss": repr(L)})
+
+    ntok = sum(len(x) for r in rows for x in r["response_ids"])
+    allp = [x for r in logps for x in r]
+    gnorm = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
+    extra = ""
+    if c.rope_type == "llama3":
+        extra = ", llama3 regimes (unchanged, smoothed, /factor) = %s" % (llama3_regimes(c),)
+    print("%s: %s, %d params in %d tensors, %d rows, %d responses, %d scored tokens%s"
+          % (a.model, c.type, sum(t.numel() for t in params.values()), len(names), len(rows),
+             len(allp), ntok, extra))
+    print("  logp range [%.6g, %.6g], mean per token %.6g (uniform: %.6g)"
+          % (min(allp), max(allp), sum(allp) / ntok, -math.log(c.V)))
+    print("  L = %r, |dL/dtheta| = %.6g, max |g| = %.6g"
+          % (L, gnorm, max(float(g.abs().max()) for g in grads.values())))
+    ok = True
+    if a.shared_prefix:
+        ok &= shared_prefix_check(c, names, params, rows, L, logps, grads)
+    if a.check:
+        seed = sum(ord(ch) for ch in os.path.basename(os.path.normpath(a.model)))
+        ok &= fd_check(c, names, params, rows, grads, seed)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
