@@ -63,8 +63,9 @@ bench: all
 	bash bench/run_loss.sh ./ppa
 	bash bench/run_tokenize.sh ./ppa
 
-goldens:
+goldens: all
 	$(PYTHON) tests/ref/objectives_ref.py --out tests/fixtures/objectives_golden.jsonl
+	bash tests/ref/make_engine_goldens.sh
 
 demo: deps
 	$(MAKE) --no-print-directory all

@@ -180,6 +180,135 @@ static void test_repeatable(Model *m, const char *name) {
     free(g);
 }
 
+/* ---- PyTorch float64 goldens (tests/ref/make_engine_goldens.sh) ---- */
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+typedef struct {
+    int n;
+    Row rows[8];
+    int *ids[8], *lens[8], *prompt[8], **resp[8];
+    double w[64];
+    int nw;
+} GoldenRows;
+
+static int *ints(const cJSON *a, int *n) {
+    *n = cJSON_GetArraySize(a);
+    int *v = malloc(sizeof(int) * (size_t)(*n ? *n : 1)), i = 0;
+    for (const cJSON *it = a->child; it; it = it->next) v[i++] = it->valueint;
+    return v;
+}
+
+static void read_golden_rows(const char *path, GoldenRows *g) {
+    memset(g, 0, sizeof *g);
+    FILE *f = fopen(path, "r");
+    JsonlReader rd;
+    jsonl_init(&rd, f, path);
+    char *line;
+    while (jsonl_next(&rd, &line) && g->n < 8) {
+        cJSON *j = cJSON_Parse(line);
+        int P, K = cJSON_GetArraySize(cJSON_GetObjectItem(j, "response_ids")), k = 0, nw;
+        g->prompt[g->n] = ints(cJSON_GetObjectItem(j, "prompt_ids"), &P);
+        g->lens[g->n] = malloc(sizeof(int) * (size_t)K);
+        g->resp[g->n] = malloc(sizeof(int *) * (size_t)K);
+        for (const cJSON *it = cJSON_GetObjectItem(j, "response_ids")->child; it; it = it->next, k++)
+            g->resp[g->n][k] = ints(it, &g->lens[g->n][k]);
+        const cJSON *w = cJSON_GetObjectItem(j, "weights");
+        nw = 0;
+        for (const cJSON *it = w->child; it; it = it->next) g->w[g->nw + nw++] = it->valuedouble;
+        g->nw += nw;
+        g->rows[g->n] = (Row){P, g->prompt[g->n], K, g->lens[g->n], (const int *const *)g->resp[g->n]};
+        g->n++;
+        cJSON_Delete(j);
+    }
+    jsonl_free(&rd);
+    fclose(f);
+}
+
+static void free_golden_rows(GoldenRows *g) {
+    for (int r = 0; r < g->n; r++) {
+        for (int k = 0; k < g->rows[r].n_resp; k++) free(g->resp[r][k]);
+        free(g->resp[r]), free(g->lens[r]), free(g->prompt[r]);
+    }
+}
+
+/* float32 engine against the float64 reference: log-probs to 1e-5 relative
+ * (+1e-4 absolute), each gradient tensor to 1e-4 of its largest entry */
+static void test_golden(const char *name) {
+    char path[256], err[2048];
+    snprintf(path, sizeof path, "tests/fixtures/engine/%s.json", name);
+    char *cfg = slurp(path);
+    CHECK(cfg != NULL, "golden config %s", path);
+    if (!cfg) return;
+    Model *m = make_model(name, cfg, 11);
+    free(cfg);
+    if (!m) return;
+    GoldenRows g;
+    snprintf(path, sizeof path, "tests/fixtures/engine/rows_%s.jsonl", name);
+    read_golden_rows(path, &g);
+    double lp[64];
+    loss_and_grad(m, g.rows, g.n, g.w, lp);
+    snprintf(path, sizeof path, "tests/fixtures/engine/golden_%s/logps.jsonl", name);
+    FILE *f = fopen(path, "r");
+    JsonlReader rd;
+    jsonl_init(&rd, f, path);
+    char *line;
+    int i = 0;
+    double worst_lp = 0;
+    while (jsonl_next(&rd, &line)) {
+        cJSON *j = cJSON_Parse(line);
+        for (const cJSON *it = cJSON_GetObjectItem(j, "logps")->child; it; it = it->next, i++) {
+            CHECK_NEAR(lp[i], it->valuedouble, 1e-4, 1e-5, "%s: logp %d against PyTorch float64", name, i);
+            worst_lp = fmax(worst_lp, fabs(lp[i] - it->valuedouble));
+        }
+        cJSON_Delete(j);
+    }
+    jsonl_free(&rd);
+    fclose(f);
+    CHECK(i == g.nw, "%s: every response has a golden log-prob (%d of %d)", name, i, g.nw);
+    /* gradients, tensor by tensor, through the writer and reader */
+    snprintf(path, sizeof path, "%s/%s_grads.safetensors", tmpdir, name);
+    CHECK(model_save_grads(m, path, err, sizeof err) == 0, "save grads: %s", err);
+    StSet ours, want;
+    char gpath[256];
+    snprintf(gpath, sizeof gpath, "tests/fixtures/engine/golden_%s/grads.safetensors", name);
+    int ok = st_open(&ours, path, err, sizeof err) == 0 && st_open(&want, gpath, err, sizeof err) == 0;
+    CHECK(ok, "open gradients: %s", err);
+    if (!ok) return;
+    CHECK(ours.n_tensors == want.n_tensors, "%s: same gradient tensors", name);
+    double worst = 0;
+    for (int t = 0; t < want.n_tensors; t++) {
+        const StTensor *w = &want.tensors[t], *o = st_find(&ours, w->name);
+        CHECK(o && o->numel == w->numel, "%s: gradient %s present with its shape", name, w->name);
+        if (!o || o->numel != w->numel) continue;
+        float *a = malloc(sizeof(float) * (size_t)w->numel), *b = malloc(sizeof(float) * (size_t)w->numel);
+        st_to_f32(o, a), st_to_f32(w, b);
+        double mx = 0, d = 0;
+        for (int64_t k = 0; k < w->numel; k++) mx = fmax(mx, fabs(b[k]));
+        for (int64_t k = 0; k < w->numel; k++) d = fmax(d, fabs(a[k] - b[k]));
+        double rel = mx > 0 ? d / mx : d;
+        worst = fmax(worst, rel);
+        CHECK(rel <= 1e-4, "%s: gradient %s within 1e-4 of its largest entry (%.3g)", name, w->name, rel);
+        free(a), free(b);
+    }
+    printf("%s: against PyTorch float64: log-probs within %.2e, gradients within %.2e of each tensor's largest entry\n",
+           name, worst_lp, worst);
+    st_close(&ours), st_close(&want);
+    free_golden_rows(&g);
+    model_free(m);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ppa_engine_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
@@ -191,6 +320,8 @@ int main(void) {
         test_repeatable(m, CONFIGS[c][0]);
         model_free(m);
     }
+    const char *goldens[] = {"llama_untied", "qwen2_tied_gqa", "llama3_rope", "mistral_gqa"};
+    for (int i = 0; i < 4; i++) test_golden(goldens[i]);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
