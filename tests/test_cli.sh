@@ -122,5 +122,33 @@ expect "and names the file" grep -q "model.safetensors" "$tmp/err"
 echo '{"text": "hi <s>"}' | "$ppa" tokenize --tokenizer "$tmp/m" > "$tmp/out"
 expect "ppa tokenize reads the model folder" grep -q '"ids": \[104, 105, 32, 256\]' "$tmp/out"
 
+# -- ppa logprobs / ppa grad / ppa sft on the tiny model (pre-tokenized and text rows)
+cat > "$tmp/rows.jsonl" <<'J'
+{"prompt_ids": [256, 104, 105], "response_ids": [[97, 257], [98, 99, 257], [100, 257]], "scores": [0.9, 0.5, 0.1]}
+{"prompt": "hi", "responses": ["yes", "no"], "scores": [1, 0]}
+J
+"$ppa" init --config "$tmp/config.json" --tokenizer "$tmp/tokenizer.json" --out "$tmp/e" --seed 5 --init-std 0.3 > /dev/null
+"$ppa" logprobs --model "$tmp/e" --data "$tmp/rows.jsonl" > "$tmp/out" 2> "$tmp/err"
+expect "ppa logprobs exits 0" test $? -eq 0
+expect "ppa logprobs: one line per row" test "$(wc -l < "$tmp/out")" -eq 2
+expect "ppa logprobs counts scored tokens" grep -q '"n_tokens": \[2, 3, 2\]' "$tmp/out"
+expect "ppa logprobs: text rows get the EOS once" grep -q '"n_tokens": \[4, 3\]' "$tmp/out"
+"$ppa" grad --model "$tmp/e" --data "$tmp/rows.jsonl" --objective dpo_all_pairs --beta 0.1 --out "$tmp/g.safetensors" > "$tmp/out" 2> "$tmp/err"
+expect "ppa grad exits 0" test $? -eq 0
+expect "ppa grad without --ref: s = 0, so DPO gives ln 2" grep -q '"loss": 0.69314718055994' "$tmp/out"
+expect "ppa grad writes the gradients" test -s "$tmp/g.safetensors"
+echo '{"prompt_ids": [256], "response_ids": [[300]]}' > "$tmp/badrows.jsonl"
+"$ppa" logprobs --model "$tmp/e" --data "$tmp/badrows.jsonl" > /dev/null 2> "$tmp/err"
+expect "ppa logprobs refuses ids outside the vocabulary" test $? -eq 2
+expect "and names the line" grep -q "badrows.jsonl:1:" "$tmp/err"
+for i in $(seq 1 16); do echo '{"text": "the cat sat on the mat and the dog sat on the log"}'; done > "$tmp/sft.jsonl"
+"$ppa" sft --model "$tmp/e" --data "$tmp/sft.jsonl" --out "$tmp/sft_out" --max-steps 12 --batch-size 4 --micro-batch 2 --lr 0.01 > "$tmp/log" 2> "$tmp/err"
+expect "ppa sft exits 0" test $? -eq 0
+first=$(head -1 "$tmp/log" | sed -E 's/.*"loss": ([0-9.]+).*/\1/')
+last=$(tail -1 "$tmp/log" | sed -E 's/.*"loss": ([0-9.]+).*/\1/')
+expect "ppa sft: the loss falls ($first -> $last)" awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.7 * a) }'
+"$ppa" inspect "$tmp/sft_out" > /dev/null 2>&1
+expect "ppa sft writes a model folder" test $? -eq 0
+
 echo "test_cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

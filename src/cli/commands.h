@@ -11,5 +11,6 @@ int cmd_init(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_logprobs(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
+int cmd_sft(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const struct {
     {"inspect", cmd_inspect, "architecture, parameters, tensors and tokenizer of a model folder"},
     {"logprobs", cmd_logprobs, "summed log-probabilities of each response of each row"},
     {"grad", cmd_grad, "the gradient of an objective on implicit rewards, as safetensors"},
+    {"sft", cmd_sft, "supervised next-token training (AdamW), writes a model folder"},
     {"bench", cmd_bench, "benchmarks: 'ppa bench loss'"},
     {"demo", cmd_demo, "the paper's worked examples, computed by the library"},
 };

@@ -294,6 +294,32 @@ done:
     return rc;
 }
 
+/* {"text": ...}: plain next-token data. BOS from the post-processor, the
+ * tokenizer's EOS appended; the first token is the "prompt" (never scored). */
+static int read_plain_text(const cJSON *text, DataRow *r, const DataOptions *o, char *err, size_t errlen) {
+    if (!o->tok) return snprintf(err, errlen, "a text row needs the model's tokenizer"), -1;
+    if (!cJSON_IsString(text)) return snprintf(err, errlen, "\"text\" must be a string"), -1;
+    int *ids;
+    long n = tokenizer_encode(o->tok, text->valuestring, strlen(text->valuestring), 1, &ids, err, errlen);
+    if (n < 0) return -1;
+    int extra = o->eos_id >= 0;
+    if (n + extra < 2) {
+        free(ids);
+        return snprintf(err, errlen, "\"text\" is too short to train on (%ld tokens)", n), -1;
+    }
+    alloc_responses(r, 1);
+    r->prompt_len = 1;
+    r->prompt = xmalloc(sizeof(int));
+    r->prompt[0] = ids[0];
+    r->resp_len[0] = (int)n - 1 + extra;
+    r->resp[0] = xmalloc(sizeof(int) * (size_t)r->resp_len[0]);
+    memcpy(r->resp[0], ids + 1, sizeof(int) * (size_t)(n - 1));
+    if (extra) r->resp[0][n - 1] = o->eos_id;
+    r->scores[0] = NAN;
+    free(ids);
+    return 0;
+}
+
 static int read_row(const char *line, DataRow *r, const DataOptions *o, long *fixes, char *err, size_t errlen) {
     cJSON *j = cJSON_Parse(line);
     if (!cJSON_IsObject(j)) {
@@ -303,8 +329,11 @@ static int read_row(const char *line, DataRow *r, const DataOptions *o, long *fi
     const cJSON *id;
     int rc = pick(j, ID, &id, err, errlen);
     if (!rc && cJSON_IsString(id)) r->id = strdup(id->valuestring);
-    if (!rc) rc = cJSON_GetObjectItemCaseSensitive(j, "prompt_ids") ? read_pretokenized(j, r, o, err, errlen)
-                                                                   : read_text(j, r, o, fixes, err, errlen);
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text");
+    if (!rc)
+        rc = cJSON_GetObjectItemCaseSensitive(j, "prompt_ids") ? read_pretokenized(j, r, o, err, errlen)
+             : text && !cJSON_GetObjectItemCaseSensitive(j, "responses") ? read_plain_text(text, r, o, err, errlen)
+                                                                          : read_text(j, r, o, fixes, err, errlen);
     cJSON_Delete(j);
     return rc;
 }

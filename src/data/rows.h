@@ -3,7 +3,8 @@
  * completions, H4 chosen/rejected pairs), rendered with the chat template and
  * tokenized once per response, or pre-tokenized rows
  * {"prompt_ids": [...], "response_ids": [[...], ...], "scores": [...]} used as
- * given. Every problem names FILE:LINE and the field. */
+ * given; {"text": ...} rows are plain next-token data (one response: the
+ * text after its first token). Every problem names FILE:LINE and the field. */
 #ifndef PPA_ROWS_H
 #define PPA_ROWS_H
 

@@ -120,6 +120,24 @@ int model_save_grads(const Model *m, const char *path, char *err, size_t errlen)
     return rc;
 }
 
+unsigned char *model_decay_mask(const Model *m) {
+    unsigned char *mask = xmalloc(m->n_params ? m->n_params : 1);
+    for (int i = 0; i < m->n_specs; i++)
+        memset(mask + m->offset[i], m->specs[i].kind == MODEL_TENSOR_MATRIX, (size_t)m->specs[i].numel);
+    return mask;
+}
+
+int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_dir, char *err, size_t errlen) {
+    float **data = xmalloc(sizeof(float *) * (size_t)m->n_specs);
+    for (int i = 0; i < m->n_specs; i++) data[i] = m->params + m->offset[i];
+    ModelConfig c = m->c;
+    snprintf(c.dtype, sizeof c.dtype, "%s", bf16 ? "bfloat16" : "float32");
+    int rc = checkpoint_write_folder(dir, &c, m->specs, data, m->n_specs, bf16 ? ST_BF16 : ST_F32, tokenizer_dir, err,
+                                     errlen);
+    free(data);
+    return rc;
+}
+
 /* ---- batches ---- */
 
 struct Batch {

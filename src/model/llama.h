@@ -27,6 +27,14 @@ void model_zero_grads(Model *m);
  * head's share), F32. */
 int model_save_grads(const Model *m, const char *path, char *err, size_t errlen);
 
+/* [n_params] 1 where weight decay applies (matrices, embeddings included),
+ * 0 for RMSNorm weights and biases (transformers' Trainer default). */
+unsigned char *model_decay_mask(const Model *m);
+
+/* Writes the model as a Hugging Face folder (model_folder in checkpoint.h);
+ * tokenizer_dir: a folder whose tokenizer files are copied, or NULL. */
+int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_dir, char *err, size_t errlen);
+
 /* One row: a prompt and K responses (token ids). */
 typedef struct {
     int prompt_len;
