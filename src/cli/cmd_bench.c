@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -14,6 +15,9 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "model/gemm.h"
+#include "model/llama.h"
+#include "optim/optim.h"
 #include "tokenizer/tokenizer.h"
 
 static const char HELP[] =
@@ -202,12 +206,126 @@ static int bench_tokenize(int argc, char **argv) {
     return 0;
 }
 
+static const char STEP_HELP[] =
+    "usage: ppa bench step (--model DIR | --config config.json) --k K --prompt-len P --response-len R\n"
+    "                      [--steps N] [--mode shared|separate|both] [--adamw] [--json]\n"
+    "\n"
+    "Forward + backward of the policy on one list: a prompt of P tokens and K responses of R tokens,\n"
+    "as one shared-prompt row (shared) and as K separate sequences (separate). Median of N steps\n"
+    "(default 3) after a warm-up; tokens/s counts K (P + R) tokens in both modes. --adamw adds an\n"
+    "AdamW step (memory of a full training step). Random weights for --config.\n";
+
+static long peak_rss_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024;
+}
+
+/* one forward + backward (and optionally AdamW); returns the seconds */
+static double train_step(Model *m, const Row *rows, int n_rows, AdamW *opt, const unsigned char *decay) {
+    char err[512];
+    double t0 = timer_now();
+    Batch *b = batch_new(m, rows, n_rows, err, sizeof err);
+    if (!b) ppa_die(2, "bench step: %s", err);
+    int n = batch_n_responses(b);
+    double *lp = xmalloc(sizeof(double) * (size_t)n), *g = xmalloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++) g[i] = 1.0;
+    model_zero_grads(m);
+    model_forward(m, b, lp, NULL);
+    model_backward(m, b, g);
+    if (opt) {
+        AdamWConfig ac = {0.9, 0.999, 1e-8, 0.0};
+        adamw_step(opt, model_params(m), model_grads(m), decay, 1e-7, &ac);
+    }
+    batch_free(b);
+    free(lp), free(g);
+    return timer_now() - t0;
+}
+
+static int bench_step(int argc, char **argv) {
+    enum { O_HELP = 1, O_MODEL, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON };
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, O_HELP},     {"model", required_argument, NULL, O_MODEL},
+        {"config", required_argument, NULL, O_CONFIG}, {"k", required_argument, NULL, O_K},
+        {"prompt-len", required_argument, NULL, O_P}, {"response-len", required_argument, NULL, O_R},
+        {"steps", required_argument, NULL, O_STEPS}, {"mode", required_argument, NULL, O_MODE},
+        {"adamw", no_argument, NULL, O_ADAMW},   {"json", no_argument, NULL, O_JSON}, {0},
+    };
+    const char *model = NULL, *config = NULL, *mode = "both";
+    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_HELP: fputs(STEP_HELP, stdout); return 0;
+        case O_MODEL: model = optarg; break;
+        case O_CONFIG: config = optarg; break;
+        case O_K: K = atoi(optarg); break;
+        case O_P: P = atoi(optarg); break;
+        case O_R: R = atoi(optarg); break;
+        case O_STEPS: steps = atoi(optarg); break;
+        case O_MODE: mode = optarg; break;
+        case O_ADAMW: adamw = 1; break;
+        case O_JSON: json = 1; break;
+        default: ppa_die(2, "bench step: see 'ppa bench step --help'");
+        }
+    }
+    if (!model == !config || K < 1 || P < 1 || R < 1 || steps < 1) ppa_die(2, "bench step: give --model or --config, and K, P, R, steps >= 1");
+    char err[4096];
+    Model *m;
+    if (model) {
+        m = model_load(model, err, sizeof err);
+    } else {
+        ModelConfig cfg;
+        if (model_config_load(&cfg, config, err, sizeof err)) ppa_die(2, "%s", err);
+        m = model_new(&cfg, 1, err, sizeof err);
+    }
+    if (!m) ppa_die(2, "%s", err);
+    const ModelConfig *cfg = model_config(m);
+    PpaRng rng;
+    rng_seed(&rng, 7);
+    int *prompt = xmalloc(sizeof(int) * (size_t)P), *resp = xmalloc(sizeof(int) * (size_t)K * R), *lens = xmalloc(sizeof(int) * (size_t)K);
+    const int **rp = xmalloc(sizeof(int *) * (size_t)K);
+    for (int i = 0; i < P; i++) prompt[i] = (int)(rng_u64(&rng) % (unsigned)cfg->vocab_size);
+    for (int i = 0; i < K * R; i++) resp[i] = (int)(rng_u64(&rng) % (unsigned)cfg->vocab_size);
+    for (int k = 0; k < K; k++) lens[k] = R, rp[k] = resp + (size_t)k * R;
+    Row shared = {P, prompt, K, lens, rp}, *separate = xmalloc(sizeof(Row) * (size_t)K);
+    for (int k = 0; k < K; k++) separate[k] = (Row){P, prompt, 1, lens + k, rp + k};
+    AdamW opt = {0};
+    unsigned char *decay = NULL;
+    if (adamw) adamw_init(&opt, model_n_params(m)), decay = model_decay_mask(m);
+    long tokens = (long)K * (P + R);
+    for (int pass = 0; pass < 2; pass++) {
+        const char *name = pass ? "separate" : "shared";
+        if (strcmp(mode, "both") && strcmp(mode, name)) continue;
+        double *sec = xmalloc(sizeof(double) * (size_t)steps);
+        train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, decay); /* warm-up */
+        for (int s = 0; s < steps; s++) sec[s] = train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, decay);
+        qsort(sec, (size_t)steps, sizeof(double), cmp_double);
+        double med = sec[steps / 2];
+        if (json)
+            printf("{\"impl\": \"ppa\", \"mode\": \"%s\", \"k\": %d, \"prompt_len\": %d, \"response_len\": %d, "
+                   "\"tokens\": %ld, \"ms\": %.1f, \"tokens_per_s\": %.1f, \"peak_rss_mb\": %ld, \"params\": %zu, "
+                   "\"adamw\": %s, \"gemm\": \"%s\"}\n", name, K, P, R, tokens, 1e3 * med, tokens / med, peak_rss_mb(),
+                   model_n_params(m), adamw ? "true" : "false", gemm_backend());
+        else
+            printf("ppa bench step (%s): %zu parameters, K %d, P %d, R %d: %.1f ms/step, %.0f tokens/s, peak %ld MB%s\n"
+                   "  matrix products: %s\n", name, model_n_params(m), K, P, R, 1e3 * med, tokens / med, peak_rss_mb(),
+                   adamw ? " (with AdamW)" : "", gemm_backend());
+        fflush(stdout);
+        free(sec);
+    }
+    if (adamw) adamw_free(&opt);
+    free(decay), free(prompt), free(resp), free(lens), free(rp), free(separate);
+    model_free(m);
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "step")) return bench_step(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "loss")) return bench_loss(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "tokenize")) return bench_tokenize(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
-        printf("usage: ppa bench loss|tokenize [options]     (see 'ppa bench loss --help')\n");
+        printf("usage: ppa bench loss|tokenize|step [options]     (see 'ppa bench NAME --help')\n");
         return 0;
     }
-    ppa_die(2, "bench: expected a benchmark name: 'ppa bench loss' or 'ppa bench tokenize'");
+    ppa_die(2, "bench: expected a benchmark name: 'ppa bench loss', 'ppa bench tokenize' or 'ppa bench step'");
 }

@@ -57,19 +57,11 @@ static float *lm_head(const Model *m, float *base) {
     return m->c.tie_word_embeddings ? tensor_at(m, base, "model.embed_tokens.weight") : tensor_at(m, base, "lm_head.weight");
 }
 
-Model *model_load(const char *dir, char *err, size_t errlen) {
-    Model *m = xcalloc(1, sizeof *m);
-    StSet st = {0};
-    if (model_config_load(&m->c, dir, err, errlen)) goto fail;
+/* the table, offsets and buffers of a config */
+static int model_layout(Model *m, char *err, size_t errlen) {
     if (m->c.qk_norm) {
-        snprintf(err, errlen, "%s: qwen3's per-head q/k norms are not implemented by the engine yet", dir);
-        goto fail;
-    }
-    if (st_open(&st, dir, err, errlen)) goto fail;
-    char problems[4096];
-    if (checkpoint_check(&m->c, &st, problems, sizeof problems)) {
-        snprintf(err, errlen, "%s: the tensors do not match config.json:\n%s", dir, problems);
-        goto fail;
+        snprintf(err, errlen, "qwen3's per-head q/k norms are not implemented by the engine yet");
+        return -1;
     }
     m->n_specs = model_tensor_table(&m->c, &m->specs);
     m->offset = xmalloc(sizeof(size_t) * (size_t)m->n_specs);
@@ -78,15 +70,49 @@ Model *model_load(const char *dir, char *err, size_t errlen) {
         m->n_params += (size_t)m->specs[i].numel;
     }
     m->params = xmalloc(sizeof(float) * (m->n_params ? m->n_params : 1));
-    for (int i = 0; i < m->n_specs; i++) st_to_f32(st_find(&st, m->specs[i].name), m->params + m->offset[i]);
-    st_close(&st);
     m->inv_freq = xmalloc(sizeof(double) * (size_t)(m->c.head_dim / 2));
     model_rope_inv_freq(&m->c, m->inv_freq);
+    return 0;
+}
+
+Model *model_load(const char *dir, char *err, size_t errlen) {
+    Model *m = xcalloc(1, sizeof *m);
+    StSet st = {0};
+    if (model_config_load(&m->c, dir, err, errlen)) goto fail;
+    if (st_open(&st, dir, err, errlen)) goto fail;
+    char problems[4096];
+    if (checkpoint_check(&m->c, &st, problems, sizeof problems)) {
+        snprintf(err, errlen, "%s: the tensors do not match config.json:\n%s", dir, problems);
+        goto fail;
+    }
+    char msg[512];
+    if (model_layout(m, msg, sizeof msg)) {
+        snprintf(err, errlen, "%s: %s", dir, msg);
+        goto fail;
+    }
+    for (int i = 0; i < m->n_specs; i++) st_to_f32(st_find(&st, m->specs[i].name), m->params + m->offset[i]);
+    st_close(&st);
     return m;
 fail:
     st_close(&st);
     model_free(m);
     return NULL;
+}
+
+Model *model_new(const ModelConfig *c, uint64_t seed, char *err, size_t errlen) {
+    Model *m = xcalloc(1, sizeof *m);
+    m->c = *c;
+    if (model_layout(m, err, errlen)) {
+        model_free(m);
+        return NULL;
+    }
+    for (int i = 0; i < m->n_specs; i++) { /* one tensor at a time: no second copy of the model */
+        float *w;
+        checkpoint_init(&m->specs[i], 1, seed, 0.02, 0, &w);
+        memcpy(m->params + m->offset[i], w, sizeof(float) * (size_t)m->specs[i].numel);
+        free(w);
+    }
+    return m;
 }
 
 void model_free(Model *m) {

@@ -9,6 +9,7 @@
 #define PPA_LLAMA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model/config.h"
 
@@ -17,6 +18,8 @@ typedef struct Model Model;
 /* Loads config.json and the safetensors of a model folder (F32/F16/BF16,
  * widened); the tensors must match the config exactly. NULL on error. */
 Model *model_load(const char *dir, char *err, size_t errlen);
+/* A model from a config with the documented random init (checkpoint_init). */
+Model *model_new(const ModelConfig *c, uint64_t seed, char *err, size_t errlen);
 void model_free(Model *m);
 const ModelConfig *model_config(const Model *m);
 size_t model_n_params(const Model *m);
