@@ -11,6 +11,7 @@
 #include "cli/objective_opts.h"
 #include "core/common.h"
 #include "data/rows.h"
+#include "model/gemm.h"
 #include "model/llama.h"
 #include "ppa/losses.h"
 
@@ -23,8 +24,11 @@ typedef struct {
     DataSet data;
 } Loaded;
 
+static int verbose;
+
 static void load_all(Loaded *L, const char *model_dir, const char *data, const char *template, int skip, int strict) {
     char err[4096];
+    if (verbose) fprintf(stderr, "ppa: matrix products: %s\n", gemm_backend());
     if (!(L->model = model_load(model_dir, err, sizeof err))) ppa_die(2, "%s", err);
     L->tok = tokenizer_load(model_dir, err, sizeof err); /* absent: pre-tokenized rows only */
     const ModelConfig *c = model_config(L->model);
@@ -69,18 +73,19 @@ static int batch_responses(const DataSet *d, int r0, int r1) {
 }
 
 static const char LOGPROBS_HELP[] =
-    "usage: ppa logprobs --model DIR --data FILE.jsonl [--template NAME] [--skip-invalid] [--strict]\n"
+    "usage: ppa logprobs --model DIR --data FILE.jsonl [--template NAME] [--skip-invalid] [--strict] [--verbose]\n"
     "\n"
     "One line per row: {\"logps\": [...], \"n_tokens\": [...]}: the summed log-probability of each\n"
     "response given its prompt, and its number of scored tokens. Rows are text rows (rendered with\n"
     "the chat template, default: detected) or pre-tokenized {\"prompt_ids\", \"response_ids\"}.\n";
 
 int cmd_logprobs(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_MODEL, OPT_DATA, OPT_TEMPLATE, OPT_SKIP, OPT_STRICT };
+    enum { OPT_HELP = 1, OPT_MODEL, OPT_DATA, OPT_TEMPLATE, OPT_SKIP, OPT_STRICT, OPT_VERBOSE };
     static const struct option opts[] = {
         {"help", no_argument, NULL, OPT_HELP},         {"model", required_argument, NULL, OPT_MODEL},
         {"data", required_argument, NULL, OPT_DATA},   {"template", required_argument, NULL, OPT_TEMPLATE},
-        {"skip-invalid", no_argument, NULL, OPT_SKIP}, {"strict", no_argument, NULL, OPT_STRICT}, {0},
+        {"skip-invalid", no_argument, NULL, OPT_SKIP}, {"strict", no_argument, NULL, OPT_STRICT},
+        {"verbose", no_argument, NULL, OPT_VERBOSE},   {0},
     };
     const char *model = NULL, *data = NULL, *template = NULL;
     int skip = 0, strict = 0, c;
@@ -92,6 +97,7 @@ int cmd_logprobs(int argc, char **argv) {
         case OPT_TEMPLATE: template = optarg; break;
         case OPT_SKIP: skip = 1; break;
         case OPT_STRICT: strict = 1; break;
+        case OPT_VERBOSE: verbose = 1; break;
         default: ppa_die(2, "logprobs: see 'ppa logprobs --help'");
         }
     }
@@ -120,7 +126,7 @@ int cmd_logprobs(int argc, char **argv) {
 
 static const char GRAD_HELP[] =
     "usage: ppa grad --model DIR [--ref DIR] --data FILE.jsonl --objective NAME [objective options]\n"
-    "                --beta B --out grads.safetensors [--template NAME] [--skip-invalid] [--strict]\n"
+    "                --beta B --out grads.safetensors [--template NAME] [--skip-invalid] [--strict] [--verbose]\n"
     "\n"
     "loss = mean over rows of the objective on s_k = beta (logp_policy,k - logp_ref,k), labels =\n"
     "the rows' scores (simpo: s_k = beta * mean-token logp_policy; ipo: mean-token log-probs for\n"
@@ -136,14 +142,15 @@ static double implicit_reward(PpaObjective obj, double beta, double lp, double r
 }
 
 int cmd_grad(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_MODEL, OPT_REF, OPT_DATA, OPT_OUT, OPT_TEMPLATE, OPT_SKIP, OPT_STRICT };
+    enum { OPT_HELP = 1, OPT_MODEL, OPT_REF, OPT_DATA, OPT_OUT, OPT_TEMPLATE, OPT_SKIP, OPT_STRICT, OPT_VERBOSE };
     struct option opts[16 + OBJ_OPT_COUNT] = {
         {"help", no_argument, NULL, OPT_HELP},         {"model", required_argument, NULL, OPT_MODEL},
         {"ref", required_argument, NULL, OPT_REF},     {"data", required_argument, NULL, OPT_DATA},
         {"out", required_argument, NULL, OPT_OUT},     {"template", required_argument, NULL, OPT_TEMPLATE},
         {"skip-invalid", no_argument, NULL, OPT_SKIP}, {"strict", no_argument, NULL, OPT_STRICT},
+        {"verbose", no_argument, NULL, OPT_VERBOSE},
     };
-    objective_opts_append(opts, 8);
+    objective_opts_append(opts, 9);
     PpaObjective obj = PPA_N_OBJECTIVES;
     PpaLossOptions lo;
     ppa_loss_options_default(&lo);
@@ -166,6 +173,7 @@ int cmd_grad(int argc, char **argv) {
         case OPT_TEMPLATE: template = optarg; break;
         case OPT_SKIP: skip = 1; break;
         case OPT_STRICT: strict = 1; break;
+        case OPT_VERBOSE: verbose = 1; break;
         default: ppa_die(2, "grad: see 'ppa grad --help'");
         }
     }

@@ -13,6 +13,7 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "data/rows.h"
+#include "model/gemm.h"
 #include "model/llama.h"
 #include "optim/optim.h"
 
@@ -158,9 +159,10 @@ int cmd_sft(int argc, char **argv) {
     AdamWConfig ac = {0.9, 0.999, 1e-8, a.weight_decay};
     unsigned char *decay = model_decay_mask(m);
     int *perm = xmalloc(sizeof(int) * (size_t)d.n);
-    fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld\n", d.n, total, a.batch,
-            a.micro, a.lr, a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant",
-            warmup);
+    fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld; matrix products: %s\n",
+            d.n, total, a.batch, a.micro, a.lr,
+            a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
+            gemm_backend());
     double t0 = timer_now();
     for (long step = 0; step < total; step++) {
         long epoch = step / steps_per_epoch, at = (step % steps_per_epoch) * a.batch;
