@@ -11,6 +11,76 @@
 
 #define LMHEAD_CHUNK 64 /* target rows per LM-head product: 64 x V logits at a time */
 
+/* ---- vector helpers: without -ffast-math the compiler keeps a float sum in
+ * order, one add at a time; 16 explicit partial sums let it use vectors ---- */
+
+typedef float F16 __attribute__((vector_size(64)));
+
+static inline F16 load16(const float *p) {
+    F16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline float hsum16(F16 v) {
+    float s = 0.0f;
+    for (int i = 0; i < 16; i++) s += v[i];
+    return s;
+}
+
+static inline float dot(const float *a, const float *b, int n) {
+    F16 acc = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16) acc += load16(a + i) * load16(b + i);
+    float s = hsum16(acc);
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+#ifdef __AVX512F__
+F16 _ZGVeN16v_expf(F16 x);
+static inline F16 exp16(F16 x) { return _ZGVeN16v_expf(x); }
+#else
+static inline F16 exp16(F16 x) {
+    for (int i = 0; i < 16; i++) x[i] = expf(x[i]);
+    return x;
+}
+#endif
+
+static float max_of(const float *x, int n) {
+    F16 m = (F16){0} + x[0];
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        F16 v = load16(x + i);
+        for (int l = 0; l < 16; l++) m[l] = v[l] > m[l] ? v[l] : m[l];
+    }
+    float r = m[0];
+    for (int l = 1; l < 16; l++) r = m[l] > r ? m[l] : r;
+    for (; i < n; i++) r = x[i] > r ? x[i] : r;
+    return r;
+}
+
+/* sum of exp(x - shift), accumulated per lane in float, then in double */
+static double sum_exp(const float *x, int n, float shift) {
+    F16 acc = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16) acc += exp16(load16(x + i) - shift);
+    double s = 0.0;
+    for (int l = 0; l < 16; l++) s += acc[l];
+    for (; i < n; i++) s += expf(x[i] - shift);
+    return s;
+}
+
+/* x = scale * exp(x - shift), in place */
+static void scaled_exp(float *x, int n, float shift, float scale) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        F16 v = scale * exp16(load16(x + i) - shift);
+        memcpy(x + i, &v, sizeof v);
+    }
+    for (; i < n; i++) x[i] = scale * expf(x[i] - shift);
+}
+
 void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w, int T, int C, float eps) {
 #pragma omp parallel for schedule(static)
     for (int t = 0; t < T; t++) {
@@ -101,10 +171,7 @@ static int scores(float *sc, const float *qi, const float *k, const AttnShape *s
     key_ranges(s, t, &a0, &a1, &b0, &b1);
     for (int pass = 0; pass < 2; pass++)
         for (int j = pass ? b0 : a0; j < (pass ? b1 : a1); j++) {
-            const float *kj = k + (size_t)j * ldk + (size_t)g * HS;
-            float d = 0.0f;
-            for (int c = 0; c < HS; c++) d += qi[c] * kj[c];
-            sc[n++] = d * scale;
+            sc[n++] = dot(qi, k + (size_t)j * ldk + (size_t)g * HS, HS) * scale;
         }
     return n;
 }
@@ -168,12 +235,10 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
                     const float *qi = q + qo, *doi = dout + qo, *oi = out + qo;
                     float *dqi = dq + qo, l = lse[(size_t)t * NH + h];
                     int n = scores(sc, qi, k, s, t, g, scale);
-                    float D = 0.0f; /* sum_j p_j dp_j = do . o */
-                    for (int c = 0; c < HS; c++) D += doi[c] * oi[c];
+                    float D = dot(doi, oi, HS); /* sum_j p_j dp_j = do . o */
                     for (int j = 0; j < n; j++) {
                         size_t ko = (size_t)key_at(s, t, j) * ldk + (size_t)g * HS;
-                        float p = expf(sc[j] - l), dp = 0.0f;
-                        for (int c = 0; c < HS; c++) dp += doi[c] * v[ko + c];
+                        float p = expf(sc[j] - l), dp = dot(doi, v + ko, HS);
                         float ds = p * (dp - D) * scale;
                         for (int c = 0; c < HS; c++) {
                             dv[ko + c] += p * doi[c];
@@ -205,11 +270,8 @@ void lmhead_forward(double *logp, float *lse, const float *x, const float *W, co
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < m; i++) {
             const float *l = logits + (size_t)i * V;
-            float mx = l[0];
-            for (int c = 1; c < V; c++) mx = l[c] > mx ? l[c] : mx;
-            double sum = 0.0;
-            for (int c = 0; c < V; c++) sum += exp((double)(l[c] - mx));
-            double ls = mx + log(sum);
+            float mx = max_of(l, V);
+            double ls = mx + log(sum_exp(l, V, mx));
             lse[i0 + i] = (float)ls;
             logp[i0 + i] = (double)l[tgt[i0 + i]] - ls;
         }
@@ -228,8 +290,8 @@ void lmhead_backward(float *dx, float *dW, const double *g, const float *x, cons
         /* d logp / d logits = onehot(target) - softmax */
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < m; i++) {
-            float *l = logits + (size_t)i * V, gi = (float)g[i0 + i], ls = lse[i0 + i];
-            for (int c = 0; c < V; c++) l[c] = -gi * expf(l[c] - ls);
+            float *l = logits + (size_t)i * V, gi = (float)g[i0 + i];
+            scaled_exp(l, V, lse[i0 + i], -gi);
             l[tgt[i0 + i]] += gi;
         }
         gemm(0, 0, m, H, V, 1.0f, logits, V, W, H, 0.0f, dxs, H);
