@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "byte_tokenizer.h"
 #include "check.h"
 #include "model/checkpoint.h"
 
@@ -17,27 +18,7 @@ static const char CONFIG[] =
     " \"max_position_embeddings\": 128, \"rms_norm_eps\": 1e-6, \"tie_word_embeddings\": false,"
     " \"eos_token_id\": [1, 2], \"rope_theta\": 1000000.0}";
 
-/* a byte-level tokenizer.json with 256 byte tokens and two added tokens */
-static void write_tokenizer(const char *path) {
-    FILE *f = fopen(path, "w");
-    fputs("{\"added_tokens\": [{\"id\": 256, \"content\": \"<|endoftext|>\", \"special\": true},"
-          " {\"id\": 257, \"content\": \"<|im_start|>\", \"special\": true}],"
-          " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true},"
-          " \"post_processor\": null, \"decoder\": {\"type\": \"ByteLevel\"},"
-          " \"model\": {\"type\": \"BPE\", \"merges\": [], \"vocab\": {",
-          f);
-    for (int b = 0; b < 256; b++) {
-        int k = 0;
-        unsigned cp = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174 ? (unsigned)b : 0;
-        if (!cp) {
-            for (int x = 0; x < b; x++) k += !((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174);
-            cp = 256u + (unsigned)k;
-        }
-        fprintf(f, "%s\"\\u%04x\": %d", b ? ", " : "", cp, b);
-    }
-    fputs("}}}", f);
-    fclose(f);
-}
+static void write_tokenizer(const char *path) { write_byte_tokenizer(path, "{\"id\": 256, \"content\": \"<|endoftext|>\", \"special\": true}, {\"id\": 257, \"content\": \"<|im_start|>\", \"special\": true}"); }
 
 static char tmpdir[64];
 

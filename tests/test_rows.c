@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "byte_tokenizer.h"
 #include "check.h"
 #include "data/rows.h"
 
@@ -19,26 +20,7 @@ static void write_file(const char *path, const char *text) {
     fclose(f);
 }
 
-/* bytes 0..255 are ids 0..255; <|im_start|> 256, <|im_end|> 257, <eos> 258 */
-static void write_tokenizer(const char *path) {
-    FILE *f = fopen(path, "w");
-    fputs("{\"added_tokens\": [{\"id\": 256, \"content\": \"<|im_start|>\", \"special\": true},"
-          " {\"id\": 257, \"content\": \"<|im_end|>\", \"special\": true}, {\"id\": 258, \"content\": \"<eos>\", \"special\": true}],"
-          " \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true},"
-          " \"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"merges\": [], \"vocab\": {",
-          f);
-    for (int b = 0; b < 256; b++) {
-        int k = 0;
-        unsigned cp = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174 ? (unsigned)b : 0;
-        if (!cp) {
-            for (int x = 0; x < b; x++) k += !((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174);
-            cp = 256u + (unsigned)k;
-        }
-        fprintf(f, "%s\"\\u%04x\": %d", b ? ", " : "", cp, b);
-    }
-    fputs("}}}", f);
-    fclose(f);
-}
+static void write_tokenizer(const char *path) { write_byte_tokenizer(path, "{\"id\": 256, \"content\": \"<|im_start|>\", \"special\": true}, {\"id\": 257, \"content\": \"<|im_end|>\", \"special\": true}, {\"id\": 258, \"content\": \"<eos>\", \"special\": true}"); }
 
 static int same_bytes(const int *ids, int n, const char *text) {
     if ((size_t)n != strlen(text)) return 0;
