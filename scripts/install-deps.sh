@@ -4,7 +4,9 @@
 # Set PPA_WITH_TORCH=1 to add python3-torch (goldens and benchmarks only).
 set -euo pipefail
 
-pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev)
+# libopenblas0-openmp: src/model/gemm.c dlopen()s it at run time (no -dev
+# package, no link flag); without it ppa falls back to a slow built-in kernel
+pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libopenblas0-openmp)
 # node and npm fetch the tokenizer fixtures and run the reference encoder;
 # machines that already have them (from NodeSource or similar) keep theirs
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

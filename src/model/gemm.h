@@ -1,13 +1,84 @@
-/* gemm.h: float32 matrix products for the engine, row-major:
- * C[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * C, op = transpose when the
- * flag is set (A stored [K,M], B stored [N,K]). With weights [out, in]:
- * forward Y = X W^T is gemm(0, 1, ...), dX += dY W is gemm(0, 0, ...,
- * beta 1), dW += dY^T X is gemm(1, 0, ..., beta 1). */
+/* gemm.h: the matrix-multiply backend. Every linear layer, forward and
+ * backward, goes through gemm(); nothing else in ppa calls a BLAS directly
+ * (gemm.c loads the library itself, see "Backend" below).
+ *
+ * Mapping of a linear layer, weights W [out, in], activations X [n, in]:
+ *   forward  Y  = X W^T      gemm(0, 1, n, out, in,  1, X, in,  W, in,  0, Y,  out)
+ *   backward dX += dY W      gemm(0, 0, n, in,  out, 1, dY, out, W, in, 1, dX, in)
+ *            dW += dY^T X    gemm(1, 0, out, in, n,  1, dY, out, X, in, 1, dW, in)
+ *
+ * Backend. gemm.c dlopen()s OpenBLAS (the OpenMP build if installed, else the
+ * system's libopenblas.so.0) on first use. Debian's OpenBLAS 0.3.21 picks
+ * its kernels once, at load time, and on recent CPUs it guesses an older
+ * family (Haswell on AMD Zen 5, Prescott on some Xeons): half or a fifth of
+ * the speed of its AVX-512 kernels. So, when OPENBLAS_CORETYPE is unset and
+ * the CPU (and OS) support AVX-512, gemm.c first asks the library in a
+ * throwaway child process which kernels it would pick; if they predate
+ * AVX-512, it loads the library with OPENBLAS_CORETYPE=SkylakeX (and removes
+ * the variable again afterwards). A user-set OPENBLAS_CORETYPE is never
+ * touched. Whatever is loaded is checked against a plain C product on small
+ * shapes; a library that is missing or fails that check is replaced by the
+ * built-in C kernel (slow), with a warning on stderr.
+ *
+ * Environment: PPA_BLAS=builtin forces the built-in kernel; PPA_BLAS=<file
+ * or soname> loads that OpenBLAS build instead of the default search.
+ *
+ * Determinism: for a fixed backend, kernel family and thread count, gemm()
+ * returns bit-identical results run after run (tests/test_gemm.c checks it).
+ * A different kernel family or thread count may change the last bits, so a
+ * bitwise resume needs the same gemm_kernel() and gemm_threads() (record
+ * both in the state file). The built-in kernel is identical for any thread
+ * count.
+ *
+ * Thread safety: gemm() may be called from several threads at once. With the
+ * OpenMP build of OpenBLAS, calls made inside an OpenMP parallel region run
+ * single-threaded; with the pthreads build, call gemm_set_threads(1) around
+ * such regions. */
 #ifndef PPA_GEMM_H
 #define PPA_GEMM_H
 
-void gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
-          float beta, float *C, int ldc);
+#include <stdio.h>
+
+/* Loads and checks the backend. Optional: gemm(), gemm_backend() and the
+ * others call it on first use. It does not need to run first in main (no
+ * other part of ppa loads a BLAS), but calling it early, before large
+ * allocations and threads exist, keeps its probe (a fork) cheap: call it at
+ * the start of the commands that multiply matrices (train, eval, bench gemm),
+ * not in main() for all of them (it costs about 20 ms: loading OpenBLAS, the
+ * probe and the self-check). Thread-safe, idempotent. */
+void gemm_init(void);
+
+/* C[M,N] = alpha * op(A) op(B) + beta * C, row-major float32; op = transpose
+ * if the flag is set. op(A) is [M,K] (A itself [K,M] when transA), op(B) is
+ * [K,N] (B itself [N,K] when transB). lda, ldb, ldc are row strides in
+ * elements. beta = 0 overwrites C without reading it (NaN in C is fine);
+ * beta = 1 accumulates (backward passes, gradient accumulation). */
+void gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+          int ldb, float beta, float *C, int ldc);
+
+/* One line for --verbose and bench output, e.g. "OpenBLAS 0.3.21 (OpenMP
+ * build), SkylakeX kernels (chosen by ppa; the library's own pick on this
+ * CPU: Haswell), 2 threads". Valid until the next gemm_set_threads(). */
 const char *gemm_backend(void);
+
+/* The kernel family alone ("SkylakeX", "Haswell", "builtin"), for the state
+ * file and resume checks. */
+const char *gemm_kernel(void);
+
+/* Threads used by one gemm() call; n <= 0 restores the default (all cores, or
+ * OPENBLAS_NUM_THREADS / OMP_NUM_THREADS when set). With the OpenMP build of
+ * OpenBLAS this also sets omp_set_num_threads(n) for the calling thread. */
+void gemm_set_threads(int n);
+int gemm_threads(void);
+
+/* The benchmark behind `ppa bench gemm`: square n = 256, 768, 2048 and the
+ * LLM products (2048 tokens, hidden 896, MLP 4864) in the three training
+ * patterns (forward NoTrans/Trans, dX NoTrans/NoTrans beta=1, dW Trans/NoTrans
+ * beta=1). Each shape is validated first (sampled entries against a float64
+ * dot product), then timed: one warm-up call, the median of `repeat` calls.
+ * threads <= 0 keeps the current thread count. Prints the backend line and a
+ * table (or JSON Lines if json) to out. Returns 0, or 1 if a shape failed
+ * validation. */
+int gemm_bench(FILE *out, int threads, int repeat, int json);
 
 #endif
