@@ -62,6 +62,7 @@ asan:
 bench: all
 	bash bench/run_loss.sh ./ppa
 	bash bench/run_tokenize.sh ./ppa
+	bash bench/run_step.sh ./ppa
 
 goldens: all
 	$(PYTHON) tests/ref/objectives_ref.py --out tests/fixtures/objectives_golden.jsonl

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# ppa bench step against a float32 PyTorch forward + backward (bench/bench_step_torch.py), same shapes, same
+# thread count, PyTorch at its best settings on the benchmark machine (see the script's docstring).
+# Two models: a ~58M-parameter Llama (bench/configs/llama_50m.json) and the Qwen2-0.5B shapes
+# (bench/configs/qwen2_0_5b.json), each at K=2 P=64 R=64 (quick) and K=8 P=256 R=256 (full).
+#
+# Usage: bench/run_step.sh [PPA_BINARY]
+#   env SETTINGS="quick full" (or "quick"), CONFIGS="llama_50m qwen2_0_5b", STEPS=3, THREADS=2,
+#       CORETYPE=<OPENBLAS_CORETYPE for both programs; default from /proc/cpuinfo, see below; empty: unset>,
+#       QWEN_MICRO_BATCH=2 (torch, Qwen2-0.5B full setting only)
+# The ppa lines are skipped, with a message, while `ppa bench step --help` fails.
+set -euo pipefail
+ppa=${1:-./ppa}
+settings=${SETTINGS:-quick full}
+configs=${CONFIGS:-llama_50m qwen2_0_5b}
+steps=${STEPS:-3}
+threads=${THREADS:-2}
+py=/usr/bin/python3
+cd "$(dirname "$0")/.."
+if ! $py -c "import torch" 2>/dev/null; then
+  echo "bench: python3-torch is missing: PPA_WITH_TORCH=1 bash scripts/install-deps.sh" >&2
+  exit 1
+fi
+
+# PyTorch's best settings on this machine (measurements in the bench_step_torch.py docstring):
+# * OpenBLAS kernels: the avx512 ones (Cooperlake = SkylakeX sgemm; what 0.3.21 auto-detects here, but on the Intel
+#   development machine it falls back to Prescott, so set it explicitly); AVX2 (Haswell, Zen) is 1.3-1.6x slower.
+# * OMP_WAIT_POLICY=passive: torch's OpenMP pool (2 threads) next to OpenBLAS's own 2 pthreads on 2 vCPUs; spinning
+#   OpenMP workers steal the CPUs from OpenBLAS (1.3x slower at full size, 3.5x at the quick size).
+# * glibc malloc keeps freed memory (no mmap for big blocks, no trim): every fresh multi-MB tensor otherwise
+#   page-faults its memory in again each step, up to 1.9x slower (Qwen2-0.5B shapes), for ~10% more peak memory.
+if [ -z "${CORETYPE+x}" ]; then
+  if grep -qw avx512_bf16 /proc/cpuinfo; then coretype=Cooperlake
+  elif grep -qw avx512f /proc/cpuinfo; then coretype=SkylakeX
+  elif grep -qw avx2 /proc/cpuinfo; then coretype=Haswell
+  else coretype=; fi
+else
+  coretype=$CORETYPE
+fi
+torch_env=(OMP_WAIT_POLICY=passive MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736)
+blas_env=()
+[ -n "$coretype" ] && blas_env=(OPENBLAS_CORETYPE="$coretype")
+
+have_ppa=1
+if ! "$ppa" bench step --help >/dev/null 2>&1; then
+  have_ppa=0
+  echo "bench: '$ppa bench step --help' fails (not built, or no 'bench step' yet): timing PyTorch only" >&2
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "step benchmark: forward + backward, $threads threads, median of $steps after 1 warm-up," \
+  "OPENBLAS_CORETYPE=${coretype:-unset}, $(date -u +%Y-%m-%d)," \
+  "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
+for cfg in $configs; do
+  for s in $settings; do
+    case $s in
+      quick) k=2 p=64 r=64 ;;
+      full) k=8 p=256 r=256 ;;
+      *) echo "bench: unknown setting '$s' (quick, full)" >&2; exit 2 ;;
+    esac
+    args=(--config "bench/configs/$cfg.json" --k "$k" --prompt-len "$p" --response-len "$r" --threads "$threads")
+    echo "  $cfg K=$k P=$p R=$r: torch ..." >&2
+    # K=8 sequences of 512 tokens of the Qwen2-0.5B shapes need ~26 GB at once: accumulate over micro-batches of 2
+    mb=(); [ "$cfg.$s" = qwen2_0_5b.full ] && mb=(--micro-batch "${QWEN_MICRO_BATCH:-2}")
+    if env "${blas_env[@]}" "${torch_env[@]}" $py bench/bench_step_torch.py "${args[@]}" "${mb[@]}" \
+        --steps "$steps" --json > "$tmp/out"; then
+      grep '^{' "$tmp/out" | sed "s/^{/{\"config\": \"$cfg\", /" >> "$tmp/all.jsonl"
+    else
+      echo "bench: torch failed on $cfg K=$k P=$p R=$r" >&2
+    fi
+    if [ $have_ppa = 1 ]; then
+      echo "  $cfg K=$k P=$p R=$r: ppa ..." >&2
+      if env "${blas_env[@]}" "$ppa" bench step "${args[@]}" --steps "$steps" --json > "$tmp/out"; then
+        grep '^{' "$tmp/out" | sed "s/^{/{\"config\": \"$cfg\", /" >> "$tmp/all.jsonl"
+      else
+        echo "bench: ppa failed on $cfg K=$k P=$p R=$r" >&2
+      fi
+    fi
+  done
+done
+$py - "$tmp/all.jsonl" <<'PY'
+import json, os, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()] if os.path.exists(sys.argv[1]) else []
+print(f"{'config':<12}{'K':>3}{'P':>5}{'R':>5}  {'impl':<14}{'ms/step':>10}{'tokens/s':>10}{'peak MB':>9}"
+      f"{'thr':>4}  {'torch/ppa':>9}")
+for r in rows:
+    key = (r["config"], r["k"], r["prompt_len"], r["response_len"])
+    t = next((x for x in rows if x["impl"] == "torch" and (x["config"], x["k"], x["prompt_len"], x["response_len"]) == key), None)
+    name = r["impl"] + (" " + r["mode"] if r.get("mode") else "") + (" mb%d" % r["micro_batch"] if r.get("micro_batch") else "")
+    ratio = f"{t['ms'] / r['ms']:>8.2f}x" if t and r["impl"] != "torch" else ""
+    print(f"{r['config']:<12}{r['k']:>3}{r['prompt_len']:>5}{r['response_len']:>5}  {name:<14}{r['ms']:>10.1f}"
+          f"{r['tokens_per_s']:>10.1f}{r['peak_rss_mb']:>9.0f}{r['threads']:>4}  {ratio:>9}")
+print("torch/ppa > 1: ppa is faster (ratio of ms/step; tokens = K*(P+R) in every mode; torch mbN: gradients"
+      " accumulated over micro-batches of N sequences).")
+PY
