@@ -21,6 +21,8 @@ struct Model {
     size_t n_params;
     float *params, *grads;
     double *inv_freq; /* [HS / 2] */
+    float *arena;     /* activations of the current batch, kept between batches: */
+    size_t arena_n;   /* fresh buffers every step would cost page faults */
 };
 
 /* One layer's tensors inside a buffer (params or grads); NULL where absent. */
@@ -122,6 +124,7 @@ void model_free(Model *m) {
     free(m->params);
     free(m->grads);
     free(m->inv_freq);
+    free(m->arena);
     free(m);
 }
 
@@ -225,32 +228,39 @@ static int count_rows(const Model *m, const Row *rows, int n_rows, int *T, int *
 
 #define ALLOC(p, n) ((p) = xcalloc((size_t)(n), sizeof *(p))) /* xcalloc takes 0 */
 
-static void alloc_activations(const Model *m, Batch *b) {
+/* Carves the activations out of the model's arena (grown when needed; the
+ * forward writes every element before it is read, so nothing is cleared). */
+static void alloc_activations(Model *m, Batch *b) {
     const ModelConfig *c = &m->c;
     size_t T = (size_t)b->T, L = (size_t)c->num_hidden_layers, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
-    ALLOC(b->x, (L + 1) * T * H);
-    ALLOC(b->xn1, L * T * H);
-    ALLOC(b->xn2, L * T * H);
-    ALLOC(b->rstd1, L * T);
-    ALLOC(b->rstd2, L * T);
-    ALLOC(b->q, L * T * QD);
-    ALLOC(b->k, L * T * KD);
-    ALLOC(b->v, L * T * KD);
-    ALLOC(b->att, L * T * QD);
-    ALLOC(b->lse, L * T * (size_t)c->num_attention_heads);
-    ALLOC(b->xmid, L * T * H);
-    ALLOC(b->gate, L * T * I);
-    ALLOC(b->up, L * T * I);
-    ALLOC(b->xf, T * H);
-    ALLOC(b->rstdf, T);
-    ALLOC(b->lse_t, b->n_tgt);
+    struct {
+        float **p;
+        size_t n;
+    } parts[] = {
+        {&b->x, (L + 1) * T * H}, {&b->xn1, L * T * H},   {&b->xn2, L * T * H},  {&b->rstd1, L * T},
+        {&b->rstd2, L * T},       {&b->q, L * T * QD},    {&b->k, L * T * KD},   {&b->v, L * T * KD},
+        {&b->att, L * T * QD},    {&b->lse, L * T * (size_t)c->num_attention_heads},
+        {&b->xmid, L * T * H},    {&b->gate, L * T * I},  {&b->up, L * T * I},   {&b->xf, T * H},
+        {&b->rstdf, T},           {&b->lse_t, (size_t)b->n_tgt}, {&b->cs, (size_t)b->n_pos * c->head_dim},
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < PPA_ARRAY_LEN(parts); i++) total += (parts[i].n + 15) & ~(size_t)15; /* 64-byte steps */
+    if (total > m->arena_n) {
+        free(m->arena);
+        m->arena = xmalloc(sizeof(float) * total);
+        m->arena_n = total;
+    }
+    float *at = m->arena;
+    for (size_t i = 0; i < PPA_ARRAY_LEN(parts); i++) {
+        *parts[i].p = at;
+        at += (parts[i].n + 15) & ~(size_t)15;
+    }
     ALLOC(b->logp_t, b->n_tgt);
-    ALLOC(b->cs, (size_t)b->n_pos * c->head_dim);
     rope_table(b->cs, m->inv_freq, b->n_pos, c->head_dim);
 }
 
-Batch *batch_new(const Model *m, const Row *rows, int n_rows, char *err, size_t errlen) {
+Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen) {
     int T, n_resp, n_tgt, n_pos;
     if (count_rows(m, rows, n_rows, &T, &n_resp, &n_tgt, &n_pos, err, errlen)) return NULL;
     Batch *b = xcalloc(1, sizeof *b);
@@ -283,9 +293,8 @@ Batch *batch_new(const Model *m, const Row *rows, int n_rows, char *err, size_t 
 
 void batch_free(Batch *b) {
     if (!b) return;
-    void *all[] = {b->tokens, b->pos,  b->pstart, b->plen, b->sstart, b->rows, b->src,  b->tgt,  b->tgt_resp,
-                   b->n_scored, b->x,  b->xn1,    b->xn2,  b->rstd1,  b->rstd2, b->q,   b->k,    b->v,
-                   b->att,    b->lse,  b->xmid,   b->gate, b->up,     b->xf,    b->rstdf, b->lse_t, b->logp_t, b->cs};
+    void *all[] = {b->tokens, b->pos, b->pstart, b->plen, b->sstart, b->rows, b->src, b->tgt, b->tgt_resp, b->n_scored,
+                   b->logp_t}; /* the activations live in the model's arena */
     for (size_t i = 0; i < PPA_ARRAY_LEN(all); i++) free(all[i]);
     free(b);
 }

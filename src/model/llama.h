@@ -50,8 +50,9 @@ typedef struct {
 typedef struct Batch Batch;
 
 /* Packs rows for a forward / backward pass; checks token ids and lengths
- * (and the sliding window). NULL on error. */
-Batch *batch_new(const Model *m, const Row *rows, int n_rows, char *err, size_t errlen);
+ * (and the sliding window). NULL on error. Its activations live in the
+ * model, so one batch per model at a time. */
+Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen);
 void batch_free(Batch *b);
 int batch_n_responses(const Batch *b);
 int batch_n_tokens(const Batch *b); /* packed tokens, the prompt counted once per row */
