@@ -23,6 +23,8 @@ struct Model {
     double *inv_freq; /* [HS / 2] */
     float *arena;     /* activations of the current batch, kept between batches: */
     size_t arena_n;   /* fresh buffers every step would cost page faults */
+    float *scratch;   /* the backward's buffers, kept likewise */
+    size_t scratch_n;
 };
 
 /* One layer's tensors inside a buffer (params or grads); NULL where absent. */
@@ -125,6 +127,7 @@ void model_free(Model *m) {
     free(m->grads);
     free(m->inv_freq);
     free(m->arena);
+    free(m->scratch);
     free(m);
 }
 
@@ -436,23 +439,30 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
     model_grads(m);
     double *g = xmalloc(sizeof(double) * (size_t)(b->n_tgt ? b->n_tgt : 1));
     for (int i = 0; i < b->n_tgt; i++) g[i] = dlogps[b->tgt_resp[i]];
-    float *dxf = xcalloc((size_t)T * H, sizeof(float)), *dx = xcalloc((size_t)T * H, sizeof(float));
+    size_t TH = (size_t)T * H, TQ = (size_t)T * QD, TK = (size_t)T * KD, TI = (size_t)T * I;
+    size_t need = 3 * TH + 2 * TQ + 2 * TK + 4 * TI;
+    if (need > m->scratch_n) {
+        free(m->scratch);
+        m->scratch = xmalloc(sizeof(float) * (need ? need : 1));
+        m->scratch_n = need;
+    }
+    float *at = m->scratch, *dxf = at, *dx = at + TH;
+    memset(at, 0, sizeof(float) * 2 * TH); /* dxf and dx accumulate */
+    at += 2 * TH;
     lmhead_backward(dxf, lm_head(m, m->grads), g, b->xf, lm_head(m, m->params), b->lse_t, b->src, b->tgt, b->n_tgt, H,
                     c->vocab_size);
     rmsnorm_backward(dx, tensor_at(m, m->grads, "model.norm.weight"), dxf, b->x + (size_t)L * T * H,
                      tensor_at(m, m->params, "model.norm.weight"), b->rstdf, T, H);
-    Scratch s;
-    s.dxn = xmalloc(sizeof(float) * (size_t)T * H);
-    s.dq = xmalloc(sizeof(float) * (size_t)T * QD), s.datt = xmalloc(sizeof(float) * (size_t)T * QD);
-    s.dk = xmalloc(sizeof(float) * (size_t)T * KD), s.dv = xmalloc(sizeof(float) * (size_t)T * KD);
-    s.dh = xmalloc(sizeof(float) * (size_t)T * I), s.dg = xmalloc(sizeof(float) * (size_t)T * I);
-    s.du = xmalloc(sizeof(float) * (size_t)T * I), s.h = xmalloc(sizeof(float) * (size_t)T * I);
+    Scratch s; /* every buffer is written before it is read */
+    s.dxn = at, at += TH;
+    s.dq = at, at += TQ, s.datt = at, at += TQ;
+    s.dk = at, at += TK, s.dv = at, at += TK;
+    s.dh = at, at += TI, s.dg = at, at += TI, s.du = at, at += TI, s.h = at;
     for (int l = L - 1; l >= 0; l--) layer_backward(m, b, l, dx, &s);
     float *dE = tensor_at(m, m->grads, "model.embed_tokens.weight");
     for (int t = 0; t < T; t++) { /* in token order: deterministic */
         float *d = dE + (size_t)b->tokens[t] * H;
         for (int h = 0; h < H; h++) d[h] += dx[(size_t)t * H + h];
     }
-    void *all[] = {g, dxf, dx, s.dxn, s.dq, s.datt, s.dk, s.dv, s.dh, s.dg, s.du, s.h};
-    for (size_t i = 0; i < PPA_ARRAY_LEN(all); i++) free(all[i]);
+    free(g);
 }
