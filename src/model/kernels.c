@@ -159,96 +159,138 @@ void swiglu_backward(float *dg, float *du, const float *dh, const float *g, cons
 
 /* ---- attention ---- */
 
-/* The keys token t sees, as up to two ranges. */
-static inline int key_ranges(const AttnShape *s, int t, int *a0, int *a1, int *b0, int *b1) {
-    *a0 = s->pstart[t], *a1 = s->pstart[t] + s->plen[t], *b0 = s->sstart[t], *b1 = t + 1;
-    return (*a1 - *a0) + (*b1 - *b0);
-}
+/* Attention as matrix products, one segment at a time: a row's prompt
+ * (causal over itself), or one response (all of the prompt, then causal over
+ * its own tokens). Scores S [n, pl + n] for the n queries of a segment and
+ * head: columns [0, pl) are the prompt's keys, [pl, pl + n) the segment's. */
+typedef struct {
+    int a, n, p0, pl; /* segment tokens [a, a + n); prompt keys [p0, p0 + pl) */
+} Segment;
 
-/* scores of query row qi against the keys of token t, scaled; returns the count */
-static int scores(float *sc, const float *qi, const float *k, const AttnShape *s, int t, int g, float scale) {
-    int a0, a1, b0, b1, n = 0, HS = s->HS, ldk = s->NKV * HS;
-    key_ranges(s, t, &a0, &a1, &b0, &b1);
-    for (int pass = 0; pass < 2; pass++)
-        for (int j = pass ? b0 : a0; j < (pass ? b1 : a1); j++) {
-            sc[n++] = dot(qi, k + (size_t)j * ldk + (size_t)g * HS, HS) * scale;
-        }
+static int row_segments(const AttnShape *s, int r, Segment *seg) {
+    int n = 0;
+    for (int t = s->rows[r]; t < s->rows[r + 1];) {
+        int e = t + 1;
+        while (e < s->rows[r + 1] && s->sstart[e] == s->sstart[t]) e++;
+        seg[n++] = (Segment){t, e - t, s->pstart[t], s->plen[t]};
+        t = e;
+    }
     return n;
 }
 
-static inline int key_at(const AttnShape *s, int t, int n) { /* the n-th key of token t */
-    int a0, a1, b0, b1;
-    key_ranges(s, t, &a0, &a1, &b0, &b1);
-    return n < a1 - a0 ? a0 + n : b0 + (n - (a1 - a0));
-}
-
-static int max_keys(const AttnShape *s) {
+static int max_segments(const AttnShape *s) {
     int m = 1;
-    for (int t = 0; t < s->T; t++) m = s->plen[t] + t + 1 - s->sstart[t] > m ? s->plen[t] + t + 1 - s->sstart[t] : m;
+    for (int r = 0; r < s->n_rows; r++) {
+        int c = 1;
+        for (int t = s->rows[r] + 1; t < s->rows[r + 1]; t++) c += s->sstart[t] != s->sstart[t - 1];
+        m = c > m ? c : m;
+    }
     return m;
 }
 
-void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, const AttnShape *s) {
-    const int NH = s->NH, HS = s->HS, ldk = s->NKV * HS, group = s->NH / s->NKV, mk = max_keys(s);
+/* S = scale Q K^T over the segment's keys, masked; P = softmax rows (in S); lse: [n] */
+static void segment_probs(float *S, float *lse_out, const float *lse_in, const float *q, const float *k, const AttnShape *s,
+                          const Segment *g, int h, int kv) {
+    const int NH = s->NH, HS = s->HS, ldq = NH * HS, ldk = s->NKV * HS, nc = g->pl + g->n;
     const float scale = 1.0f / sqrtf((float)HS);
-#pragma omp parallel
-    {
-        float *sc = xmalloc(sizeof(float) * (size_t)mk);
-#pragma omp for schedule(dynamic, 8)
-        for (long th = 0; th < (long)s->T * NH; th++) {
-            int t = (int)(th / NH), h = (int)(th % NH), g = h / group;
-            const float *qi = q + (size_t)t * NH * HS + (size_t)h * HS;
-            int n = scores(sc, qi, k, s, t, g, scale);
-            float mx = sc[0];
-            for (int j = 1; j < n; j++) mx = sc[j] > mx ? sc[j] : mx;
-            double sum = 0.0;
-            for (int j = 0; j < n; j++) sum += (sc[j] = expf(sc[j] - mx));
-            float *o = out + (size_t)t * NH * HS + (size_t)h * HS, inv = (float)(1.0 / sum);
-            memset(o, 0, sizeof(float) * (size_t)HS);
-            for (int j = 0; j < n; j++) {
-                const float *vj = v + (size_t)key_at(s, t, j) * ldk + (size_t)g * HS;
-                float p = sc[j] * inv;
-                for (int c = 0; c < HS; c++) o[c] += p * vj[c];
-            }
-            lse[(size_t)t * NH + h] = mx + (float)log(sum);
+    const float *Q = q + (size_t)g->a * ldq + (size_t)h * HS;
+    if (g->pl) gemm(0, 1, g->n, g->pl, HS, scale, Q, ldq, k + (size_t)g->p0 * ldk + (size_t)kv * HS, ldk, 0.0f, S, nc);
+    gemm(0, 1, g->n, g->n, HS, scale, Q, ldq, k + (size_t)g->a * ldk + (size_t)kv * HS, ldk, 0.0f, S + g->pl, nc);
+    for (int i = 0; i < g->n; i++) {
+        float *row = S + (size_t)i * nc;
+        int valid = g->pl + i + 1; /* causal within the segment */
+        for (int j = valid; j < nc; j++) row[j] = -INFINITY;
+        float l;
+        if (lse_out) {
+            float mx = max_of(row, valid);
+            l = mx + (float)log(sum_exp(row, valid, mx));
+            lse_out[(size_t)(g->a + i) * NH + h] = l;
+        } else {
+            l = lse_in[(size_t)(g->a + i) * NH + h];
         }
-        free(sc);
+        scaled_exp(row, valid, l, 1.0f);
+        for (int j = valid; j < nc; j++) row[j] = 0.0f;
     }
 }
 
-/* One (row, kv head) at a time, its queries in order: dk and dv of a row are
- * written by one thread in a fixed order, so results do not depend on the
- * thread count. */
+void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, const AttnShape *s) {
+    const int NH = s->NH, HS = s->HS, ldq = NH * HS, ldk = s->NKV * HS, group = NH / s->NKV, ms = max_segments(s);
+#pragma omp parallel
+    {
+        Segment *seg = xmalloc(sizeof(Segment) * (size_t)ms);
+        float *S = NULL;
+        size_t cap = 0;
+#pragma omp for schedule(dynamic, 1)
+        for (long rh = 0; rh < (long)s->n_rows * NH; rh++) {
+            int r = (int)(rh / NH), h = (int)(rh % NH), kv = h / group, ns = row_segments(s, r, seg);
+            for (int i = 0; i < ns; i++) {
+                const Segment *g = &seg[i];
+                size_t need = (size_t)g->n * (size_t)(g->pl + g->n);
+                if (need > cap) free(S), S = xmalloc(sizeof(float) * (cap = need));
+                segment_probs(S, lse, NULL, q, k, s, g, h, kv);
+                float *O = out + (size_t)g->a * ldq + (size_t)h * HS;
+                int nc = g->pl + g->n;
+                gemm(0, 0, g->n, HS, g->n, 1.0f, S + g->pl, nc, v + (size_t)g->a * ldk + (size_t)kv * HS, ldk, 0.0f, O, ldq);
+                if (g->pl) gemm(0, 0, g->n, HS, g->pl, 1.0f, S, nc, v + (size_t)g->p0 * ldk + (size_t)kv * HS, ldk, 1.0f, O, ldq);
+            }
+        }
+        free(S);
+        free(seg);
+    }
+}
+
+/* One (row, kv head) per task, its segments and query heads in order: the
+ * prompt keys' dk and dv collect from every segment of the row in a fixed
+ * order, so results do not depend on the thread count. */
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out, const float *lse,
                         const float *q, const float *k, const float *v, const AttnShape *s) {
-    const int NH = s->NH, HS = s->HS, ldk = s->NKV * HS, group = s->NH / s->NKV, mk = max_keys(s);
+    const int NH = s->NH, HS = s->HS, ldq = NH * HS, ldk = s->NKV * HS, group = NH / s->NKV, ms = max_segments(s);
     const float scale = 1.0f / sqrtf((float)HS);
 #pragma omp parallel
     {
-        float *sc = xmalloc(sizeof(float) * (size_t)mk);
+        Segment *seg = xmalloc(sizeof(Segment) * (size_t)ms);
+        float *S = NULL, *dS = NULL;
+        size_t cap = 0;
 #pragma omp for schedule(dynamic, 1)
         for (long rg = 0; rg < (long)s->n_rows * s->NKV; rg++) {
-            int r = (int)(rg / s->NKV), g = (int)(rg % s->NKV);
-            for (int t = s->rows[r]; t < s->rows[r + 1]; t++)
-                for (int h = g * group; h < (g + 1) * group; h++) {
-                    size_t qo = (size_t)t * NH * HS + (size_t)h * HS;
-                    const float *qi = q + qo, *doi = dout + qo, *oi = out + qo;
-                    float *dqi = dq + qo, l = lse[(size_t)t * NH + h];
-                    int n = scores(sc, qi, k, s, t, g, scale);
-                    float D = dot(doi, oi, HS); /* sum_j p_j dp_j = do . o */
-                    for (int j = 0; j < n; j++) {
-                        size_t ko = (size_t)key_at(s, t, j) * ldk + (size_t)g * HS;
-                        float p = expf(sc[j] - l), dp = dot(doi, v + ko, HS);
-                        float ds = p * (dp - D) * scale;
-                        for (int c = 0; c < HS; c++) {
-                            dv[ko + c] += p * doi[c];
-                            dqi[c] += ds * k[ko + c];
-                            dk[ko + c] += ds * qi[c];
-                        }
+            int r = (int)(rg / s->NKV), kv = (int)(rg % s->NKV), ns = row_segments(s, r, seg);
+            for (int i = 0; i < ns; i++)
+                for (int h = kv * group; h < (kv + 1) * group; h++) {
+                    const Segment *g = &seg[i];
+                    int nc = g->pl + g->n;
+                    size_t need = (size_t)g->n * (size_t)nc;
+                    if (need > cap) {
+                        free(S), free(dS);
+                        S = xmalloc(sizeof(float) * need), dS = xmalloc(sizeof(float) * need), cap = need;
                     }
+                    segment_probs(S, NULL, lse, q, k, s, g, h, kv);
+                    size_t qo = (size_t)g->a * ldq + (size_t)h * HS;
+                    const float *dO = dout + qo, *O = out + qo, *Q = q + qo;
+                    const float *Kp = k + (size_t)g->p0 * ldk + (size_t)kv * HS, *Ks = k + (size_t)g->a * ldk + (size_t)kv * HS;
+                    const float *Vp = v + (size_t)g->p0 * ldk + (size_t)kv * HS, *Vs = v + (size_t)g->a * ldk + (size_t)kv * HS;
+                    float *dKp = dk + (size_t)g->p0 * ldk + (size_t)kv * HS, *dKs = dk + (size_t)g->a * ldk + (size_t)kv * HS;
+                    float *dVp = dv + (size_t)g->p0 * ldk + (size_t)kv * HS, *dVs = dv + (size_t)g->a * ldk + (size_t)kv * HS;
+                    /* dP = dO V^T; dS = P (dP - D) scale with D_i = dO_i . O_i */
+                    if (g->pl) gemm(0, 1, g->n, g->pl, HS, 1.0f, dO, ldq, Vp, ldk, 0.0f, dS, nc);
+                    gemm(0, 1, g->n, g->n, HS, 1.0f, dO, ldq, Vs, ldk, 0.0f, dS + g->pl, nc);
+                    for (int a = 0; a < g->n; a++) {
+                        float D = dot(dO + (size_t)a * ldq, O + (size_t)a * ldq, HS);
+                        float *ds = dS + (size_t)a * nc;
+                        const float *p = S + (size_t)a * nc;
+                        for (int j = 0; j < nc; j++) ds[j] = p[j] * (ds[j] - D) * scale;
+                    }
+                    float *dQ = dq + qo;
+                    if (g->pl) gemm(0, 0, g->n, HS, g->pl, 1.0f, dS, nc, Kp, ldk, 1.0f, dQ, ldq);
+                    gemm(0, 0, g->n, HS, g->n, 1.0f, dS + g->pl, nc, Ks, ldk, 1.0f, dQ, ldq);
+                    if (g->pl) {
+                        gemm(1, 0, g->pl, HS, g->n, 1.0f, dS, nc, Q, ldq, 1.0f, dKp, ldk);
+                        gemm(1, 0, g->pl, HS, g->n, 1.0f, S, nc, dO, ldq, 1.0f, dVp, ldk);
+                    }
+                    gemm(1, 0, g->n, HS, g->n, 1.0f, dS + g->pl, nc, Q, ldq, 1.0f, dKs, ldk);
+                    gemm(1, 0, g->n, HS, g->n, 1.0f, S + g->pl, nc, dO, ldq, 1.0f, dVs, ldk);
                 }
         }
-        free(sc);
+        free(S), free(dS), free(seg);
     }
 }
 
