@@ -47,6 +47,8 @@ static struct {
     int (*parallel)(void);        /* openblas_get_parallel: 0 serial, 1 pthreads, 2 OpenMP */
     void (*set_threads)(int);     /* openblas_set_num_threads */
     int (*get_threads)(void);     /* openblas_get_num_threads */
+    void (*bli_set_threads)(long);  /* BLIS (PPA_BLAS=libblis.so.4): bli_thread_set_num_threads */
+    long (*bli_get_threads)(void);  /* bli_thread_get_num_threads */
     int default_threads;          /* at load time */
     int builtin_threads;          /* built-in kernel only */
     int builtin_default;          /* its default: omp_get_max_threads() at load */
@@ -158,7 +160,7 @@ static int probe_corename(const char *lib, char *out, size_t n, char *why, size_
         if (as && *as) setenv("OPENBLAS_CORETYPE", as, 1);
         void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
         char *(*corename)(void) = h ? (char *(*)(void))dlsym(h, "openblas_get_corename") : NULL;
-        const char *name = corename ? corename() : "";
+        const char *name = corename ? corename() : h ? "-" : ""; /* "-": loads, but is not OpenBLAS */
         ssize_t len = (ssize_t)strlen(name), off = 0;
         while (off < len) {
             ssize_t w = write(fd[1], name + off, (size_t)(len - off));
@@ -253,7 +255,8 @@ static int load_library(const char *lib, char *why, size_t nwhy) {
         probed = probe_corename(lib, own_pick, sizeof own_pick, probe_why, sizeof probe_why) == 0;
         /* If the probe failed we cannot know the library's own pick; SkylakeX
          * runs on every CPU that passed cpu_has_avx512(), so ask for it. */
-        if (!probed || core_predates_avx512(own_pick)) {
+        int not_openblas = probed && !strcmp(own_pick, "-");
+        if (!not_openblas && (!probed || core_predates_avx512(own_pick))) {
             if (setenv("OPENBLAS_CORETYPE", FAST_CORE, 1) == 0) forced = 1;
         }
     }
@@ -283,11 +286,20 @@ static int load_library(const char *lib, char *why, size_t nwhy) {
     G.parallel = (int (*)(void))dlsym(h, "openblas_get_parallel");
     G.set_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
     G.get_threads = (int (*)(void))dlsym(h, "openblas_get_num_threads");
-    G.default_threads = G.get_threads ? G.get_threads() : 0;
     snprintf(G.library, sizeof G.library, "%s", lib);
     snprintf(G.kernel, sizeof G.kernel, "%s", G.corename ? G.corename() : "unknown");
+    if (!G.corename) { /* another CBLAS; BLIS gets its name, version and threads */
+        int (*arch_id)(void) = (int (*)(void))dlsym(h, "bli_arch_query_id"); /* arch_t: an enum */
+        char *(*arch_name)(int) = (char *(*)(int))dlsym(h, "bli_arch_string");
+        if (arch_id && arch_name) snprintf(G.kernel, sizeof G.kernel, "%s", arch_name(arch_id()));
+        G.bli_set_threads = (void (*)(long))dlsym(h, "bli_thread_set_num_threads");
+        G.bli_get_threads = (long (*)(void))dlsym(h, "bli_thread_get_num_threads");
+    }
+    G.default_threads = G.get_threads ? G.get_threads() : G.bli_get_threads ? (int)G.bli_get_threads() : 0;
 
-    if (user_core)
+    if (!G.corename)
+        snprintf(G.origin, sizeof G.origin, "not OpenBLAS: %s chose them", lib);
+    else if (user_core)
         snprintf(G.origin, sizeof G.origin, "OPENBLAS_CORETYPE=%s from the environment", user_core);
     else if (forced && !strcasecmp(G.kernel, FAST_CORE))
         if (probed)
@@ -302,25 +314,30 @@ static int load_library(const char *lib, char *why, size_t nwhy) {
              G.kernel);
     } else
         snprintf(G.origin, sizeof G.origin, "detected by the library");
-    if (user_core && cpu_has_avx512() && core_predates_avx512(G.kernel))
+    if (G.corename && user_core && cpu_has_avx512() && core_predates_avx512(G.kernel))
         warn("OPENBLAS_CORETYPE=%s from the environment selects pre-AVX-512 kernels on this AVX-512 CPU (about "
              "half the speed); ppa keeps it. Unset it to let ppa choose",
              user_core);
-    if (!user_core && !forced && cpu_has_avx512() && core_predates_avx512(G.kernel))
+    if (G.corename && !user_core && !forced && cpu_has_avx512() && core_predates_avx512(G.kernel))
         warn("OpenBLAS uses %s kernels on an AVX-512 CPU; OPENBLAS_CORETYPE=" FAST_CORE " is about 2x faster",
              G.kernel);
     return 0;
 }
 
 static int threads_now(void) {
-    if (G.handle) return G.get_threads ? G.get_threads() : 1;
+    if (G.handle && G.get_threads) return G.get_threads();
+    if (G.handle && G.bli_get_threads) { /* BLIS reports -1 until set: then it uses all cores */
+        long t = G.bli_get_threads();
+        return t > 0 ? (int)t : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    }
+    if (G.handle) return 1;
     return G.builtin_threads;
 }
 
 static void build_line(void) {
     if (!G.handle) {
         int t = G.builtin_threads;
-        snprintf(G.line, sizeof G.line, "built-in C kernel (%s), %d thread%s", G.origin, t, t == 1 ? "" : "s");
+        snprintf(G.line, sizeof G.line, "builtin C kernel (%s), %d thread%s", G.origin, t, t == 1 ? "" : "s");
         return;
     }
     char version[64] = "BLAS";
@@ -332,6 +349,10 @@ static void build_line(void) {
         snprintf(version, sizeof version, "%.*s", len, c);
     } else if (G.corename)
         snprintf(version, sizeof version, "OpenBLAS");
+    else {
+        char *(*blis_version)(void) = (char *(*)(void))dlsym(G.handle, "bli_info_get_version_str");
+        if (blis_version) snprintf(version, sizeof version, "BLIS %s", blis_version());
+    }
     const char *par = "";
     if (G.parallel) {
         int p = G.parallel();
@@ -433,7 +454,9 @@ int gemm_threads(void) {
 void gemm_set_threads(int n) {
     gemm_init();
     if (G.handle) {
-        if (G.set_threads) G.set_threads(n > 0 ? n : (G.default_threads > 0 ? G.default_threads : 1));
+        int t = n > 0 ? n : (G.default_threads > 0 ? G.default_threads : (int)sysconf(_SC_NPROCESSORS_ONLN));
+        if (G.set_threads) G.set_threads(t);
+        if (G.bli_set_threads) G.bli_set_threads(t);
     } else {
 #ifdef _OPENMP
         G.builtin_threads = n > 0 ? n : G.builtin_default;

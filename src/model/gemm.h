@@ -9,19 +9,24 @@
  *
  * Backend. gemm.c dlopen()s OpenBLAS (the OpenMP build if installed, else the
  * system's libopenblas.so.0) on first use. Debian's OpenBLAS 0.3.21 picks
- * its kernels once, at load time, and on recent CPUs it guesses an older
- * family (Haswell on AMD Zen 5, Prescott on some Xeons): half or a fifth of
- * the speed of its AVX-512 kernels. So, when OPENBLAS_CORETYPE is unset and
- * the CPU (and OS) support AVX-512, gemm.c first asks the library in a
- * throwaway child process which kernels it would pick; if they predate
- * AVX-512, it loads the library with OPENBLAS_CORETYPE=SkylakeX (and removes
- * the variable again afterwards). A user-set OPENBLAS_CORETYPE is never
- * touched. Whatever is loaded is checked against a plain C product on small
- * shapes; a library that is missing or fails that check is replaced by the
- * built-in C kernel (slow), with a warning on stderr.
+ * its kernels once, at load time, and on CPUs newer than it knows it may
+ * guess an older family (Prescott on some recent Xeons: a fifth of the speed
+ * of its AVX-512 kernels; Haswell kernels run at half). So, when
+ * OPENBLAS_CORETYPE is unset and the CPU (and OS) support AVX-512, gemm.c
+ * first asks the library in a throwaway child process which kernels it would
+ * pick; if they predate AVX-512, it loads the library with
+ * OPENBLAS_CORETYPE=SkylakeX (and removes the variable again afterwards).
+ * A correct pick (e.g. Cooperlake on AMD Zen 5) is kept. A user-set
+ * OPENBLAS_CORETYPE is obeyed as it is, with a warning on stderr when it
+ * selects pre-AVX-512 kernels on an AVX-512 CPU. Whatever is loaded is checked
+ * against float64 dot products on small shapes; a library that is missing or
+ * fails that check is replaced by the built-in C kernel (slow), with a
+ * warning on stderr.
  *
  * Environment: PPA_BLAS=builtin forces the built-in kernel; PPA_BLAS=<file
- * or soname> loads that OpenBLAS build instead of the default search.
+ * or soname> loads that library instead of the default search (any CBLAS
+ * with cblas_sgemm; OpenBLAS and BLIS are named in gemm_backend()).
+ * PPA_GEMM_TEST_PROBE_CORETYPE is a test hook (tests/test_gemm.c).
  *
  * Determinism: for a fixed backend, kernel family and thread count, gemm()
  * returns bit-identical results run after run (tests/test_gemm.c checks it).
