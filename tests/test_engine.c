@@ -13,6 +13,7 @@
 #include "io/jsonl.h"
 #include "io/safetensors.h"
 #include "model/checkpoint.h"
+#include "model/kernels.h"
 #include "model/llama.h"
 
 static char tmpdir[64];
@@ -180,6 +181,40 @@ static void test_repeatable(Model *m, const char *name) {
     free(g);
 }
 
+/* the kept softmax (one LM-head chunk in the backward) against the
+ * recomputed logits (chunks of lmhead_chunk): same log-probs, gradients to
+ * float32 rounding */
+static void test_keep_softmax(Model *m, const char *name) {
+    PpaRng rng;
+    rng_seed(&rng, 11);
+    TestRow t[3];
+    random_rows(t, 3, model_config(m)->vocab_size, &rng);
+    Row rows[3];
+    const int *pp[12];
+    int nr = to_rows(t, 3, 0, rows, pp);
+    double wts[12], a[12] = {0}, b[12] = {0};
+    for (int i = 0; i < 12; i++) wts[i] = 2 * rng_uniform(&rng) - 1;
+    size_t n = model_n_params(m);
+    model_zero_grads(m); /* a training model: the forward keeps the softmax */
+    loss_and_grad(m, rows, nr, wts, a);
+    float *g = malloc(sizeof(float) * n);
+    memcpy(g, model_grads(m), sizeof(float) * n);
+    model_keep_softmax(m, 0);
+    lmhead_set_chunk_rows(5); /* several chunks */
+    loss_and_grad(m, rows, nr, wts, b);
+    lmhead_set_chunk_rows(0);
+    model_keep_softmax(m, MODEL_KEEP_SOFTMAX);
+    const float *g2 = model_grads(m);
+    double gmax = 0, worst = 0;
+    for (size_t i = 0; i < n; i++) gmax = fmax(gmax, fabs(g2[i]));
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(g[i] - g2[i]) / gmax);
+    double worst_lp = 0;
+    for (int i = 0; i < 12; i++) worst_lp = fmax(worst_lp, fabs(a[i] - b[i]));
+    CHECK(worst_lp <= 1e-5, "%s: kept and recomputed LM head: log-probs agree (%.3g)", name, worst_lp);
+    CHECK(worst <= 1e-6 && worst > 0, "%s: kept and recomputed (5-row chunks) LM head: gradients agree (%.3g)", name, worst);
+    free(g);
+}
+
 /* ---- PyTorch float64 goldens (tests/ref/make_engine_goldens.sh) ---- */
 
 static char *slurp(const char *path) {
@@ -318,6 +353,7 @@ int main(void) {
         test_packed_equals_separate(m, CONFIGS[c][0]);
         test_finite_differences(m, CONFIGS[c][0]);
         test_repeatable(m, CONFIGS[c][0]);
+        test_keep_softmax(m, CONFIGS[c][0]);
         model_free(m);
     }
     const char *goldens[] = {"llama_untied", "qwen2_tied_gqa", "llama3_rope", "mistral_gqa"};

@@ -208,12 +208,15 @@ static int bench_tokenize(int argc, char **argv) {
 
 static const char STEP_HELP[] =
     "usage: ppa bench step (--model DIR | --config config.json) --k K --prompt-len P --response-len R\n"
-    "                      [--steps N] [--mode shared|separate|both] [--adamw] [--json]\n"
+    "                      [--steps N] [--mode shared|separate|both] [--adamw] [--threads T] [--json]\n"
     "\n"
     "Forward + backward of the policy on one list: a prompt of P tokens and K responses of R tokens,\n"
     "as one shared-prompt row (shared) and as K separate sequences (separate). Median of N steps\n"
     "(default 3) after a warm-up; tokens/s counts K (P + R) tokens in both modes. --adamw adds an\n"
-    "AdamW step (memory of a full training step). Random weights for --config.\n";
+    "AdamW step (memory of a full training step). Random weights for --config.\n"
+    "Also reported: the matrix products' share of the step and their rate (GFLOP/s, counting the\n"
+    "products actually run, the backward's recomputations included) against the sgemm peak\n"
+    "measured first (square n = 2048, same threads).\n";
 
 static long peak_rss_mb(void) {
     struct rusage ru;
@@ -221,9 +224,14 @@ static long peak_rss_mb(void) {
     return ru.ru_maxrss / 1024;
 }
 
-/* one forward + backward (and optionally AdamW); returns the seconds */
-static double train_step(Model *m, const Row *rows, int n_rows, AdamW *opt, const unsigned char *decay) {
+typedef struct {
+    double sec, gemm_flops, gemm_sec;
+} StepTime;
+
+/* one forward + backward (and optionally AdamW) */
+static StepTime train_step(Model *m, const Row *rows, int n_rows, AdamW *opt, const unsigned char *decay) {
     char err[512];
+    gemm_stats_reset(1);
     double t0 = timer_now();
     Batch *b = batch_new(m, rows, n_rows, err, sizeof err);
     if (!b) ppa_die(2, "bench step: %s", err);
@@ -239,20 +247,78 @@ static double train_step(Model *m, const Row *rows, int n_rows, AdamW *opt, cons
     }
     batch_free(b);
     free(lp), free(g);
-    return timer_now() - t0;
+    StepTime st = {timer_now() - t0, 0, 0};
+    gemm_stats(&st.gemm_flops, &st.gemm_sec);
+    gemm_stats_reset(0);
+    return st;
+}
+
+static int cmp_step(const void *a, const void *b) { return cmp_double(&((const StepTime *)a)->sec, &((const StepTime *)b)->sec); }
+
+/* GFLOP/s of one square n = 2048 sgemm, median of 3 after a warm-up */
+static double sgemm_peak(void) {
+    int n = 2048;
+    size_t nn = (size_t)n * n;
+    float *A = xmalloc(sizeof(float) * nn), *B = xmalloc(sizeof(float) * nn), *C = xmalloc(sizeof(float) * nn);
+    for (size_t i = 0; i < nn; i++) A[i] = (float)(i % 13) * 0.01f, B[i] = (float)(i % 7) * 0.02f;
+    double t[3];
+    gemm(0, 0, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+    for (int r = 0; r < 3; r++) {
+        double t0 = timer_now();
+        gemm(0, 0, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+        t[r] = timer_now() - t0;
+    }
+    qsort(t, 3, sizeof(double), cmp_double);
+    free(A), free(B), free(C);
+    return 2.0 * n * n * (double)n / t[1] / 1e9;
+}
+
+static Model *step_model(const char *model, const char *config) {
+    char err[4096];
+    Model *m;
+    if (model) {
+        m = model_load(model, err, sizeof err);
+    } else {
+        ModelConfig cfg;
+        if (model_config_load(&cfg, config, err, sizeof err)) ppa_die(2, "%s", err);
+        m = model_new(&cfg, 1, err, sizeof err);
+    }
+    if (!m) ppa_die(2, "%s", err);
+    return m;
+}
+
+static void step_report(const char *name, const Model *m, int K, int P, int R, const StepTime *st, double peak,
+                        int adamw, int json) {
+    long tokens = (long)K * (P + R);
+    double gf = st->gemm_flops / st->gemm_sec / 1e9;
+    if (json)
+        printf("{\"impl\": \"ppa\", \"mode\": \"%s\", \"k\": %d, \"prompt_len\": %d, \"response_len\": %d, "
+               "\"tokens\": %ld, \"ms\": %.1f, \"tokens_per_s\": %.1f, \"gflops\": %.1f, \"gemm_share\": %.3f, "
+               "\"gemm_gflops\": %.1f, \"sgemm_peak_gflops\": %.1f, \"peak_rss_mb\": %ld, \"params\": %zu, "
+               "\"adamw\": %s, \"threads\": %d, \"gemm\": \"%s\"}\n",
+               name, K, P, R, tokens, 1e3 * st->sec, tokens / st->sec, st->gemm_flops / st->sec / 1e9,
+               st->gemm_sec / st->sec, gf, peak, peak_rss_mb(), model_n_params(m), adamw ? "true" : "false",
+               gemm_threads(), gemm_backend());
+    else
+        printf("ppa bench step (%s): %zu parameters, K %d, P %d, R %d: %.1f ms/step, %.0f tokens/s, peak %ld MB%s\n"
+               "  matrix products: %.0f%% of the step at %.0f GFLOP/s (%.0f%% of the sgemm peak, %.0f GFLOP/s)\n",
+               name, model_n_params(m), K, P, R, 1e3 * st->sec, tokens / st->sec, peak_rss_mb(),
+               adamw ? " (with AdamW)" : "", 100 * st->gemm_sec / st->sec, gf, 100 * gf / peak, peak);
+    fflush(stdout);
 }
 
 static int bench_step(int argc, char **argv) {
-    enum { O_HELP = 1, O_MODEL, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON };
+    enum { O_HELP = 1, O_MODEL, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON, O_THREADS };
     static const struct option opts[] = {
         {"help", no_argument, NULL, O_HELP},     {"model", required_argument, NULL, O_MODEL},
         {"config", required_argument, NULL, O_CONFIG}, {"k", required_argument, NULL, O_K},
         {"prompt-len", required_argument, NULL, O_P}, {"response-len", required_argument, NULL, O_R},
         {"steps", required_argument, NULL, O_STEPS}, {"mode", required_argument, NULL, O_MODE},
-        {"adamw", no_argument, NULL, O_ADAMW},   {"json", no_argument, NULL, O_JSON}, {0},
+        {"adamw", no_argument, NULL, O_ADAMW},   {"json", no_argument, NULL, O_JSON},
+        {"threads", required_argument, NULL, O_THREADS}, {0},
     };
     const char *model = NULL, *config = NULL, *mode = "both";
-    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, c;
+    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, threads = 0, c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case O_HELP: fputs(STEP_HELP, stdout); return 0;
@@ -265,20 +331,23 @@ static int bench_step(int argc, char **argv) {
         case O_MODE: mode = optarg; break;
         case O_ADAMW: adamw = 1; break;
         case O_JSON: json = 1; break;
+        case O_THREADS: threads = atoi(optarg); break;
         default: ppa_die(2, "bench step: see 'ppa bench step --help'");
         }
     }
-    if (!model == !config || K < 1 || P < 1 || R < 1 || steps < 1) ppa_die(2, "bench step: give --model or --config, and K, P, R, steps >= 1");
-    char err[4096];
-    Model *m;
-    if (model) {
-        m = model_load(model, err, sizeof err);
-    } else {
-        ModelConfig cfg;
-        if (model_config_load(&cfg, config, err, sizeof err)) ppa_die(2, "%s", err);
-        m = model_new(&cfg, 1, err, sizeof err);
+    if (!model == !config || K < 1 || P < 1 || R < 1 || steps < 1 || threads < 0)
+        ppa_die(2, "bench step: give --model or --config, and K, P, R, steps >= 1 (threads >= 0)");
+    if (strcmp(mode, "both") && strcmp(mode, "shared") && strcmp(mode, "separate"))
+        ppa_die(2, "bench step: --mode %s: expected shared, separate or both", mode);
+    if (threads > 0) {
+        gemm_set_threads(threads);
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
     }
-    if (!m) ppa_die(2, "%s", err);
+    double peak = sgemm_peak();
+    if (!json) printf("matrix products: %s\n", gemm_backend());
+    Model *m = step_model(model, config);
     const ModelConfig *cfg = model_config(m);
     PpaRng rng;
     rng_seed(&rng, 7);
@@ -292,26 +361,15 @@ static int bench_step(int argc, char **argv) {
     AdamW opt = {0};
     unsigned char *decay = NULL;
     if (adamw) adamw_init(&opt, model_n_params(m)), decay = model_decay_mask(m);
-    long tokens = (long)K * (P + R);
     for (int pass = 0; pass < 2; pass++) {
         const char *name = pass ? "separate" : "shared";
         if (strcmp(mode, "both") && strcmp(mode, name)) continue;
-        double *sec = xmalloc(sizeof(double) * (size_t)steps);
+        StepTime *st = xmalloc(sizeof(StepTime) * (size_t)steps);
         train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, decay); /* warm-up */
-        for (int s = 0; s < steps; s++) sec[s] = train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, decay);
-        qsort(sec, (size_t)steps, sizeof(double), cmp_double);
-        double med = sec[steps / 2];
-        if (json)
-            printf("{\"impl\": \"ppa\", \"mode\": \"%s\", \"k\": %d, \"prompt_len\": %d, \"response_len\": %d, "
-                   "\"tokens\": %ld, \"ms\": %.1f, \"tokens_per_s\": %.1f, \"peak_rss_mb\": %ld, \"params\": %zu, "
-                   "\"adamw\": %s, \"gemm\": \"%s\"}\n", name, K, P, R, tokens, 1e3 * med, tokens / med, peak_rss_mb(),
-                   model_n_params(m), adamw ? "true" : "false", gemm_backend());
-        else
-            printf("ppa bench step (%s): %zu parameters, K %d, P %d, R %d: %.1f ms/step, %.0f tokens/s, peak %ld MB%s\n"
-                   "  matrix products: %s\n", name, model_n_params(m), K, P, R, 1e3 * med, tokens / med, peak_rss_mb(),
-                   adamw ? " (with AdamW)" : "", gemm_backend());
-        fflush(stdout);
-        free(sec);
+        for (int s = 0; s < steps; s++) st[s] = train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, decay);
+        qsort(st, (size_t)steps, sizeof(StepTime), cmp_step);
+        step_report(name, m, K, P, R, &st[steps / 2], peak, adamw, json);
+        free(st);
     }
     if (adamw) adamw_free(&opt);
     free(decay), free(prompt), free(resp), free(lens), free(rp), free(separate);
@@ -319,13 +377,38 @@ static int bench_step(int argc, char **argv) {
     return 0;
 }
 
+static int bench_gemm(int argc, char **argv) {
+    enum { O_HELP = 1, O_THREADS, O_REPEAT, O_JSON };
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, O_HELP}, {"threads", required_argument, NULL, O_THREADS},
+        {"repeat", required_argument, NULL, O_REPEAT}, {"json", no_argument, NULL, O_JSON}, {0},
+    };
+    int threads = 0, repeat = 5, json = 0, c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_HELP:
+            puts("usage: ppa bench gemm [--threads T] [--repeat N] [--json]\n\n"
+                 "sgemm through ppa's backend: square products and the training patterns of a\n"
+                 "Qwen2-0.5B-sized layer (2048 tokens), each validated against float64, then timed.");
+            return 0;
+        case O_THREADS: threads = atoi(optarg); break;
+        case O_REPEAT: repeat = atoi(optarg); break;
+        case O_JSON: json = 1; break;
+        default: ppa_die(2, "bench gemm: see 'ppa bench gemm --help'");
+        }
+    }
+    if (threads < 0 || repeat < 1) ppa_die(2, "bench gemm: --threads >= 0, --repeat >= 1");
+    return gemm_bench(stdout, threads, repeat, json);
+}
+
 int cmd_bench(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "step")) return bench_step(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "gemm")) return bench_gemm(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "loss")) return bench_loss(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "tokenize")) return bench_tokenize(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
-        printf("usage: ppa bench loss|tokenize|step [options]     (see 'ppa bench NAME --help')\n");
+        printf("usage: ppa bench loss|tokenize|step|gemm [options]     (see 'ppa bench NAME --help')\n");
         return 0;
     }
-    ppa_die(2, "bench: expected a benchmark name: 'ppa bench loss', 'ppa bench tokenize' or 'ppa bench step'");
+    ppa_die(2, "bench: expected a benchmark name: 'ppa bench loss', 'ppa bench tokenize', 'ppa bench step' or 'ppa bench gemm'");
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -420,8 +421,53 @@ void gemm_init(void) { pthread_once(&g_once, init_once); }
 
 /* ---- public API ----------------------------------------------------------------------------- */
 
+/* ---- statistics for benchmarks: floating-point operations and time spent in gemm() ---- */
+
+static struct {
+    int on;
+    double flops, seconds;
+} S;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void gemm_stats_reset(int enable) {
+    S.flops = S.seconds = 0.0;
+    S.on = enable;
+}
+
+void gemm_stats(double *flops, double *seconds) {
+    *flops = S.flops;
+    *seconds = S.seconds;
+}
+
+static void sgemm_call(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc);
+
 void gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
           int ldb, float beta, float *C, int ldc) {
+    if (!S.on) {
+        sgemm_call(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    double t0 = now_s();
+    sgemm_call(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    double dt = now_s() - t0, f = 2.0 * M * N * K;
+    int team = 1;
+#ifdef _OPENMP
+    team = omp_get_num_threads(); /* inside a parallel region: one of team's concurrent calls */
+#endif
+#pragma omp atomic
+    S.flops += f;
+#pragma omp atomic
+    S.seconds += dt / team;
+}
+
+static void sgemm_call(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc) {
     gemm_init();
     int colsA = transA ? M : K, colsB = transB ? K : N;
     if (M < 0 || N < 0 || K < 0 || lda < (colsA > 1 ? colsA : 1) || ldb < (colsB > 1 ? colsB : 1) ||

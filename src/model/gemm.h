@@ -76,6 +76,13 @@ const char *gemm_kernel(void);
 void gemm_set_threads(int n);
 int gemm_threads(void);
 
+/* Benchmark statistics: with stats enabled, every gemm() call adds its
+ * 2 M N K operations and its wall time (divided by the team size when called
+ * from inside an OpenMP parallel region, so concurrent calls count once) to
+ * running totals. reset(0) turns the timers off again (the default). */
+void gemm_stats_reset(int enable);
+void gemm_stats(double *flops, double *seconds);
+
 /* The benchmark behind `ppa bench gemm`: square n = 256, 768, 2048 and the
  * LLM products (2048 tokens, hidden 896, MLP 4864) in the three training
  * patterns (forward NoTrans/Trans, dX NoTrans/NoTrans beta=1, dW Trans/NoTrans

@@ -9,7 +9,7 @@
 #include "core/common.h"
 #include "model/gemm.h"
 
-#define LMHEAD_CHUNK 64 /* target rows per LM-head product: 64 x V logits at a time */
+#define LMHEAD_LOGITS (32L << 20) /* floats of logits per LM-head chunk (128 MB) */
 
 /* ---- vector helpers: without -ffast-math the compiler keeps a float sum in
  * order, one add at a time; 16 explicit partial sums let it use vectors ---- */
@@ -94,24 +94,35 @@ void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w, int 
     }
 }
 
+#define NORM_BLOCK 64 /* tokens per partial sum of the weight gradient */
+
 void rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd, int T,
                       int C) {
+    int nb = (T + NORM_BLOCK - 1) / NORM_BLOCK;
+    double *part = xcalloc((size_t)nb * C, sizeof(double)); /* [nb, C] dw per block of tokens */
 #pragma omp parallel for schedule(static)
-    for (int t = 0; t < T; t++) {
-        const float *xt = x + (size_t)t * C, *dyt = dy + (size_t)t * C;
-        float *dxt = dx + (size_t)t * C, r = rstd[t];
-        double dot = 0.0; /* mean(dxhat * xhat) */
-        for (int c = 0; c < C; c++) dot += (double)dyt[c] * w[c] * xt[c] * r;
-        float m = (float)(dot / C);
-        for (int c = 0; c < C; c++) dxt[c] += r * (dyt[c] * w[c] - xt[c] * r * m);
+    for (int bk = 0; bk < nb; bk++) {
+        double *pb = part + (size_t)bk * C;
+        int t1 = (bk + 1) * NORM_BLOCK < T ? (bk + 1) * NORM_BLOCK : T;
+        for (int t = bk * NORM_BLOCK; t < t1; t++) {
+            const float *xt = x + (size_t)t * C, *dyt = dy + (size_t)t * C;
+            float *dxt = dx + (size_t)t * C, r = rstd[t];
+            double dot = 0.0; /* mean(dxhat * xhat) */
+            for (int c = 0; c < C; c++) dot += (double)dyt[c] * w[c] * xt[c] * r;
+            float m = (float)(dot / C);
+            for (int c = 0; c < C; c++) {
+                dxt[c] += r * (dyt[c] * w[c] - xt[c] * r * m);
+                pb[c] += (double)dyt[c] * xt[c] * r;
+            }
+        }
     }
-    /* dw over tokens in a fixed order: deterministic for any thread count */
-#pragma omp parallel for schedule(static)
+    /* blocks in a fixed order: deterministic for any thread count */
     for (int c = 0; c < C; c++) {
         double acc = 0.0;
-        for (int t = 0; t < T; t++) acc += (double)dy[(size_t)t * C + c] * x[(size_t)t * C + c] * rstd[t];
+        for (int bk = 0; bk < nb; bk++) acc += part[(size_t)bk * C + c];
         dw[c] += (float)acc;
     }
+    free(part);
 }
 
 void rope_table(float *cs, const double *inv_freq, int n_pos, int HS) {
@@ -143,14 +154,28 @@ void rope_apply(float *x, const int *pos, const float *cs, int T, int NHx, int H
 
 static inline float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+static inline void store16(float *p, F16 v) { memcpy(p, &v, sizeof v); }
+
+/* 16 lanes at a time (libmvec exp), the tail one by one */
 void swiglu_forward(float *h, const float *g, const float *u, long N) {
+    long nv = N / 16;
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < N; i++) h[i] = g[i] * sigmoidf_(g[i]) * u[i];
+    for (long j = 0; j < nv; j++) {
+        F16 gv = load16(g + 16 * j), sv = 1.0f / (1.0f + exp16(-gv));
+        store16(h + 16 * j, gv * sv * load16(u + 16 * j));
+    }
+    for (long i = 16 * nv; i < N; i++) h[i] = g[i] * sigmoidf_(g[i]) * u[i];
 }
 
 void swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u, long N) {
+    long nv = N / 16;
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < N; i++) {
+    for (long j = 0; j < nv; j++) {
+        F16 gv = load16(g + 16 * j), d = load16(dh + 16 * j), sv = 1.0f / (1.0f + exp16(-gv));
+        store16(du + 16 * j, d * (gv * sv));
+        store16(dg + 16 * j, d * load16(u + 16 * j) * sv * (1.0f + gv * (1.0f - sv)));
+    }
+    for (long i = 16 * nv; i < N; i++) {
         float s = sigmoidf_(g[i]), silu = g[i] * s;
         du[i] = dh[i] * silu;
         dg[i] = dh[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
@@ -296,46 +321,71 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
 
 /* ---- LM head ---- */
 
-/* logits [n, V] = x[src] W^T for the targets [i0, i0 + n) */
-static void chunk_logits(float *logits, float *xs, const float *x, const float *W, const int *src, int i0, int n, int H,
-                         int V) {
+static int g_chunk_rows; /* test hook: fixed rows per chunk; 0 automatic */
+
+void lmhead_set_chunk_rows(int rows) { g_chunk_rows = rows > 0 ? rows : 0; }
+
+int lmhead_chunk(int n, int V) {
+    long c = g_chunk_rows ? g_chunk_rows : LMHEAD_LOGITS / V;
+    c = c < 64 && !g_chunk_rows ? 64 : c;
+    return (int)(n < c ? (n > 0 ? n : 1) : c);
+}
+
+size_t lmhead_work(int n, int H, int V) {
+    size_t c = (size_t)lmhead_chunk(n, V), all = (size_t)(n > 0 ? n : 1);
+    return c * V + 2 * all * H; /* a logits chunk; xs and dxs for all n targets */
+}
+
+/* xs [n, H] = x[src[i0 .. i0 + n)] */
+static void gather_rows(float *xs, const float *x, const int *src, int i0, int n, int H) {
     for (int i = 0; i < n; i++) memcpy(xs + (size_t)i * H, x + (size_t)src[i0 + i] * H, sizeof(float) * (size_t)H);
-    gemm(0, 1, n, V, H, 1.0f, xs, H, W, H, 0.0f, logits, V);
 }
 
 void lmhead_forward(double *logp, float *lse, const float *x, const float *W, const int *src, const int *tgt, int n,
-                    int H, int V) {
-    float *logits = xmalloc(sizeof(float) * (size_t)LMHEAD_CHUNK * V), *xs = xmalloc(sizeof(float) * (size_t)LMHEAD_CHUNK * H);
-    for (int i0 = 0; i0 < n; i0 += LMHEAD_CHUNK) {
-        int m = n - i0 < LMHEAD_CHUNK ? n - i0 : LMHEAD_CHUNK;
-        chunk_logits(logits, xs, x, W, src, i0, m, H, V);
+                    int H, int V, float *work, float *keep) {
+    int chunk = keep ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
+    float *xs = work + (size_t)lmhead_chunk(n, V) * V;
+    for (int i0 = 0; i0 < n; i0 += chunk) {
+        int m = n - i0 < chunk ? n - i0 : chunk;
+        float *logits = keep ? keep : work;
+        gather_rows(xs, x, src, i0, m, H);
+        gemm(0, 1, m, V, H, 1.0f, xs, H, W, H, 0.0f, logits, V);
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < m; i++) {
-            const float *l = logits + (size_t)i * V;
+            float *l = logits + (size_t)i * V;
             float mx = max_of(l, V);
             double ls = mx + log(sum_exp(l, V, mx));
             lse[i0 + i] = (float)ls;
             logp[i0 + i] = (double)l[tgt[i0 + i]] - ls;
+            if (keep) scaled_exp(l, V, (float)ls, 1.0f); /* softmax, for the backward */
         }
     }
-    free(logits);
-    free(xs);
+}
+
+/* logits [m, V] -> d loss / d logits = g (onehot(target) - softmax); p: the
+ * softmax already (kept by the forward), else the logits */
+static void dlogits(float *l, int m, int V, const double *g, const float *lse, const int *tgt, int is_p) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < m; i++) {
+        float *li = l + (size_t)i * V, gi = (float)g[i];
+        if (is_p)
+            for (int v = 0; v < V; v++) li[v] *= -gi;
+        else
+            scaled_exp(li, V, lse[i], -gi);
+        li[tgt[i]] += gi;
+    }
 }
 
 void lmhead_backward(float *dx, float *dW, const double *g, const float *x, const float *W, const float *lse,
-                     const int *src, const int *tgt, int n, int H, int V) {
-    float *logits = xmalloc(sizeof(float) * (size_t)LMHEAD_CHUNK * V), *xs = xmalloc(sizeof(float) * (size_t)LMHEAD_CHUNK * H);
-    float *dxs = xmalloc(sizeof(float) * (size_t)LMHEAD_CHUNK * H);
-    for (int i0 = 0; i0 < n; i0 += LMHEAD_CHUNK) {
-        int m = n - i0 < LMHEAD_CHUNK ? n - i0 : LMHEAD_CHUNK;
-        chunk_logits(logits, xs, x, W, src, i0, m, H, V);
-        /* d logp / d logits = onehot(target) - softmax */
-#pragma omp parallel for schedule(static)
-        for (int i = 0; i < m; i++) {
-            float *l = logits + (size_t)i * V, gi = (float)g[i0 + i];
-            scaled_exp(l, V, lse[i0 + i], -gi);
-            l[tgt[i0 + i]] += gi;
-        }
+                     const int *src, const int *tgt, int n, int H, int V, float *work, float *keep) {
+    int chunk = keep ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
+    float *xs = work + (size_t)lmhead_chunk(n, V) * V, *dxs = xs + (size_t)(n > 0 ? n : 1) * H;
+    for (int i0 = 0; i0 < n; i0 += chunk) {
+        int m = n - i0 < chunk ? n - i0 : chunk;
+        float *logits = keep ? keep : work;
+        gather_rows(xs, x, src, i0, m, H);
+        if (!keep) gemm(0, 1, m, V, H, 1.0f, xs, H, W, H, 0.0f, logits, V); /* recomputed */
+        dlogits(logits, m, V, g + i0, lse + i0, tgt + i0, keep != NULL);
         gemm(0, 0, m, H, V, 1.0f, logits, V, W, H, 0.0f, dxs, H);
         gemm(1, 0, V, H, m, 1.0f, logits, V, xs, H, 1.0f, dW, H);
         for (int i = 0; i < m; i++) { /* sources repeat (a row's last prompt token): add in order */
@@ -343,7 +393,4 @@ void lmhead_backward(float *dx, float *dW, const double *g, const float *x, cons
             for (int c = 0; c < H; c++) d[c] += dxs[(size_t)i * H + c];
         }
     }
-    free(logits);
-    free(xs);
-    free(dxs);
 }

@@ -7,6 +7,8 @@
 #ifndef PPA_KERNELS_H
 #define PPA_KERNELS_H
 
+#include <stddef.h>
+
 /* y = x / sqrt(mean(x^2) + eps) * w, per token; rstd cached.
  * x, y: [T, C]; w: [C]; rstd: [T] */
 void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w, int T, int C, float eps);
@@ -41,13 +43,22 @@ void attention_forward(float *out, float *lse, const float *q, const float *k, c
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out, const float *lse,
                         const float *q, const float *k, const float *v, const AttnShape *s);
 
-/* Log-probabilities of n targets without storing [n, V] logits: in chunks,
- * logits = x[src] W^T, logp[i] = logits[i, tgt[i]] - lse[i].
+/* Log-probabilities of n targets without storing [n, V] logits: in chunks of
+ * lmhead_chunk(n, V) targets, logits = x[src] W^T, logp[i] = logits[i, tgt[i]] - lse[i].
+ * Chunks are as large as a ~128 MB logits buffer allows: the backward's
+ * dW += dlogits^T x reads and writes all of dW once per chunk.
+ * keep: NULL, or [n, V] where the forward leaves the softmax for the
+ * backward, which then needs no second logits product (one chunk of n).
+ * work: [lmhead_work(n, H, V)] floats, any content.
  * x: [T, H]; W: [V, H]; src, tgt: [n]; logp: [n]; lse: [n] (cached) */
+int lmhead_chunk(int n, int V);
+void lmhead_set_chunk_rows(int rows); /* tests: fixed rows per chunk (0: automatic) */
+size_t lmhead_work(int n, int H, int V);
 void lmhead_forward(double *logp, float *lse, const float *x, const float *W, const int *src, const int *tgt, int n,
-                    int H, int V);
-/* g: [n] d loss / d logp. dx: [T, H] (+=, rows src), dW: [V, H] (+=) */
+                    int H, int V, float *work, float *keep);
+/* g: [n] d loss / d logp. dx: [T, H] (+=, rows src), dW: [V, H] (+=);
+ * keep: as given to the forward (its content is consumed) */
 void lmhead_backward(float *dx, float *dW, const double *g, const float *x, const float *W, const float *lse,
-                     const int *src, const int *tgt, int n, int H, int V);
+                     const int *src, const int *tgt, int n, int H, int V, float *work, float *keep);
 
 #endif

@@ -25,6 +25,10 @@ struct Model {
     size_t arena_n;   /* fresh buffers every step would cost page faults */
     float *scratch;   /* the backward's buffers, kept likewise */
     size_t scratch_n;
+    float *lmwork;    /* the LM head's chunk buffers, kept likewise */
+    size_t lmwork_n;
+    float *lmkeep;    /* the forward's softmax for the backward (lmhead_forward) */
+    size_t lmkeep_n, lmkeep_max; /* floats; the limit set by model_keep_softmax */
 };
 
 /* One layer's tensors inside a buffer (params or grads); NULL where absent. */
@@ -75,6 +79,7 @@ static int model_layout(Model *m, char *err, size_t errlen) {
     }
     m->params = xmalloc(sizeof(float) * (m->n_params ? m->n_params : 1));
     m->inv_freq = xmalloc(sizeof(double) * (size_t)(m->c.head_dim / 2));
+    m->lmkeep_max = MODEL_KEEP_SOFTMAX / sizeof(float);
     model_rope_inv_freq(&m->c, m->inv_freq);
     return 0;
 }
@@ -128,7 +133,14 @@ void model_free(Model *m) {
     free(m->inv_freq);
     free(m->arena);
     free(m->scratch);
+    free(m->lmwork);
+    free(m->lmkeep);
     free(m);
+}
+
+void model_keep_softmax(Model *m, size_t max_bytes) {
+    m->lmkeep_max = max_bytes / sizeof(float);
+    if (m->lmkeep_n > m->lmkeep_max) free(m->lmkeep), m->lmkeep = NULL, m->lmkeep_n = 0;
 }
 
 const ModelConfig *model_config(const Model *m) { return &m->c; }
@@ -189,6 +201,7 @@ struct Batch {
     float *lse_t;       /* [n_tgt] */
     double *logp_t;     /* [n_tgt] */
     float *cs;          /* RoPE table [n_pos, HS/2, 2] */
+    float *lmkeep;      /* [n_tgt, V] softmax kept by the forward, or NULL */
 };
 
 static int check_ids(const Model *m, const int *ids, int n, int row, const char *what, char *err, size_t errlen) {
@@ -356,17 +369,41 @@ static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     add_bias(xout, w.bd, T, H);
 }
 
+/* The model's scratch buffer, grown to n floats when needed and kept between
+ * batches (fresh multi-MB buffers would page-fault in every step). */
+static float *grow(float **buf, size_t *have, size_t n) {
+    if (n > *have) {
+        free(*buf);
+        *buf = xmalloc(sizeof(float) * (n ? n : 1));
+        *have = n;
+    }
+    return *buf;
+}
+
+static float *scratch(Model *m, size_t n) { return grow(&m->scratch, &m->scratch_n, n); }
+
+static float *lmwork(Model *m, const Batch *b) {
+    return grow(&m->lmwork, &m->lmwork_n, lmhead_work(b->n_tgt, m->c.hidden_size, m->c.vocab_size));
+}
+
+/* NULL when the model does not train (no gradients) or the softmax is too big */
+static float *lmkeep(Model *m, const Batch *b) {
+    size_t n = (size_t)b->n_tgt * m->c.vocab_size;
+    if (!m->grads || !b->n_tgt || n > m->lmkeep_max) return NULL;
+    return grow(&m->lmkeep, &m->lmkeep_n, n);
+}
+
 void model_forward(Model *m, Batch *b, double *logps, int *n_scored) {
     const ModelConfig *c = &m->c;
     int T = b->T, H = c->hidden_size, L = c->num_hidden_layers;
     const float *E = tensor_at(m, m->params, "model.embed_tokens.weight");
     for (int t = 0; t < T; t++) memcpy(b->x + (size_t)t * H, E + (size_t)b->tokens[t] * H, sizeof(float) * (size_t)H);
-    float *hbuf = xmalloc(sizeof(float) * (size_t)T * c->intermediate_size);
+    float *hbuf = scratch(m, (size_t)T * c->intermediate_size); /* reused by the backward */
     for (int l = 0; l < L; l++) layer_forward(m, b, l, hbuf);
-    free(hbuf);
     rmsnorm_forward(b->xf, b->rstdf, b->x + (size_t)L * T * H, tensor_at(m, m->params, "model.norm.weight"), T, H,
                     (float)c->rms_norm_eps);
-    lmhead_forward(b->logp_t, b->lse_t, b->xf, lm_head(m, m->params), b->src, b->tgt, b->n_tgt, H, c->vocab_size);
+    lmhead_forward(b->logp_t, b->lse_t, b->xf, lm_head(m, m->params), b->src, b->tgt, b->n_tgt, H, c->vocab_size, lmwork(m, b),
+                   b->lmkeep = lmkeep(m, b));
     for (int g = 0; g < b->n_resp; g++) logps[g] = 0.0;
     for (int i = 0; i < b->n_tgt; i++) logps[b->tgt_resp[i]] += b->logp_t[i];
     if (n_scored) memcpy(n_scored, b->n_scored, sizeof(int) * (size_t)b->n_resp);
@@ -440,17 +477,12 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
     double *g = xmalloc(sizeof(double) * (size_t)(b->n_tgt ? b->n_tgt : 1));
     for (int i = 0; i < b->n_tgt; i++) g[i] = dlogps[b->tgt_resp[i]];
     size_t TH = (size_t)T * H, TQ = (size_t)T * QD, TK = (size_t)T * KD, TI = (size_t)T * I;
-    size_t need = 3 * TH + 2 * TQ + 2 * TK + 4 * TI;
-    if (need > m->scratch_n) {
-        free(m->scratch);
-        m->scratch = xmalloc(sizeof(float) * (need ? need : 1));
-        m->scratch_n = need;
-    }
-    float *at = m->scratch, *dxf = at, *dx = at + TH;
+    float *at = scratch(m, 3 * TH + 2 * TQ + 2 * TK + 4 * TI), *dxf = at, *dx = at + TH;
     memset(at, 0, sizeof(float) * 2 * TH); /* dxf and dx accumulate */
     at += 2 * TH;
     lmhead_backward(dxf, lm_head(m, m->grads), g, b->xf, lm_head(m, m->params), b->lse_t, b->src, b->tgt, b->n_tgt, H,
-                    c->vocab_size);
+                    c->vocab_size, lmwork(m, b), b->lmkeep);
+    b->lmkeep = NULL; /* consumed: another backward recomputes */
     rmsnorm_backward(dx, tensor_at(m, m->grads, "model.norm.weight"), dxf, b->x + (size_t)L * T * H,
                      tensor_at(m, m->params, "model.norm.weight"), b->rstdf, T, H);
     Scratch s; /* every buffer is written before it is read */

@@ -34,6 +34,15 @@ int model_save_grads(const Model *m, const char *path, char *err, size_t errlen)
  * 0 for RMSNorm weights and biases (transformers' Trainer default). */
 unsigned char *model_decay_mask(const Model *m);
 
+/* Once the model has gradients (it trains), the forward keeps the LM head's
+ * softmax [scored tokens, V] for the backward when it takes at most max_bytes
+ * (default MODEL_KEEP_SOFTMAX, 2 GiB), which saves the backward a second
+ * logits product; otherwise the backward recomputes the logits in chunks.
+ * The two paths agree to float32 rounding (not bit for bit: the backward's
+ * sums run in other chunks); a given model and batch always take the same. */
+#define MODEL_KEEP_SOFTMAX (2UL << 30)
+void model_keep_softmax(Model *m, size_t max_bytes);
+
 /* Writes the model as a Hugging Face folder (model_folder in checkpoint.h);
  * tokenizer_dir: a folder whose tokenizer files are copied, or NULL. */
 int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_dir, char *err, size_t errlen);
