@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "io/atomic.h"
 #include "io/safetensors.h"
 #include "io/safetensors_internal.h"
 
@@ -131,7 +132,6 @@ static void build_header(Buf *b, const StWriteTensor *t, int n, StDtype dtype, c
 }
 
 /* Writes the contents of one file to F; 0, or -1 with errno set. */
-typedef int (*WriteFn)(FILE *f, const void *ctx);
 
 typedef struct {
     const Buf *header;
@@ -170,51 +170,6 @@ static int write_text_body(FILE *f, const void *ctx) {
     return fwrite(b->s, 1, b->len, f) == b->len ? 0 : -1;
 }
 
-static int fsync_dir(const char *path, char *err, size_t errlen) {
-    char *dir = st_dir_of(path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
-    /* EINVAL: the file system has no directory fsync, nothing more to do */
-    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
-        rc = st_fail(err, errlen, "%s: written, but fsync of the folder %s failed: %s", path, dir, strerror(errno));
-    if (fd >= 0) close(fd);
-    free(dir);
-    return rc;
-}
-
-/* PATH.tmp.<pid>, written by FN, fflush + fsync + close, renamed over PATH, folder fsynced. */
-static int write_atomic(const char *path, WriteFn fn, const void *ctx, char *err, size_t errlen) {
-    size_t tlen = strlen(path) + 32;
-    char *tmp = xmalloc(tlen);
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* left by a crashed process with our pid */
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        st_fail(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        free(tmp);
-        return -1;
-    }
-    FILE *f = fdopen(fd, "wb");
-    const char *step = NULL;
-    int e = 0;
-    if (!f) step = "fdopen", e = errno, close(fd);
-    else {
-        errno = 0;
-        if (fn(f, ctx) || fflush(f)) step = "write", e = errno;
-        else if (fsync(fileno(f))) step = "fsync", e = errno;
-        if (fclose(f) && !step) step = "close", e = errno;
-    }
-    if (!step && rename(tmp, path)) step = "rename", e = errno;
-    if (step) {
-        unlink(tmp);
-        st_fail(err, errlen, "%s: %s of %s failed: %s (left unchanged)", path, step, tmp, strerror(e ? e : EIO));
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return fsync_dir(path, err, errlen);
-}
-
 int st_write(const char *path, const StWriteTensor *t, int n, StDtype dtype, char *err, size_t errlen) {
     if (n < 0 || (n > 0 && !t)) return st_fail(err, errlen, "%s: bad tensor list (n = %d)", path, n);
     uint64_t *nbytes = xmalloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
@@ -223,7 +178,7 @@ int st_write(const char *path, const StWriteTensor *t, int n, StDtype dtype, cha
         Buf header = {0};
         build_header(&header, t, n, dtype, nbytes);
         FileBody body = {&header, t, n, dtype};
-        rc = write_atomic(path, write_file_body, &body, err, errlen);
+        rc = atomic_write(path, write_file_body, &body, err, errlen);
         free(header.s);
     }
     free(nbytes);
@@ -282,7 +237,7 @@ static int write_shards(const char *dir, const StWriteTensor *t, int n, StDtype 
         Buf index = {0};
         build_index(&index, t, n, shard, n_shards, total);
         char *p = st_path_join(dir, ST_INDEX_NAME);
-        rc = write_atomic(p, write_text_body, &index, err, errlen);
+        rc = atomic_write(p, write_text_body, &index, err, errlen);
         free(p);
         free(index.s);
     }

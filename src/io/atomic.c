@@ -1,0 +1,70 @@
+/* atomic.c: temp file, flush, fsync, rename, fsync of the folder. */
+#include "io/atomic.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/common.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int fsync_parent(const char *path, char *err, size_t errlen) {
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    char *dir = xmalloc(n + 2);
+    if (!slash) strcpy(dir, ".");
+    else if (n == 0) strcpy(dir, "/");
+    else memcpy(dir, path, n), dir[n] = 0;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+    /* EINVAL: the file system has no directory fsync, nothing more to do */
+    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
+        rc = fail(err, errlen, "%s: written, but fsync of the folder %s failed: %s", path, dir, strerror(errno));
+    if (fd >= 0) close(fd);
+    free(dir);
+    return rc;
+}
+
+int atomic_write(const char *path, AtomicWriteFn fn, const void *ctx, char *err, size_t errlen) {
+    size_t tlen = strlen(path) + 32;
+    char *tmp = xmalloc(tlen);
+    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* left by a crashed process with our pid */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fail(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    FILE *f = fdopen(fd, "wb");
+    const char *step = NULL;
+    int e = 0;
+    if (!f) step = "fdopen", e = errno, close(fd);
+    else {
+        errno = 0;
+        if (fn(f, ctx) || fflush(f)) step = "write", e = errno;
+        else if (fsync(fileno(f))) step = "fsync", e = errno;
+        if (fclose(f) && !step) step = "close", e = errno;
+    }
+    if (!step && rename(tmp, path)) step = "rename", e = errno;
+    if (step) {
+        unlink(tmp);
+        fail(err, errlen, "%s: %s of %s failed: %s (left unchanged)", path, step, tmp, strerror(e ? e : EIO));
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return fsync_parent(path, err, errlen);
+}
