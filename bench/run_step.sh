@@ -7,7 +7,7 @@
 # Usage: bench/run_step.sh [PPA_BINARY]
 #   env SETTINGS="quick full" (or "quick"), CONFIGS="llama_50m qwen2_0_5b", STEPS=3, THREADS=2,
 #       CORETYPE=<OPENBLAS_CORETYPE for both programs; default from /proc/cpuinfo, see below; empty: unset>,
-#       QWEN_MICRO_BATCH=2 (torch, Qwen2-0.5B full setting only)
+#       QWEN_MICRO_BATCH=2 (torch, Qwen2-0.5B full setting only), OUT=<file for the JSON lines>
 # The ppa lines are skipped, with a message, while `ppa bench step --help` fails.
 set -euo pipefail
 ppa=${1:-./ppa}
@@ -76,21 +76,33 @@ for cfg in $configs; do
       else
         echo "bench: ppa failed on $cfg K=$k P=$p R=$r" >&2
       fi
+      if [ "$s" = full ]; then # a full training step: forward, backward and AdamW (memory of the issue's target)
+        echo "  $cfg K=$k P=$p R=$r: ppa with AdamW ..." >&2
+        if env "${blas_env[@]}" "$ppa" bench step "${args[@]}" --mode shared --adamw --steps 1 --json > "$tmp/out"; then
+          grep '^{' "$tmp/out" | sed "s/^{/{\"config\": \"$cfg\", /" >> "$tmp/all.jsonl"
+        else
+          echo "bench: ppa with AdamW failed on $cfg K=$k P=$p R=$r" >&2
+        fi
+      fi
     fi
   done
 done
+[ -n "${OUT:-}" ] && [ -f "$tmp/all.jsonl" ] && cp "$tmp/all.jsonl" "$OUT"
 $py - "$tmp/all.jsonl" <<'PY'
 import json, os, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()] if os.path.exists(sys.argv[1]) else []
-print(f"{'config':<12}{'K':>3}{'P':>5}{'R':>5}  {'impl':<14}{'ms/step':>10}{'tokens/s':>10}{'peak MB':>9}"
-      f"{'thr':>4}  {'torch/ppa':>9}")
+print(f"{'config':<12}{'K':>3}{'P':>5}{'R':>5}  {'impl':<20}{'ms/step':>10}{'tokens/s':>10}{'peak MB':>9}"
+      f"{'thr':>4}  {'torch/ppa':>9}  {'matmul share, % of sgemm peak':>30}")
 for r in rows:
     key = (r["config"], r["k"], r["prompt_len"], r["response_len"])
     t = next((x for x in rows if x["impl"] == "torch" and (x["config"], x["k"], x["prompt_len"], x["response_len"]) == key), None)
-    name = r["impl"] + (" " + r["mode"] if r.get("mode") else "") + (" mb%d" % r["micro_batch"] if r.get("micro_batch") else "")
-    ratio = f"{t['ms'] / r['ms']:>8.2f}x" if t and r["impl"] != "torch" else ""
-    print(f"{r['config']:<12}{r['k']:>3}{r['prompt_len']:>5}{r['response_len']:>5}  {name:<14}{r['ms']:>10.1f}"
-          f"{r['tokens_per_s']:>10.1f}{r['peak_rss_mb']:>9.0f}{r['threads']:>4}  {ratio:>9}")
+    name = r["impl"] + (" " + r["mode"] if r.get("mode") else "") + ("+adamw" if r.get("adamw") else "") \
+        + (" mb%d" % r["micro_batch"] if r.get("micro_batch") else "")
+    ratio = f"{t['ms'] / r['ms']:>8.2f}x" if t and r["impl"] != "torch" and not r.get("adamw") else ""
+    mm = (f"{100 * r['gemm_share']:.0f}% at {100 * r['gemm_gflops'] / r['sgemm_peak_gflops']:.0f}%"
+          f" of {r['sgemm_peak_gflops']:.0f}") if "gemm_share" in r else ""
+    print(f"{r['config']:<12}{r['k']:>3}{r['prompt_len']:>5}{r['response_len']:>5}  {name:<20}{r['ms']:>10.1f}"
+          f"{r['tokens_per_s']:>10.1f}{r['peak_rss_mb']:>9.0f}{r['threads']:>4}  {ratio:>9}  {mm:>30}")
 print("torch/ppa > 1: ppa is faster (ratio of ms/step; tokens = K*(P+R) in every mode; torch mbN: gradients"
       " accumulated over micro-batches of N sequences).")
 PY

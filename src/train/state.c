@@ -1,0 +1,179 @@
+/* state.c: checkpoint folders with optimizer state (state.h). */
+#define _XOPEN_SOURCE 700
+#include "train/state.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/common.h"
+#include "io/atomic.h"
+#include "io/jsonl.h"
+#include "io/safetensors.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* a/b, allocated */
+static char *join(const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = xmalloc(n);
+    snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int remove_tree(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return errno == ENOENT ? 0 : -1;
+    return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int write_text(FILE *f, const void *ctx) { return fputs(ctx, f) < 0 ? -1 : 0; }
+
+static char *state_json(const TrainState *st) {
+    cJSON *j = cJSON_CreateObject();
+    char seed[32];
+    snprintf(seed, sizeof seed, "%" PRIu64, st->seed);
+    cJSON_AddNumberToObject(j, "format", 1);
+    cJSON_AddNumberToObject(j, "step", (double)st->step);
+    cJSON_AddNumberToObject(j, "epoch", (double)st->epoch);
+    cJSON_AddNumberToObject(j, "cursor", (double)st->cursor);
+    cJSON_AddStringToObject(j, "seed", seed);
+    cJSON_AddStringToObject(j, "gemm_kernel", st->kernel);
+    cJSON_AddNumberToObject(j, "gemm_threads", st->threads);
+    cJSON *o = st->options ? cJSON_Parse(st->options) : NULL;
+    cJSON_AddItemToObject(j, "options", o ? o : cJSON_CreateObject());
+    char *s = cJSON_Print(j);
+    cJSON_Delete(j);
+    size_t n = strlen(s);
+    s = xrealloc(s, n + 2);
+    s[n] = '\n', s[n + 1] = 0;
+    return s;
+}
+
+/* the optimizer file and the state file into dir */
+static int write_state_files(const char *dir, const AdamW *opt, const TrainState *st, char *err, size_t errlen) {
+    int64_t shape[1] = {(int64_t)opt->n};
+    StWriteTensor t[2] = {{"exp_avg", 1, shape, opt->m}, {"exp_avg_sq", 1, shape, opt->v}};
+    char *path = join(dir, "optimizer.safetensors");
+    int rc = st_write(path, t, 2, ST_F32, err, errlen);
+    free(path);
+    if (rc) return -1;
+    char *js = state_json(st);
+    path = join(dir, "ppa_state.json");
+    rc = atomic_write(path, write_text, js, err, errlen);
+    free(js), free(path);
+    return rc;
+}
+
+int state_save(const char *out, const Model *m, const AdamW *opt, const TrainState *st, const char *tokenizer_dir,
+               char *path, size_t pathlen, char *err, size_t errlen) {
+    char name[64];
+    snprintf(name, sizeof name, "checkpoint-%ld", st->step);
+    char *final = join(out, name);
+    size_t pn = strlen(final) + 16;
+    char *partial = xmalloc(pn);
+    snprintf(partial, pn, "%s.partial", final);
+    struct stat sb;
+    int rc = 0;
+    if (remove_tree(partial))
+        rc = fail(err, errlen, "%s: cannot remove a stale partial checkpoint: %s", partial, strerror(errno));
+    else if (stat(final, &sb) == 0)
+        rc = fail(err, errlen, "%s: already exists (refusing to overwrite a checkpoint)", final);
+    else if (model_save(m, partial, 0, tokenizer_dir, err, errlen))
+        rc = -1;
+    if (!rc && getenv("PPA_TEST_DIE_IN_SAVE")) _exit(9); /* tests: a kill in the middle of a save */
+    if (!rc && write_state_files(partial, opt, st, err, errlen)) rc = -1;
+    if (!rc && rename(partial, final)) rc = fail(err, errlen, "%s: rename to %s failed: %s", partial, final, strerror(errno));
+    if (!rc) rc = fsync_parent(final, err, errlen);
+    if (!rc && path) snprintf(path, pathlen, "%s", final);
+    free(final), free(partial);
+    return rc;
+}
+
+static int read_moments(const char *dir, AdamW *opt, char *err, size_t errlen) {
+    char *path = join(dir, "optimizer.safetensors");
+    StSet s;
+    if (st_open(&s, path, err, errlen)) return free(path), -1;
+    const char *names[2] = {"exp_avg", "exp_avg_sq"};
+    float *dst[2] = {opt->m, opt->v};
+    int rc = 0;
+    for (int i = 0; i < 2 && !rc; i++) {
+        const StTensor *t = st_find(&s, names[i]);
+        if (!t || t->ndim != 1 || t->shape[0] != (int64_t)opt->n || t->dtype != ST_F32)
+            rc = fail(err, errlen, "%s: tensor %s: expected F32 [%zu] (the model has %zu parameters)", path, names[i],
+                      opt->n, opt->n);
+        else
+            st_to_f32(t, dst[i]);
+    }
+    st_close(&s);
+    free(path);
+    return rc;
+}
+
+static int parse_state(const char *path, const char *text, TrainState *st, char *err, size_t errlen) {
+    cJSON *j = cJSON_Parse(text);
+    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step"), *ep = cJSON_GetObjectItemCaseSensitive(j, "epoch");
+    const cJSON *cur = cJSON_GetObjectItemCaseSensitive(j, "cursor"), *seed = cJSON_GetObjectItemCaseSensitive(j, "seed");
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "gemm_kernel"), *th = cJSON_GetObjectItemCaseSensitive(j, "gemm_threads");
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
+    if (!j || !cJSON_IsNumber(step) || !cJSON_IsNumber(ep) || !cJSON_IsNumber(cur) || !cJSON_IsString(seed) ||
+        !cJSON_IsString(k) || !cJSON_IsNumber(th) || !cJSON_IsObject(o)) {
+        cJSON_Delete(j);
+        return fail(err, errlen, "%s: not a ppa training state (step, epoch, cursor, seed, gemm_kernel, gemm_threads, "
+                    "options expected)", path);
+    }
+    st->step = (long)step->valuedouble, st->epoch = (long)ep->valuedouble, st->cursor = (long)cur->valuedouble;
+    st->seed = strtoull(seed->valuestring, NULL, 10);
+    snprintf(st->kernel, sizeof st->kernel, "%s", k->valuestring);
+    st->threads = (int)th->valuedouble;
+    st->options = cJSON_PrintUnformatted(o);
+    cJSON_Delete(j);
+    return 0;
+}
+
+int state_load(const char *dir, AdamW *opt, TrainState *st, char *err, size_t errlen) {
+    memset(st, 0, sizeof *st);
+    char *path = join(dir, "ppa_state.json");
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fail(err, errlen, "%s: cannot open: %s (is %s a checkpoint-STEP folder written by ppa train?)", path,
+             strerror(errno), dir);
+        free(path);
+        return -1;
+    }
+    char *text = NULL;
+    size_t cap = 0, n = 0, got;
+    char buf[4096];
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+        if (n + got + 1 > cap) text = xrealloc(text, cap = 2 * (n + got + 1));
+        memcpy(text + n, buf, got), n += got;
+    }
+    fclose(f);
+    int rc = text ? 0 : fail(err, errlen, "%s: empty", path);
+    if (!rc) text[n] = 0, rc = parse_state(path, text, st, err, errlen);
+    free(text), free(path);
+    return rc ? rc : read_moments(dir, opt, err, errlen);
+}
+
+void state_free(TrainState *st) {
+    free(st->options);
+    st->options = NULL;
+}

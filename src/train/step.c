@@ -1,0 +1,97 @@
+/* step.c: micro_step and the scores (step.h). */
+#include "train/step.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void scores_of(const ScoreSpec *sp, int n, const double *lp, const double *ref, const int *ntok, double *s,
+               double *ds_dlp) {
+    int mean = sp->obj == PPA_SIMPO || sp->obj == PPA_IPO;
+    int no_ref = sp->reference_free || sp->obj == PPA_SIMPO;
+    for (int i = 0; i < n; i++) {
+        double scale = mean ? sp->beta / ntok[i] : sp->beta;
+        /* policy = reference gives exactly 0 (pitfall 9): the difference first */
+        s[i] = scale * (no_ref ? lp[i] : lp[i] - ref[i]);
+        ds_dlp[i] = scale;
+    }
+}
+
+/* every objective's loss on s, with the run's shared options */
+static void other_losses(StepSums *sums, const ScoreSpec *sp, int n, const double *s, const double *psi) {
+    for (int o = 0; o < PPA_N_OBJECTIVES; o++) {
+        PpaLossOptions lo = sp->lo;
+        lo.beta = sp->beta;
+        PpaListResult r;
+        if (ppa_loss_list((PpaObjective)o, &lo, n, s, psi, NULL, NULL, &r) == PPA_OK)
+            sums->other[o] += r.loss, sums->other_ok[o]++;
+    }
+}
+
+static void list_stats(StepSums *sums, const ScoreSpec *sp, int n, const double *s, const double *psi) {
+    double mean = 0;
+    int best = 0, worst = 0;
+    for (int i = 0; i < n; i++) {
+        mean += s[i] / n;
+        if (psi[i] > psi[best]) best = i;
+        if (psi[i] < psi[worst]) worst = i;
+    }
+    sums->reward += mean, sums->best_worst += s[best] - s[worst];
+    PpaListMetrics m;
+    if (ppa_metrics_list(&sp->lo, n, s, psi, NULL, &m) == PPA_OK) {
+        if (!isnan(m.ndcg)) sums->ndcg += m.ndcg;
+        if (!isnan(m.accuracy)) sums->acc += m.accuracy, sums->lists_with_pairs++;
+    }
+    other_losses(sums, sp, n, s, psi);
+}
+
+int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weight, int backward, StepSums *sums,
+               double *lambdas, char *err, size_t errlen) {
+    Batch *b = batch_new(m, mb->rows, mb->n, err, errlen);
+    if (!b) return -1;
+    int nr = batch_n_responses(b), rc = 0;
+    double *lp = xmalloc(sizeof(double) * (size_t)nr), *dlp = xmalloc(sizeof(double) * (size_t)nr);
+    int *ntok = xmalloc(sizeof(int) * (size_t)nr);
+    model_forward(m, b, lp, ntok);
+    PpaLossOptions lo = sp->lo;
+    if (sp->obj == PPA_IPO) lo.beta = sp->beta;
+    for (int r = 0, at = 0; r < mb->n && !rc; r++) {
+        int K = mb->rows[r].n_resp;
+        double s[PPA_NEURAL_MAX_ITEMS], ds[PPA_NEURAL_MAX_ITEMS], g[PPA_NEURAL_MAX_ITEMS];
+        if (K > PPA_NEURAL_MAX_ITEMS) {
+            rc = fail(err, errlen, "a list of %d responses is longer than %d", K, PPA_NEURAL_MAX_ITEMS);
+            break;
+        }
+        scores_of(sp, K, lp + at, mb->ref ? mb->ref[r] : NULL, ntok + at, s, ds);
+        PpaListResult res;
+        PpaStatus st = ppa_loss_list(sp->obj, &lo, K, s, mb->labels[r], NULL, g, &res);
+        if (st != PPA_OK) {
+            rc = fail(err, errlen, "list %d: %s (response %d)", r, ppa_status_string(st), res.bad_index);
+            break;
+        }
+        sums->loss += res.loss, sums->lists++;
+        list_stats(sums, sp, K, s, mb->labels[r]);
+        for (int i = 0; i < K; i++) {
+            dlp[at + i] = weight * g[i] * ds[i];
+            if (lambdas) lambdas[at + i] = g[i];
+            sums->tokens += ntok[at + i];
+        }
+        at += K;
+    }
+    if (!rc && backward) model_backward(m, b, dlp);
+    batch_free(b);
+    free(lp), free(dlp), free(ntok);
+    return rc;
+}

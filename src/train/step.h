@@ -1,0 +1,53 @@
+/* step.h: one micro-batch of preference lists through the policy: forward,
+ * implicit rewards, the objective of every list, d loss / d s, backward.
+ * Also the per-step statistics of the training log.
+ *
+ * Scores (objectives.md 2.1): s_i = beta (logp_i - ref_i) on summed response
+ * log-probs; simpo: s_i = beta logp_i / n_i (mean over tokens, no reference);
+ * ipo: s_i = beta (logp_i - ref_i) / n_i; with reference_free, ref_i = 0.
+ * The step loss is the mean over the lists of the optimizer step, so a
+ * micro-batch's lists carry weight 1 / (lists per optimizer step) and
+ * gradient accumulation equals one large batch (pitfall 23). */
+#ifndef PPA_STEP_H
+#define PPA_STEP_H
+
+#include "model/llama.h"
+#include "ppa/losses.h"
+
+typedef struct {
+    PpaObjective obj;
+    PpaLossOptions lo; /* the objective's options; lo.beta is set to beta for ipo */
+    double beta;
+    int reference_free;
+} ScoreSpec;
+
+/* The lists of one forward/backward: row r is one prompt with its K_r responses. */
+typedef struct {
+    int n;
+    const Row *rows;              /* [n] */
+    const double *const *labels;  /* [n][K_r] */
+    const double *const *ref;     /* [n][K_r] reference log-probs (unused when reference-free) */
+} MicroLists;
+
+/* Sums over the lists of a step, for the log (means are taken when printed). */
+typedef struct {
+    long lists, tokens;
+    double loss, reward, best_worst, acc, ndcg;
+    long lists_with_pairs;
+    double other[PPA_N_OBJECTIVES]; /* every objective's loss on the same s */
+    int other_ok[PPA_N_OBJECTIVES];
+} StepSums;
+
+/* s and ds/dlogp of n responses */
+void scores_of(const ScoreSpec *sp, int n, const double *lp, const double *ref, const int *ntok, double *s,
+               double *ds_dlp);
+
+/* Forward (and backward when backward != 0, adding weight * d loss / d params
+ * into the gradients) of the lists; adds to sums. lambdas (may be NULL):
+ * [sum of K_r] receives d loss / d s for each response (unweighted).
+ * Returns 0, or -1 with err (a bad list: non-finite scores, negative labels
+ * for a gain objective, ...). */
+int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weight, int backward, StepSums *sums,
+               double *lambdas, char *err, size_t errlen);
+
+#endif
