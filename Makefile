@@ -20,7 +20,9 @@ CFLAGS  := -std=c17 $(OPT) $(OMP) $(SAN) -Wall -Wextra -Werror -Wno-psabi $(if $
 LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lmvec -lm -ldl
 PYTHON  := /usr/bin/python3
 
-LIB_SRC := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
+# objective_opts.c (the objective options) is shared by the commands and by
+# the train option layer (src/train/options.c), so the library holds it too
+LIB_SRC := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)) src/cli/objective_opts.c)
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))
 LIB     := $(BUILD)/libppa.a

@@ -68,23 +68,36 @@ int objective_opts_code(const char *name) {
     return -1;
 }
 
-int objective_opts_handle(int code, const char *arg, PpaObjective *obj, PpaLossOptions *o) {
+int objective_opts_apply(int code, const char *arg, PpaObjective *obj, PpaLossOptions *o, char *err, size_t errlen) {
     int i = code - OBJ_OPT_BASE;
     if (i < 0 || i >= OBJ_OPT_COUNT) return 0;
     const char *name = OPTS[i].name;
-    char err[256];
+    char msg[256];
     if (!strcmp(name, "objective")) {
-        if (ppa_objective_parse(arg, obj))
-            ppa_die(2, "--objective: unknown objective '%s' (see --list-objectives)", arg);
+        if (ppa_objective_parse(arg, obj)) {
+            snprintf(err, errlen, "--objective: unknown objective '%s' (see --list-objectives)", arg);
+            return -1;
+        }
     } else if (!strcmp(name, "no-sinkhorn")) {
         o->sinkhorn = 0;
     } else if (!strcmp(name, "normalize")) {
         o->normalize = 1;
     } else if (!strcmp(name, "list-objectives")) {
-        for (int k = 0; k < PPA_N_OBJECTIVES; k++) printf("%s\n", ppa_objective_name((PpaObjective)k));
-        exit(0);
-    } else if (ppa_loss_option_set(o, OPTS[i].key, arg, err, sizeof err) != PPA_OK) {
-        ppa_die(2, "--%s: %s", name, err);
+        return 2;
+    } else if (ppa_loss_option_set(o, OPTS[i].key, arg, msg, sizeof msg) != PPA_OK) {
+        snprintf(err, errlen, "--%s: %s", name, msg);
+        return -1;
     }
     return 1;
+}
+
+int objective_opts_handle(int code, const char *arg, PpaObjective *obj, PpaLossOptions *o) {
+    char err[320];
+    int r = objective_opts_apply(code, arg, obj, o, err, sizeof err);
+    if (r < 0) ppa_die(2, "%s", err);
+    if (r == 2) {
+        for (int k = 0; k < PPA_N_OBJECTIVES; k++) printf("%s\n", ppa_objective_name((PpaObjective)k));
+        exit(0);
+    }
+    return r;
 }
