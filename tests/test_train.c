@@ -15,6 +15,9 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "optim/optim.h"
+#include "model/gemm.h"
+#include "train/data.h"
+#include "train/refcache.h"
 #include "train/state.h"
 #include "train/step.h"
 
@@ -225,6 +228,88 @@ static void test_checkpoints(const char *out) {
     model_free(m);
 }
 
+/* The real data path at step 0: JSONL -> prepared rows -> reference cache
+ * (large batches) -> sampled lists of 3 in micro-batches of 2 -> scores. With
+ * batch-invariant kernels every s is exactly 0 (pitfall 9), and the cached and
+ * a live reference (the same lists through a separate reference model) give
+ * the identical loss (pitfall 10). */
+static void test_cached_reference_step0(const char *dir) {
+    char path[256], err[1024];
+    snprintf(path, sizeof path, "%s/lists.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    PpaRng rng;
+    rng_seed(&rng, 17);
+    for (int r = 0; r < 12; r++) {
+        int np = 2 + (int)(rng_uniform(&rng) * 6), nr = 2 + (int)(rng_uniform(&rng) * 5);
+        fputs("{\"prompt_ids\": [", f);
+        for (int i = 0; i < np; i++) fprintf(f, i ? ", %d" : "%d", (int)(rng_uniform(&rng) * 40));
+        fputs("], \"response_ids\": [", f);
+        for (int k = 0; k < nr; k++) {
+            int nt = 1 + (int)(rng_uniform(&rng) * 6);
+            fputs(k ? ", [" : "[", f);
+            for (int i = 0; i < nt; i++) fprintf(f, i ? ", %d" : "%d", (int)(rng_uniform(&rng) * 40));
+            fputc(']', f);
+        }
+        fputs("], \"scores\": [", f);
+        for (int k = 0; k < nr; k++) fprintf(f, k ? ", %d" : "%d", k % 3);
+        fputs("]}\n", f);
+    }
+    fclose(f);
+    Model *pol = tiny(9), *ref = tiny(9);
+    DataOptions o = {NULL, TEMPLATE_NONE, -1, 40, 0, 0};
+    DataSet ds;
+    PrepStats ps;
+    CHECK(data_read(&ds, path, &o, err, sizeof err) == 0, "read: %s", err);
+    CHECK(data_prepare(&ds, 1024, 512, &ps, err, sizeof err) == 0, "prepare: %s", err);
+    RefCache c;
+    refcache_compute(&c, ref, ds.rows, ds.n, 4096, NULL, NULL);
+    TrainData *td = train_data_new(&ds, 3, 42);
+    ScoreSpec sp = spec(PPA_DPO_ALL_PAIRS);
+    double worst = 0, loss_cached = 0, loss_live = 0;
+    double closed = 0;
+    long lists = 0;
+    model_zero_grads(pol);
+    for (long cur = 0; cur + 2 <= train_data_lists(td); cur += 2) {
+        MicroLists ml;
+        train_data_take(td, 0, cur, 2, &c, &ml);
+        StepSums a = {0}, b = {0};
+        CHECK(micro_step(pol, &ml, &sp, 1.0, 0, &a, NULL, err, sizeof err) == 0, "step: %s", err);
+        worst = fmax(worst, fmax(fabs(a.reward), fabs(a.best_worst)));
+        lists += a.lists;
+        for (int r = 0; r < ml.n; r++) { /* the closed form: ln 2 x strict pairs / C(K, 2) (ties excluded) */
+            int K = ml.rows[r].n_resp, strict = 0;
+            for (int i = 0; i < K; i++)
+                for (int j = i + 1; j < K; j++) strict += ml.labels[r][i] != ml.labels[r][j];
+            closed += log(2.0) * strict / (K * (K - 1) / 2.0);
+        }
+        loss_cached += a.loss;
+        /* live: the reference model scores the same lists now */
+        Batch *bt = batch_new(ref, ml.rows, ml.n, err, sizeof err);
+        double lp[16], live[2][8];
+        model_forward(ref, bt, lp, NULL);
+        batch_free(bt);
+        const double *lv[2] = {live[0], live[1]};
+        for (int r = 0, at = 0; r < 2; r++)
+            for (int k = 0; k < ml.rows[r].n_resp; k++) live[r][k] = lp[at++];
+        MicroLists ml2 = {ml.n, ml.rows, ml.labels, lv};
+        micro_step(pol, &ml2, &sp, 1.0, 0, &b, NULL, err, sizeof err);
+        loss_live += b.loss;
+    }
+    if (gemm_rows_invariant()) {
+        CHECK(worst == 0.0, "step 0 through the cache: every reward and margin exactly 0 (worst %.3g)", worst);
+        CHECK(loss_cached == loss_live, "cached and live reference: identical loss (%.17g, %.17g)", loss_cached, loss_live);
+        CHECK(lists == 12 && fabs(loss_cached - closed) < 1e-12, "step 0: DPO's closed form (%ld lists, %.17g, %.17g)",
+              lists, loss_cached, closed);
+    } else {
+        printf("test_train: note: %s is not batch-invariant: step-0 rewards within %.3g of 0\n", gemm_backend(), worst);
+        CHECK(worst < 1e-6, "step 0 through the cache: rewards 0 to rounding (%.3g)", worst);
+    }
+    train_data_free(td);
+    refcache_free(&c);
+    data_free(&ds);
+    model_free(pol), model_free(ref);
+}
+
 int main(void) {
     char out[] = "/tmp/ppa_train_XXXXXX";
     if (!mkdtemp(out)) return 2;
@@ -232,6 +317,7 @@ int main(void) {
     test_accumulation();
     for (int o = 0; o < PPA_N_OBJECTIVES; o++) test_objective_learns((PpaObjective)o);
     test_checkpoints(out);
+    test_cached_reference_step0(out);
     remove_tree(out);
     return check_report("test_train");
 }

@@ -12,5 +12,8 @@ int cmd_inspect(int argc, char **argv);
 int cmd_logprobs(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
 int cmd_sft(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_score(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 #endif

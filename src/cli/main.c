@@ -19,6 +19,9 @@ static const struct {
     {"logprobs", cmd_logprobs, "summed log-probabilities of each response of each row"},
     {"grad", cmd_grad, "the gradient of an objective on implicit rewards, as safetensors"},
     {"sft", cmd_sft, "supervised next-token training (AdamW), writes a model folder"},
+    {"train", cmd_train, "listwise preference alignment (PPA or any baseline objective), writes a model folder"},
+    {"score", cmd_score, "reference log-probs of a data set, computed once into a cache file"},
+    {"eval", cmd_eval, "ranking accuracy, NDCG and rank flips of a policy against its reference"},
     {"bench", cmd_bench, "benchmarks: 'ppa bench loss'"},
     {"demo", cmd_demo, "the paper's worked examples, computed by the library"},
 };

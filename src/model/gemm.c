@@ -482,6 +482,56 @@ static void sgemm_call(int transA, int transB, int M, int N, int K, float alpha,
         gemm_builtin(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, G.builtin_threads);
 }
 
+/* rows at which OpenBLAS 0.3.21 takes its general (row-invariant) path for
+ * every shape we measured: its small-matrix kernels served up to M N ~ 1.5e3
+ * and M N K ~ 1e6 (tests/test_engine.c checks the invariance end to end) */
+static int rows_needed(int N, int K) {
+    long m = GEMM_ROWS_MIN, by_n = (8192 + N - 1) / N, by_nk = ((2L << 20) + (long)N * K - 1) / ((long)N * K);
+    m = by_n > m ? by_n : m;
+    return (int)(by_nk > m ? by_nk : m);
+}
+
+void gemm_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    int need = M && N && K ? rows_needed(N, K) : 0;
+    if (M >= need) {
+        gemm(0, 1, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    float *a = calloc((size_t)need * K, sizeof(float)), *c = calloc((size_t)need * N, sizeof(float));
+    if (!a || !c) ppa_die(70, "gemm_rows: out of memory");
+    for (int i = 0; i < M; i++) {
+        memcpy(a + (size_t)i * K, A + (size_t)i * lda, sizeof(float) * (size_t)K);
+        if (beta != 0.0f) memcpy(c + (size_t)i * N, C + (size_t)i * ldc, sizeof(float) * (size_t)N);
+    }
+    gemm(0, 1, need, N, K, 1.0f, a, K, B, ldb, beta, c, N);
+    for (int i = 0; i < M; i++) memcpy(C + (size_t)i * ldc, c + (size_t)i * N, sizeof(float) * (size_t)N);
+    free(a), free(c);
+}
+
+/* gemm_rows on rows [37, 37 + m) of A alone equals the same rows of the whole product */
+static int probe_rows(int M, int N, int K) {
+    float *A = malloc(sizeof(float) * (size_t)M * K), *B = malloc(sizeof(float) * (size_t)N * K);
+    float *C = malloc(sizeof(float) * (size_t)M * N), *D = malloc(sizeof(float) * (size_t)M * N);
+    if (!A || !B || !C || !D) ppa_die(70, "gemm: out of memory");
+    uint64_t x = 88172645463325252ULL;
+    for (size_t i = 0; i < (size_t)M * K; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, A[i] = (float)(x % 2001) / 1000.0f - 1.0f;
+    for (size_t i = 0; i < (size_t)N * K; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, B[i] = (float)(x % 2001) / 1000.0f - 1.0f;
+    gemm_rows(M, N, K, A, K, B, K, 0.0f, C, N);
+    int same = 1;
+    for (int m = 1; m < M - 37 && same; m = 2 * m + 5) {
+        gemm_rows(m, N, K, A + (size_t)37 * K, K, B, K, 0.0f, D, N);
+        same = !memcmp(D, C + (size_t)37 * N, sizeof(float) * (size_t)m * N);
+    }
+    free(A), free(B), free(C), free(D);
+    return same;
+}
+
+int gemm_rows_invariant(void) {
+    static int known = -1;
+    if (known < 0) known = probe_rows(700, 48, 40) && probe_rows(600, 160, 96) && probe_rows(300, 700, 64);
+    return known;
+}
+
 const char *gemm_backend(void) {
     gemm_init();
     return G.line;

@@ -61,6 +61,22 @@ void gemm_init(void);
 void gemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
           int ldb, float beta, float *C, int ldc);
 
+/* C[M,N] = A[M,K] B[N,K]^T + beta C, where row i of C is computed the same
+ * way whatever M is: OpenBLAS routes small products (few rows) through other
+ * kernels that sum in another order, so without this a token's activations
+ * would depend on how many tokens share the call, and a response's log-prob
+ * on the batch it was scored in (step-0 rewards must be exactly 0, pitfall 9).
+ * Small products (fewer than GEMM_ROWS_MIN rows, or small M N or M N K)
+ * run on a zero-padded copy. */
+#define GEMM_ROWS_MIN 64
+void gemm_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* 1 when the loaded kernels keep that promise (probed once on a few shapes):
+ * true of OpenBLAS's AVX-512 kernels (ppa's choice on AVX-512 CPUs) and of the
+ * built-in kernel; OpenBLAS's Haswell (AVX2) kernels sum a row's products in an
+ * order that depends on its position in the call, so log-probs then agree
+ * across batches only to rounding (~1e-9 relative). */
+int gemm_rows_invariant(void);
+
 /* One line for --verbose and bench output, e.g. "OpenBLAS 0.3.21 (OpenMP
  * build), SkylakeX kernels (chosen by ppa; the library's own pick on this
  * CPU: Haswell), 2 threads". Valid until the next gemm_set_threads(). */

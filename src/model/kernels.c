@@ -152,8 +152,6 @@ void rope_apply(float *x, const int *pos, const float *cs, int T, int NHx, int H
     }
 }
 
-static inline float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
-
 static inline void store16(float *p, F16 v) { memcpy(p, &v, sizeof v); }
 
 /* 16 lanes at a time (libmvec exp), the tail one by one */
@@ -164,7 +162,13 @@ void swiglu_forward(float *h, const float *g, const float *u, long N) {
         F16 gv = load16(g + 16 * j), sv = 1.0f / (1.0f + exp16(-gv));
         store16(h + 16 * j, gv * sv * load16(u + 16 * j));
     }
-    for (long i = 16 * nv; i < N; i++) h[i] = g[i] * sigmoidf_(g[i]) * u[i];
+    long r = N - 16 * nv; /* the tail through the same vector maths: a value never depends on its index */
+    if (r) {
+        float gt[16] = {0}, ut[16] = {0};
+        memcpy(gt, g + 16 * nv, sizeof(float) * (size_t)r), memcpy(ut, u + 16 * nv, sizeof(float) * (size_t)r);
+        F16 gv = load16(gt), sv = 1.0f / (1.0f + exp16(-gv)), hv = gv * sv * load16(ut);
+        memcpy(h + 16 * nv, &hv, sizeof(float) * (size_t)r);
+    }
 }
 
 void swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u, long N) {
@@ -175,10 +179,14 @@ void swiglu_backward(float *dg, float *du, const float *dh, const float *g, cons
         store16(du + 16 * j, d * (gv * sv));
         store16(dg + 16 * j, d * load16(u + 16 * j) * sv * (1.0f + gv * (1.0f - sv)));
     }
-    for (long i = 16 * nv; i < N; i++) {
-        float s = sigmoidf_(g[i]), silu = g[i] * s;
-        du[i] = dh[i] * silu;
-        dg[i] = dh[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+    long r = N - 16 * nv;
+    if (r) {
+        float gt[16] = {0}, ut[16] = {0}, dt[16] = {0};
+        memcpy(gt, g + 16 * nv, sizeof(float) * (size_t)r), memcpy(ut, u + 16 * nv, sizeof(float) * (size_t)r);
+        memcpy(dt, dh + 16 * nv, sizeof(float) * (size_t)r);
+        F16 gv = load16(gt), d = load16(dt), sv = 1.0f / (1.0f + exp16(-gv));
+        F16 duv = d * (gv * sv), dgv = d * load16(ut) * sv * (1.0f + gv * (1.0f - sv));
+        memcpy(du + 16 * nv, &duv, sizeof(float) * (size_t)r), memcpy(dg + 16 * nv, &dgv, sizeof(float) * (size_t)r);
     }
 }
 
@@ -349,7 +357,7 @@ void lmhead_forward(double *logp, float *lse, const float *x, const float *W, co
         int m = n - i0 < chunk ? n - i0 : chunk;
         float *logits = keep ? keep : work;
         gather_rows(xs, x, src, i0, m, H);
-        gemm(0, 1, m, V, H, 1.0f, xs, H, W, H, 0.0f, logits, V);
+        gemm_rows(m, V, H, xs, H, W, H, 0.0f, logits, V);
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < m; i++) {
             float *l = logits + (size_t)i * V;
@@ -384,7 +392,7 @@ void lmhead_backward(float *dx, float *dW, const double *g, const float *x, cons
         int m = n - i0 < chunk ? n - i0 : chunk;
         float *logits = keep ? keep : work;
         gather_rows(xs, x, src, i0, m, H);
-        if (!keep) gemm(0, 1, m, V, H, 1.0f, xs, H, W, H, 0.0f, logits, V); /* recomputed */
+        if (!keep) gemm_rows(m, V, H, xs, H, W, H, 0.0f, logits, V); /* recomputed, as in the forward */
         dlogits(logits, m, V, g + i0, lse + i0, tgt + i0, keep != NULL);
         gemm(0, 0, m, H, V, 1.0f, logits, V, W, H, 0.0f, dxs, H);
         gemm(1, 0, V, H, m, 1.0f, logits, V, xs, H, 1.0f, dW, H);

@@ -329,7 +329,7 @@ static void add_bias(float *y, const float *bias, int T, int N) {
 
 /* y[T, out] = x[T, in] W^T (+ bias); W: [out, in] */
 static void linear(float *y, const float *x, const float *W, const float *bias, int T, int in, int out) {
-    gemm(0, 1, T, out, in, 1.0f, x, in, W, in, 0.0f, y, out);
+    gemm_rows(T, out, in, x, in, W, in, 0.0f, y, out);
     add_bias(y, bias, T, out);
 }
 
@@ -357,7 +357,7 @@ static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     AttnShape s = attn_shape(m, b);
     attention_forward(att, lse, q, k, v, &s);
     memcpy(xmid, x, sizeof(float) * TH); /* residual, then += o_proj(att) */
-    gemm(0, 1, T, H, QD, 1.0f, att, QD, w.wo, QD, 1.0f, xmid, H);
+    gemm_rows(T, H, QD, att, QD, w.wo, QD, 1.0f, xmid, H);
     add_bias(xmid, w.bo, T, H);
     rmsnorm_forward(xn2, b->rstd2 + (size_t)l * T, xmid, w.mlp_norm, T, H, (float)c->rms_norm_eps);
     linear(gate, xn2, w.wg, w.bg, T, H, I);
@@ -365,7 +365,7 @@ static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     swiglu_forward(hbuf, gate, up, (long)T * I);
     float *xout = b->x + (l + 1) * TH;
     memcpy(xout, xmid, sizeof(float) * TH);
-    gemm(0, 1, T, H, I, 1.0f, hbuf, I, w.wd, I, 1.0f, xout, H);
+    gemm_rows(T, H, I, hbuf, I, w.wd, I, 1.0f, xout, H);
     add_bias(xout, w.bd, T, H);
 }
 

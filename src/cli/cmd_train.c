@@ -1,0 +1,273 @@
+/* cmd_train.c: `ppa train` (listwise preference alignment end to end) and
+ * `ppa score` (the reference cache alone). */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "cli/commands.h"
+#include "cli/prep.h"
+#include "core/common.h"
+#include "io/atomic.h"
+#include "model/gemm.h"
+#include "train/options.h"
+#include "train/trainer.h"
+
+static void set_threads(int n) {
+    if (n <= 0) return;
+    gemm_set_threads(n);
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+}
+
+static char *join(const char *a, const char *b) {
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = xmalloc(n);
+    snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+static int exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* OUT may be new or hold a reference cache; a model or checkpoints there need --resume */
+static void check_out(const char *out, int resuming) {
+    if (mkdir(out, 0755) && errno != EEXIST) ppa_die(2, "train: cannot create --out %s: %s", out, strerror(errno));
+    if (resuming) return;
+    DIR *d = opendir(out);
+    if (!d) ppa_die(2, "train: cannot open --out %s: %s", out, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (!strcmp(e->d_name, "config.json") || !strncmp(e->d_name, "checkpoint-", 11))
+            ppa_die(2, "train: %s already holds a model or checkpoints (%s): continue with --resume %s/checkpoint-STEP, "
+                       "or choose another --out", out, e->d_name, out);
+    closedir(d);
+}
+
+/* the options that must not change when a run is resumed, as one JSON object */
+static char *fingerprint(const TrainOptions *o, const Prepared *p) {
+    cJSON *j = cJSON_CreateObject();
+    char h[32];
+    snprintf(h, sizeof h, "%016llx", (unsigned long long)p->data_hash);
+    cJSON_AddStringToObject(j, "data_hash", h);
+    cJSON_AddStringToObject(j, "objective", ppa_objective_name(o->objective));
+    const PpaLossOptions *l = &o->loss;
+    double nums[] = {o->beta, l->tau, l->alpha, l->k, l->gain, l->discount, l->sinkhorn, l->sinkhorn_iters, l->sinkhorn_tol,
+                     l->ties, l->pairs, l->sigma, l->label_smoothing, l->gamma, l->normalize, o->list_size,
+                     o->reference_free, o->epochs, (double)o->max_steps, o->lr, o->batch_size, o->micro_batch,
+                     o->warmup_ratio, o->schedule, o->weight_decay, o->clip_grad, (double)o->seed, o->max_length,
+                     o->max_prompt_length};
+    const char *names[] = {"beta", "tau", "alpha", "k", "gain", "discount", "sinkhorn", "sinkhorn_iters", "sinkhorn_tol",
+                           "ties", "pairs", "sigma", "label_smoothing", "gamma", "normalize", "list_size",
+                           "reference_free", "epochs", "max_steps", "lr", "batch_size", "micro_batch", "warmup_ratio",
+                           "schedule", "weight_decay", "clip_grad", "seed", "max_length", "max_prompt_length"};
+    for (size_t i = 0; i < PPA_ARRAY_LEN(names); i++) cJSON_AddNumberToObject(j, names[i], nums[i]);
+    cJSON_AddStringToObject(j, "template", p->template_name);
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return s;
+}
+
+static void check_resume_options(const char *dir, const char *saved, const char *now) {
+    cJSON *a = cJSON_Parse(saved), *b = cJSON_Parse(now);
+    for (cJSON *x = b ? b->child : NULL; x; x = x->next) {
+        cJSON *y = cJSON_GetObjectItemCaseSensitive(a, x->string);
+        if (!y || !cJSON_Compare(x, y, 1)) {
+            char *vx = cJSON_PrintUnformatted(x), *vy = y ? cJSON_PrintUnformatted(y) : strdup("(absent)");
+            ppa_die(2, "train: --resume %s: the checkpoint was made with %s = %s, this run has %s; an exact resume "
+                       "needs the same options and data", dir, x->string, vy, vx);
+        }
+    }
+    cJSON_Delete(a), cJSON_Delete(b);
+}
+
+/* keeps the log lines of steps <= step (a resumed run rewrites what came after its checkpoint) */
+static FILE *open_log(const char *path, long step) {
+    if (step > 0) {
+        FILE *in = fopen(path, "rb");
+        char *kept = NULL;
+        size_t n = 0;
+        FILE *mem = open_memstream(&kept, &n);
+        char line[1 << 16];
+        while (in && fgets(line, sizeof line, in)) {
+            long s;
+            if (sscanf(line, "{\"step\": %ld", &s) == 1 && s <= step) fputs(line, mem);
+        }
+        if (in) fclose(in);
+        fclose(mem);
+        FILE *out = fopen(path, "wb");
+        if (!out || fwrite(kept, 1, n, out) != n || fclose(out)) ppa_die(1, "train: cannot rewrite the log %s", path);
+        free(kept);
+    }
+    FILE *f = fopen(path, step > 0 ? "ab" : "wb");
+    if (!f) ppa_die(2, "train: cannot write the log %s: %s", path, strerror(errno));
+    return f;
+}
+
+/* the final model's files moved from a finished folder into OUT, config.json last */
+static void publish(const char *from, const char *out) {
+    const char *last = "config.json";
+    DIR *d = opendir(from);
+    if (!d) ppa_die(1, "train: %s: %s", from, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, last)) continue;
+        char *a = join(from, e->d_name), *b = join(out, e->d_name);
+        if (rename(a, b)) ppa_die(1, "train: cannot move %s to %s: %s", a, b, strerror(errno));
+        free(a), free(b);
+    }
+    closedir(d);
+    char *a = join(from, last), *b = join(out, last), err[512];
+    if (rename(a, b) || rmdir(from)) ppa_die(1, "train: cannot finish %s: %s", out, strerror(errno));
+    if (fsync_parent(b, err, sizeof err)) ppa_die(1, "%s", err);
+    free(a), free(b);
+}
+
+static void plan_of(TrainPlan *pl, const TrainOptions *o, long lists) {
+    memset(pl, 0, sizeof *pl);
+    pl->score = (ScoreSpec){o->objective, o->loss, o->beta, o->reference_free};
+    long per_epoch = (lists + o->batch_size - 1) / o->batch_size;
+    pl->total_steps = o->max_steps > 0 ? o->max_steps : (long)o->epochs * per_epoch;
+    pl->warmup_steps = (long)(o->warmup_ratio * (double)pl->total_steps + 0.999999);
+    pl->batch_size = o->batch_size, pl->micro_batch = o->micro_batch;
+    pl->lr = o->lr, pl->weight_decay = o->weight_decay, pl->clip_grad = o->clip_grad, pl->schedule = o->schedule;
+    pl->save_every = o->save_every, pl->log_lambdas = o->log_lambdas, pl->out = o->out;
+    pl->progress = 1;
+}
+
+static PrepArgs prep_args(const TrainOptions *o, const Model *m) {
+    const ModelConfig *c = model_config(m);
+    return (PrepArgs){o->model, o->data, o->template_name, o->skip_invalid, o->max_length, o->max_prompt_length,
+                      c->vocab_size, c->n_eos ? c->eos_token_ids[0] : -1};
+}
+
+static int train_main(TrainOptions *o) {
+    char err[4096];
+    set_threads(o->threads);
+    check_out(o->out, o->resume != NULL);
+    Model *policy = model_load(o->resume ? o->resume : o->model, err, sizeof err);
+    if (!policy) ppa_die(2, "train: %s", err);
+    PrepArgs pa = prep_args(o, policy);
+    Prepared p;
+    prep_load(&p, &pa, "train");
+    RefCache ref = {0};
+    int need_ref = !o->reference_free && o->objective != PPA_SIMPO;
+    char *cache = o->ref_cache ? strdup(o->ref_cache) : join(o->out, "reference.cache");
+    if (need_ref) prep_reference(&ref, &p, &pa, o->ref ? o->ref : o->model, cache, o->verbose);
+    TrainPlan plan;
+    plan_of(&plan, o, p.data.n);
+    char *fp = fingerprint(o, &p);
+    plan.options_json = fp;
+    plan.tokenizer_dir = p.tok ? o->model : NULL;
+    AdamW opt;
+    adamw_init(&opt, model_n_params(policy));
+    TrainState st = {0};
+    st.seed = o->seed;
+    if (o->resume) {
+        if (state_load(o->resume, &opt, &st, err, sizeof err)) ppa_die(2, "train: %s", err);
+        check_resume_options(o->resume, st.options, fp);
+        if (strcmp(st.kernel, gemm_kernel()) || st.threads != gemm_threads())
+            fprintf(stderr, "ppa train: note: the checkpoint was written with %s kernels on %d threads, this run uses %s "
+                            "on %d: results may differ in the last bits\n", st.kernel, st.threads, gemm_kernel(), gemm_threads());
+    }
+    char *logp = o->log ? strdup(o->log) : join(o->out, "train_log.jsonl");
+    plan.log = open_log(logp, st.step);
+    TrainData *td = train_data_new(&p.data, o->list_size, o->seed);
+    fprintf(stderr, "ppa train: %d lists, %s, beta %g, list size %d; %ld steps of %ld lists (micro-batch %d), lr %g, "
+                    "warm-up %ld; %s\n", p.data.n, ppa_objective_name(o->objective), o->beta, o->list_size,
+            plan.total_steps, plan.batch_size, plan.micro_batch, o->lr, plan.warmup_steps, gemm_backend());
+    if (st.step) fprintf(stderr, "ppa train: resuming at step %ld (epoch %ld, list %ld)\n", st.step, st.epoch, st.cursor);
+    if (train_run(policy, td, need_ref ? &ref : NULL, &opt, &st, &plan, err, sizeof err)) ppa_die(2, "train: %s", err);
+    fclose(plan.log);
+    char *tmp = join(o->out, ".final.partial");
+    if (exists(tmp)) remove_tree(tmp);
+    if (model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err)) ppa_die(1, "%s", err);
+    publish(tmp, o->out);
+    fprintf(stderr, "ppa train: wrote %s (log %s)\n", o->out, logp);
+    free(tmp), free(logp), free(cache), free(fp);
+    train_data_free(td);
+    state_free(&st);
+    adamw_free(&opt);
+    refcache_free(&ref);
+    prep_free(&p);
+    model_free(policy);
+    return 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    TrainOptions o;
+    char err[4096];
+    TrainOptionsStatus s = train_options_parse(argc, argv, &o, err, sizeof err);
+    if (s == TRAIN_OPTIONS_HELP) return train_options_help(stdout), train_options_free(&o), 0;
+    if (s == TRAIN_OPTIONS_LIST_OBJECTIVES) {
+        for (int i = 0; i < PPA_N_OBJECTIVES; i++) puts(ppa_objective_name((PpaObjective)i));
+        return train_options_free(&o), 0;
+    }
+    if (s == TRAIN_OPTIONS_ERROR) {
+        train_options_free(&o);
+        ppa_die(2, "train: %s", err);
+    }
+    int rc = train_main(&o);
+    train_options_free(&o);
+    return rc;
+}
+
+/* ---- ppa score ---- */
+
+static const char SCORE_HELP[] =
+    "usage: ppa score --model REF --data FILE.jsonl --out CACHE [--template NAME] [--max-length N]\n"
+    "                 [--max-prompt-length N] [--skip-invalid] [--threads N]\n"
+    "\n"
+    "Computes the reference log-probs of every response once and writes them to CACHE, keyed by the\n"
+    "reference weights, the token ids, the data file, the template and the truncation settings;\n"
+    "`ppa train --ref-cache CACHE` (same data and settings) uses it and refuses one that does not match.\n";
+
+int cmd_score(int argc, char **argv) {
+    TrainOptions o;
+    train_options_default(&o);
+    const char *model = NULL, *data = NULL, *out = NULL, *tpl = NULL;
+    int threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help")) return fputs(SCORE_HELP, stdout), 0;
+        if (!v) ppa_die(2, "score: %s needs a value (see ppa score --help)", a);
+        if (!strcmp(a, "--model")) model = v;
+        else if (!strcmp(a, "--data")) data = v;
+        else if (!strcmp(a, "--out")) out = v;
+        else if (!strcmp(a, "--template")) tpl = v;
+        else if (!strcmp(a, "--max-length")) o.max_length = atoi(v);
+        else if (!strcmp(a, "--max-prompt-length")) o.max_prompt_length = atoi(v);
+        else if (!strcmp(a, "--threads")) threads = atoi(v);
+        else if (!strcmp(a, "--skip-invalid")) { o.skip_invalid = 1; continue; }
+        else ppa_die(2, "score: unknown option %s (see ppa score --help)", a);
+        i++;
+    }
+    if (!model || !data || !out) ppa_die(2, "score: --model, --data and --out are required");
+    set_threads(threads);
+    char err[4096];
+    Model *m = model_load(model, err, sizeof err);
+    if (!m) ppa_die(2, "score: %s", err);
+    const ModelConfig *c = model_config(m);
+    PrepArgs pa = {model, data, tpl, o.skip_invalid, o.max_length, o.max_prompt_length, c->vocab_size,
+                   c->n_eos ? c->eos_token_ids[0] : -1};
+    model_free(m);
+    Prepared p;
+    prep_load(&p, &pa, "score");
+    if (exists(out)) ppa_die(2, "score: %s exists; delete it first (a cache is never overwritten)", out);
+    RefCache rc;
+    prep_reference(&rc, &p, &pa, model, out, 1);
+    fprintf(stderr, "ppa score: wrote %s (%d rows, %d responses)\n", out, rc.n_rows, rc.offset[rc.n_rows]);
+    refcache_free(&rc);
+    prep_free(&p);
+    return 0;
+}

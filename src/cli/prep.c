@@ -1,0 +1,79 @@
+/* prep.c: data and reference cache loading shared by train, score and eval. */
+#include "cli/prep.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/common.h"
+#include "core/hash.h"
+#include "core/timer.h"
+
+void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
+    char err[4096];
+    memset(p, 0, sizeof *p);
+    p->tok = tokenizer_load(a->model_dir, err, sizeof err);
+    DataOptions o = {p->tok, TEMPLATE_NONE, a->eos_id, a->vocab_size, a->skip_invalid, 0};
+    if (a->template_name) {
+        if (template_parse(a->template_name, &o.tpl))
+            ppa_die(2, "%s: unknown template '%s' (chatml, llama3, mistral, zephyr, llama2, none)", who, a->template_name);
+    } else if (p->tok) {
+        char *chat = template_from_config(a->model_dir);
+        o.tpl = template_detect(p->tok, chat);
+        free(chat);
+    }
+    snprintf(p->template_name, sizeof p->template_name, "%s", template_name(o.tpl));
+    int ok;
+    p->data_hash = hash64_file(a->data, &ok);
+    if (!ok) ppa_die(2, "%s: cannot read %s", who, a->data);
+    if (data_read(&p->data, a->data, &o, err, sizeof err)) ppa_die(2, "%s", err);
+    if (p->data.skipped) fprintf(stderr, "ppa %s: skipped %ld invalid lines of %s (--skip-invalid)\n", who, p->data.skipped, a->data);
+    if (data_prepare(&p->data, a->max_length, a->max_prompt_length, &p->stats, err, sizeof err))
+        ppa_die(2, "%s: %s: %s", who, a->data, err);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "ppa %s: ", who);
+    prep_stats_print(stderr, &p->stats, prefix);
+}
+
+void prep_free(Prepared *p) {
+    data_free(&p->data);
+    tokenizer_free(p->tok);
+}
+
+RefKey prep_refkey(const Prepared *p, Model *ref, const PrepArgs *a) {
+    RefKey k = {refkey_weights(ref), refkey_tokens(p->data.rows, p->data.n), p->data_hash, "", a->max_length,
+                a->max_prompt_length};
+    snprintf(k.template_name, sizeof k.template_name, "%s", p->template_name);
+    return k;
+}
+
+static void progress(int done, int total, void *ctx) {
+    double *t0 = ctx;
+    if (isatty(2))
+        fprintf(stderr, "\rppa: reference log-probs: %d/%d rows (%.0f s)%s", done, total, timer_now() - *t0,
+                done == total ? "\n" : "");
+}
+
+void prep_reference(RefCache *c, const Prepared *p, const PrepArgs *a, const char *ref_dir, const char *path, int verbose) {
+    char err[4096], why[512];
+    Model *ref = model_load(ref_dir, err, sizeof err);
+    if (!ref) ppa_die(2, "reference: %s", err);
+    RefKey want = prep_refkey(p, ref, a);
+    struct stat sb;
+    if (path && stat(path, &sb) == 0) {
+        if (refcache_load(c, path, err, sizeof err)) ppa_die(2, "%s", err);
+        if (refcache_check(c, &want, p->data.rows, p->data.n, why, sizeof why))
+            ppa_die(2, "%s does not belong to this run: %s. Delete it, or give another --ref-cache", path, why);
+        if (verbose) fprintf(stderr, "ppa: reference log-probs from %s\n", path);
+        model_free(ref);
+        return;
+    }
+    double t0 = timer_now();
+    refcache_compute(c, ref, p->data.rows, p->data.n, 4096, progress, &t0);
+    c->key = want;
+    model_free(ref);
+    fprintf(stderr, "ppa: reference log-probs of %d rows computed in %.1f s\n", p->data.n, timer_now() - t0);
+    if (path && refcache_save(c, path, err, sizeof err)) ppa_die(1, "%s", err);
+}

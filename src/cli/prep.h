@@ -1,0 +1,37 @@
+/* prep.h: what train, score and eval share: a model folder's tokenizer and
+ * chat template, the data read and prepared (train/data.h), and the key of
+ * the reference cache for those rows. */
+#ifndef PPA_CLI_PREP_H
+#define PPA_CLI_PREP_H
+
+#include "data/rows.h"
+#include "model/llama.h"
+#include "train/data.h"
+#include "train/refcache.h"
+
+typedef struct {
+    const char *model_dir;   /* tokenizer and template come from here */
+    const char *data;
+    const char *template_name; /* NULL: detected */
+    int skip_invalid, max_length, max_prompt_length;
+    int vocab_size, eos_id;
+} PrepArgs;
+
+typedef struct {
+    DataSet data;
+    Tokenizer *tok; /* NULL: a folder without tokenizer files (pre-tokenized rows only) */
+    char template_name[32];
+    PrepStats stats;
+    uint64_t data_hash;
+} Prepared;
+
+/* Reads and prepares; dies with a message (exit 2) on bad input. */
+void prep_load(Prepared *p, const PrepArgs *a, const char *who);
+void prep_free(Prepared *p);
+/* The key of a reference cache for p's rows and reference model ref. */
+RefKey prep_refkey(const Prepared *p, Model *ref, const PrepArgs *a);
+/* Loads the cache at path if it exists and matches (else dies naming the
+ * reason), or computes it with the reference model at ref_dir and saves it. */
+void prep_reference(RefCache *c, const Prepared *p, const PrepArgs *a, const char *ref_dir, const char *path, int verbose);
+
+#endif

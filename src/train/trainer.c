@@ -1,0 +1,145 @@
+/* trainer.c: train_run (trainer.h). */
+#include "train/trainer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/common.h"
+#include "core/timer.h"
+#include "model/gemm.h"
+
+/* the step's lists, as sums for the log */
+typedef struct {
+    StepSums sums;
+    long lists, tokens;
+    double *lambdas; /* [responses of the step] when logging them */
+    int *lam_k;      /* [lists] responses per list */
+    long n_lam;
+} StepLog;
+
+static void print_num(FILE *f, const char *key, double v) {
+    if (isfinite(v)) fprintf(f, ", \"%s\": %.9g", key, v);
+    else fprintf(f, ", \"%s\": null", key);
+}
+
+static void log_line(FILE *f, long step, double epoch, const StepLog *s, double lr, double gnorm, double sec,
+                     double elapsed) {
+    const StepSums *u = &s->sums;
+    double n = (double)u->lists;
+    fprintf(f, "{\"step\": %ld, \"epoch\": %.6f", step, epoch);
+    print_num(f, "loss", u->loss / n);
+    print_num(f, "lr", lr);
+    print_num(f, "grad_norm", gnorm);
+    fprintf(f, ", \"lists\": %ld, \"tokens\": %ld", s->lists, s->tokens);
+    print_num(f, "reward", u->reward / n);
+    print_num(f, "margin", u->best_worst / n);
+    print_num(f, "accuracy", u->lists_with_pairs ? u->acc / (double)u->lists_with_pairs : NAN);
+    print_num(f, "ndcg", u->ndcg / n);
+    fputs(", \"objectives\": {", f);
+    for (int o = 0, first = 1; o < PPA_N_OBJECTIVES; o++) {
+        if (!u->other_ok[o]) continue;
+        fprintf(f, "%s\"%s\": %.9g", first ? "" : ", ", ppa_objective_name((PpaObjective)o), u->other[o] / u->other_ok[o]);
+        first = 0;
+    }
+    fputc('}', f);
+    if (s->lambdas) {
+        fputs(", \"lambdas\": [", f);
+        for (long l = 0, at = 0; l < s->lists; l++) {
+            fputs(l ? ", [" : "[", f);
+            for (int k = 0; k < s->lam_k[l]; k++) fprintf(f, k ? ", %.9g" : "%.9g", s->lambdas[at + k]);
+            fputc(']', f);
+            at += s->lam_k[l];
+        }
+        fputc(']', f);
+    }
+    /* timings last: they are the only fields that differ between identical runs */
+    fprintf(f, ", \"tokens_per_s\": %.1f, \"elapsed_s\": %.3f}\n", sec > 0 ? (double)s->tokens / sec : 0.0, elapsed);
+    fflush(f);
+}
+
+static void progress(long step, long total, const StepLog *s, double elapsed, double t_start_step, long first_step) {
+    static double last_print;
+    int tty = isatty(2);
+    double now = timer_now();
+    if (!tty && step != total && now - last_print < 30.0 && step != first_step + 1) return;
+    last_print = now;
+    double per = (now - t_start_step) / (double)(step - first_step), eta = per * (double)(total - step);
+    const StepSums *u = &s->sums;
+    fprintf(stderr, "%sstep %ld/%ld  loss %.4f  acc %.3f  ndcg %.3f  %.2f s/step  ETA %ldm%02lds%s", tty ? "\r" : "ppa train: ",
+            step, total, u->loss / (double)u->lists, u->lists_with_pairs ? u->acc / (double)u->lists_with_pairs : NAN,
+            u->ndcg / (double)u->lists, per, (long)eta / 60, (long)eta % 60, tty && step != total ? "   " : "\n");
+    (void)elapsed;
+    fflush(stderr);
+}
+
+/* one optimizer step: its lists in micro-batches, gradients accumulated */
+static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *st, const TrainPlan *p, StepLog *sl,
+                    char *err, size_t errlen) {
+    long per_epoch = train_data_lists(data), left = per_epoch - st->cursor;
+    long n = left < p->batch_size ? left : p->batch_size; /* an epoch's last step may be smaller */
+    double weight = 1.0 / (double)n;
+    model_zero_grads(m);
+    memset(sl, 0, sizeof *sl);
+    if (p->log_lambdas) sl->lam_k = xmalloc(sizeof(int) * (size_t)n);
+    for (long done = 0; done < n;) {
+        int mb = (int)(n - done < p->micro_batch ? n - done : p->micro_batch);
+        MicroLists ml;
+        train_data_take(data, st->epoch, st->cursor, mb, p->score.reference_free ? NULL : ref, &ml);
+        long resp = 0;
+        for (int r = 0; r < mb; r++) {
+            resp += ml.rows[r].n_resp;
+            sl->tokens += ml.rows[r].prompt_len;
+            for (int k = 0; k < ml.rows[r].n_resp; k++) sl->tokens += ml.rows[r].resp_len[k];
+            if (sl->lam_k) sl->lam_k[done + r] = ml.rows[r].n_resp;
+        }
+        double *lam = NULL;
+        if (p->log_lambdas) {
+            sl->lambdas = xrealloc(sl->lambdas, sizeof(double) * (size_t)(sl->n_lam + resp));
+            lam = sl->lambdas + sl->n_lam, sl->n_lam += resp;
+        }
+        if (micro_step(m, &ml, &p->score, weight, 1, &sl->sums, lam, err, errlen)) return -1;
+        done += mb, st->cursor += mb;
+    }
+    sl->lists = n;
+    if (st->cursor == per_epoch) st->epoch++, st->cursor = 0;
+    return 0;
+}
+
+int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, TrainState *st, const TrainPlan *p,
+              char *err, size_t errlen) {
+    size_t n_params = model_n_params(policy);
+    unsigned char *decay = model_decay_mask(policy);
+    AdamWConfig ac = {0.9, 0.999, 1e-8, p->weight_decay};
+    double t0 = timer_now();
+    long first = st->step;
+    int rc = 0;
+    opt->step = st->step;
+    while (st->step < p->total_steps && !rc) {
+        double ts = timer_now();
+        StepLog sl;
+        if (run_step(policy, data, ref, st, p, &sl, err, errlen)) {
+            rc = -1;
+        } else {
+            double gnorm = clip_grad_norm(model_grads(policy), n_params, p->clip_grad);
+            double lr = schedule_lr(p->schedule, p->lr, st->step, p->warmup_steps, p->total_steps);
+            adamw_step(opt, model_params(policy), model_grads(policy), decay, lr, &ac);
+            st->step++;
+            double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
+            if (p->log) log_line(p->log, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0);
+            if (p->progress) progress(st->step, p->total_steps, &sl, timer_now() - t0, t0, first);
+            if (p->save_every > 0 && st->step % p->save_every == 0 && st->step < p->total_steps) {
+                snprintf(st->kernel, sizeof st->kernel, "%s", gemm_kernel());
+                st->threads = gemm_threads();
+                free(st->options), st->options = p->options_json ? strdup(p->options_json) : NULL;
+                char path[4096];
+                if (state_save(p->out, policy, opt, st, p->tokenizer_dir, path, sizeof path, err, errlen)) rc = -1;
+                else if (p->progress) fprintf(stderr, "%sppa train: saved %s\n", isatty(2) ? "\n" : "", path);
+            }
+        }
+        free(sl.lambdas), free(sl.lam_k);
+    }
+    free(decay);
+    return rc;
+}

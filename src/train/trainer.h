@@ -1,0 +1,49 @@
+/* trainer.h: the optimisation loop of `ppa train`: optimizer steps of
+ * batch_size lists (micro-batches of micro_batch lists, gradients
+ * accumulated), clipping, AdamW with the warm-up + decay schedule, one JSON
+ * line of metrics per step, a progress line, and checkpoints every
+ * save_every steps. The loop is deterministic: the lists of a step are a
+ * function of (seed, epoch, cursor) and the reference log-probs come from
+ * the cache, so a run resumed from a checkpoint continues with the same bytes
+ * as one that never stopped (the same matrix-product kernel and threads
+ * assumed; ppa_state.json records them). */
+#ifndef PPA_TRAINER_H
+#define PPA_TRAINER_H
+
+#include <stdio.h>
+
+#include "model/llama.h"
+#include "optim/optim.h"
+#include "train/refcache.h"
+#include "train/state.h"
+#include "train/step.h"
+
+/* The source of lists: implemented over the prepared data set (train/data.h). */
+typedef struct TrainData TrainData;
+long train_data_lists(const TrainData *d); /* lists per epoch */
+/* The next n lists at (epoch, cursor) (n <= lists left in the epoch), with
+ * their labels and (ref != NULL) reference log-probs; valid until the next call. */
+void train_data_take(TrainData *d, long epoch, long cursor, int n, const RefCache *ref, MicroLists *out);
+
+typedef struct {
+    ScoreSpec score;
+    long total_steps, warmup_steps, batch_size; /* lists per step */
+    int micro_batch;
+    double lr, weight_decay, clip_grad;
+    Schedule schedule;
+    long save_every; /* 0: none */
+    int log_lambdas;
+    const char *out;          /* checkpoints go to OUT/checkpoint-STEP */
+    const char *tokenizer_dir; /* copied into checkpoints (may be NULL) */
+    const char *options_json;  /* stored in checkpoints, compared on resume */
+    FILE *log;                 /* JSON lines (may be NULL) */
+    int progress;              /* print progress to stderr */
+} TrainPlan;
+
+/* Runs from st (step, epoch, cursor; zeros for a fresh run) to total_steps.
+ * opt: AdamW over the policy's parameters (moments loaded when resuming).
+ * Returns 0, or -1 with err. */
+int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, TrainState *st, const TrainPlan *plan,
+              char *err, size_t errlen);
+
+#endif
