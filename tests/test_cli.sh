@@ -80,24 +80,8 @@ expect "bench --json prints every objective" test "$(grep -c '"objective"' "$tmp
 expect "ppa demo" "$ppa" demo > /dev/null
 
 # -- ppa init / ppa inspect on a tiny Llama and a small byte-level tokenizer.json
-{
-  printf '{"added_tokens": [{"id": 256, "content": "<s>", "special": true}, {"id": 257, "content": "</s>", "special": true}],'
-  printf ' "pre_tokenizer": {"type": "ByteLevel", "use_regex": true}, "decoder": {"type": "ByteLevel"},'
-  printf ' "model": {"type": "BPE", "merges": [], "vocab": {'
-  for b in $(seq 0 255); do
-    if { [ "$b" -ge 33 ] && [ "$b" -le 126 ]; } || { [ "$b" -ge 161 ] && [ "$b" -le 172 ]; } || [ "$b" -ge 174 ]; then cp=$b; else
-      k=0; for x in $(seq 0 $((b - 1))); do { [ "$x" -ge 33 ] && [ "$x" -le 126 ]; } || { [ "$x" -ge 161 ] && [ "$x" -le 172 ]; } || [ "$x" -ge 174 ] || k=$((k + 1)); done
-      cp=$((256 + k)); fi
-    [ "$b" -gt 0 ] && printf ', '
-    printf '"\\u%04x": %d' "$cp" "$b"
-  done
-  printf '}}}'
-} > "$tmp/tokenizer.json"
-cat > "$tmp/config.json" <<'J'
-{"model_type": "llama", "vocab_size": 260, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
- "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64, "rms_norm_eps": 1e-5,
- "tie_word_embeddings": true, "bos_token_id": 256, "eos_token_id": 257}
-J
+. "$(dirname "$0")/tiny_model.sh"
+tiny_model_files "$tmp"
 "$ppa" init --config "$tmp/config.json" --tokenizer "$tmp/tokenizer.json" --out "$tmp/m" --seed 3 > "$tmp/out" 2> "$tmp/err"
 expect "ppa init exits 0" test $? -eq 0
 expect "ppa init writes the folder" test -s "$tmp/m/model.safetensors" -a -s "$tmp/m/config.json" -a -s "$tmp/m/tokenizer.json" -a -s "$tmp/m/generation_config.json" -a -s "$tmp/m/tokenizer_config.json"

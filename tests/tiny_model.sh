@@ -1,0 +1,26 @@
+# tiny_model.sh: sourced by the CLI tests. tiny_model_files DIR writes a
+# byte-level tokenizer.json (ids 0..255 are the bytes, no merges; "<s>" 256
+# and "</s>" 257 special) and the config.json of a 2-layer Llama with GQA and
+# tied embeddings, the inputs of `ppa init`.
+tiny_model_files() {
+  local dir=$1
+  {
+    printf '{"added_tokens": [{"id": 256, "content": "<s>", "special": true}, {"id": 257, "content": "</s>", "special": true}],'
+    printf ' "pre_tokenizer": {"type": "ByteLevel", "use_regex": true}, "decoder": {"type": "ByteLevel"},'
+    printf ' "model": {"type": "BPE", "merges": [], "vocab": {'
+    local b k x cp
+    for b in $(seq 0 255); do
+      if { [ "$b" -ge 33 ] && [ "$b" -le 126 ]; } || { [ "$b" -ge 161 ] && [ "$b" -le 172 ]; } || [ "$b" -ge 174 ]; then cp=$b; else
+        k=0; for x in $(seq 0 $((b - 1))); do { [ "$x" -ge 33 ] && [ "$x" -le 126 ]; } || { [ "$x" -ge 161 ] && [ "$x" -le 172 ]; } || [ "$x" -ge 174 ] || k=$((k + 1)); done
+        cp=$((256 + k)); fi
+      [ "$b" -gt 0 ] && printf ', '
+      printf '"\\u%04x": %d' "$cp" "$b"
+    done
+    printf '}}}'
+  } > "$dir/tokenizer.json"
+  cat > "$dir/config.json" <<'J'
+{"model_type": "llama", "vocab_size": 260, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+ "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64, "rms_norm_eps": 1e-5,
+ "tie_word_embeddings": true, "bos_token_id": 256, "eos_token_id": 257}
+J
+}
