@@ -128,6 +128,55 @@ static void test_errors(Tokenizer *tok) {
     data_free(&ds);
 }
 
+/* Exactly one BOS (at position 0, for families that use one) and exactly one
+ * end-of-turn token per scored response, at its end (pitfalls 6-8), with the
+ * real tokenizer.json files of make fixtures and each template they serve. */
+static void test_real_bos_eot(const char *name, const char *tpl_name, const char *eot, int eos_for_none) {
+    char path[128], err[512];
+    snprintf(path, sizeof path, "cache/tokenizers/%s/tokenizer.json", name);
+    Tokenizer *tok = access(path, R_OK) ? NULL : tokenizer_load(path, err, sizeof err);
+    if (!tok) {
+        printf("SKIP one BOS / one end-of-turn with %s: no %s (run make fixtures)\n", name, path);
+        return;
+    }
+    TemplateKind tpl;
+    template_parse(tpl_name, &tpl);
+    int bos = tokenizer_bos_id(tok), end = eot ? tokenizer_token_id(tok, eot) : eos_for_none;
+    DataOptions o = {tok, tpl, eos_for_none, 1 << 20, 0, 0};
+    DataSet ds;
+    int rc = read_text("{\"prompt\": \"Hello there\", \"system\": \"Be brief.\", \"responses\": [\"Hi!\", \" two words \", \"\\n\"], "
+                       "\"scores\": [1, 0, 2]}\n"
+                       "{\"messages\": [{\"role\": \"user\", \"content\": \"Q1\"}, {\"role\": \"assistant\", \"content\": \"A1\"}, "
+                       "{\"role\": \"user\", \"content\": \"Q2\"}], \"responses\": [\"A2\", \"B2\"], \"scores\": [1, 0]}\n",
+                       &o, &ds, err, sizeof err);
+    CHECK(rc == 0, "%s/%s: rows read: %s", name, tpl_name, rc ? err : "");
+    if (rc) return tokenizer_free(tok);
+    int bad_bos = 0, bad_eot = 0;
+    for (int r = 0; r < ds.n; r++) {
+        const DataRow *d = &ds.rows[r];
+        int nb = 0;
+        for (int i = 0; i < d->prompt_len; i++) nb += d->prompt[i] == bos;
+        /* llama2 wraps every earlier exchange in <s> ... </s>: one BOS per user turn there */
+        int want = tpl == TEMPLATE_LLAMA2 ? (r == 0 ? 1 : 2) : 1;
+        if (bos >= 0 && (nb != want || d->prompt[0] != bos || d->prompt[1] == bos)) bad_bos++;
+        for (int k = 0; k < d->n_resp; k++) {
+            int ne = 0, nbr = 0;
+            for (int i = 0; i < d->resp_len[k]; i++) ne += d->resp[k][i] == end, nbr += bos >= 0 && d->resp[k][i] == bos;
+            if (ne != 1 || d->resp[k][d->resp_len[k] - 1] != end) bad_eot++;
+            if (nbr) bad_bos++;
+        }
+    }
+    CHECK(end >= 0 && bad_bos == 0, "%s/%s: exactly one BOS (id %d), at position 0 of every prompt, none in responses (%d bad)",
+          name, tpl_name, bos, bad_bos);
+    CHECK(bad_eot == 0, "%s/%s: every response ends with exactly one end-of-turn token (id %d; %d bad)", name, tpl_name, end,
+          bad_eot);
+    if (tpl == TEMPLATE_CHATML) /* Qwen joins "assistant\n" and the answer "\n" into one token */
+        CHECK(ds.boundary_fixes == 3, "%s/%s: a merge at the boundary moves the row's prompt end (%ld responses)", name,
+              tpl_name, ds.boundary_fixes);
+    data_free(&ds);
+    tokenizer_free(tok);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ppa_rows_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
@@ -143,6 +192,14 @@ int main(void) {
         test_errors(tok);
     }
     tokenizer_free(tok);
+    test_real_bos_eot("llama3_1", "llama3", "<|eot_id|>", -1);
+    test_real_bos_eot("llama3_1", "none", NULL, 128001);
+    test_real_bos_eot("mistral", "mistral", "</s>", -1);
+    test_real_bos_eot("mistral", "zephyr", "</s>", -1);
+    test_real_bos_eot("mistral", "llama2", "</s>", -1);
+    test_real_bos_eot("mistral", "none", NULL, 2);
+    test_real_bos_eot("qwen3", "chatml", "<|im_end|>", -1);
+    test_real_bos_eot("qwen3", "none", NULL, 151643);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);

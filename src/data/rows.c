@@ -106,49 +106,66 @@ static int encode(const DataOptions *o, const char *text, int **ids, char *err, 
     return n < 0 ? -1 : (int)n;
 }
 
-/* prompt + response tokenized once; the prompt ends where ids(prompt) stops
- * being a prefix (formats.md d rule 3). Sets the row's prompt on the first
- * response; later responses must agree. */
-static int tokenize_response(DataRow *r, int k, const DataOptions *o, const char *prompt_text, const char *answer,
-                             long *boundary_fixes, char *err, size_t errlen) {
+/* Each prompt + response is tokenized once (formats.md d rule 3). The row's
+ * prompt is the longest prefix that ids(prompt) shares with every joint
+ * tokenization; a response whose first token merged with the prompt's end
+ * (Qwen's "\n" + "\n", SentencePiece spaces) moves the boundary back for
+ * the whole row, so its scored span starts at the first differing token. */
+typedef struct {
+    int *ids, n, cut; /* joint ids, their count, the prefix shared with ids(prompt) */
+} Joint;
+
+static int joint_encode(Joint *j, const DataOptions *o, const char *prompt_text, const char *answer, const int *pids,
+                        int np, char *err, size_t errlen) {
     char *resp = template_response(o->tpl, answer);
     size_t lp = strlen(prompt_text), lr = strlen(resp);
     char *full = xmalloc(lp + lr + 1);
     memcpy(full, prompt_text, lp);
     memcpy(full + lp, resp, lr + 1);
-    int *pids = NULL, *fids = NULL, rc = -1;
-    int np = encode(o, prompt_text, &pids, err, errlen), nf = np < 0 ? -1 : encode(o, full, &fids, err, errlen);
-    if (nf < 0) goto done;
-    int cut = 0;
-    while (cut < np && cut < nf && pids[cut] == fids[cut]) cut++;
-    if (cut < np) {
-        if (o->strict) {
-            snprintf(err, errlen, "response %d: its first token merges with the end of the prompt (token %d)", k, cut);
+    j->n = encode(o, full, &j->ids, err, errlen);
+    free(resp), free(full);
+    if (j->n < 0) return -1;
+    for (j->cut = 0; j->cut < np && j->cut < j->n && pids[j->cut] == j->ids[j->cut];) j->cut++;
+    return 0;
+}
+
+static int tokenize_row(DataRow *r, const DataOptions *o, const char *prompt_text, const char *const *answers,
+                        long *boundary_fixes, char *err, size_t errlen) {
+    int *pids = NULL, np = encode(o, prompt_text, &pids, err, errlen), n = r->n_resp, rc = -1, cut = np;
+    Joint *j = xcalloc((size_t)n, sizeof *j);
+    if (np < 0) goto done;
+    for (int k = 0; k < n; k++) {
+        if (joint_encode(&j[k], o, prompt_text, answers[k], pids, np, err, errlen)) goto done;
+        if (j[k].cut < np && o->strict) {
+            snprintf(err, errlen, "response %d: its first token merges with the end of the prompt (token %d)", k, j[k].cut);
             goto done;
         }
-        (*boundary_fixes)++;
+        cut = j[k].cut < cut ? j[k].cut : cut;
+    }
+    if (cut < 1) {
+        snprintf(err, errlen, "the prompt has no tokens");
+        goto done;
     }
     int extra = o->tpl == TEMPLATE_NONE && o->eos_id >= 0; /* the tokenizer's EOS, once */
-    int n = nf - cut + extra;
-    if (n < 1 || cut < 1) {
-        snprintf(err, errlen, "response %d: %s", k, cut < 1 ? "the prompt has no tokens" : "no response tokens to score");
-        goto done;
+    for (int k = 0; k < n; k++) {
+        int len = j[k].n - cut + extra;
+        if (len < 1) {
+            snprintf(err, errlen, "response %d: no response tokens to score", k);
+            goto done;
+        }
+        *boundary_fixes += cut < np;
+        r->resp_len[k] = len;
+        r->resp[k] = xmalloc(sizeof(int) * (size_t)len);
+        memcpy(r->resp[k], j[k].ids + cut, sizeof(int) * (size_t)(j[k].n - cut));
+        if (extra) r->resp[k][len - 1] = o->eos_id;
     }
-    if (k == 0) {
-        r->prompt_len = cut;
-        r->prompt = xmalloc(sizeof(int) * (size_t)cut);
-        memcpy(r->prompt, fids, sizeof(int) * (size_t)cut);
-    } else if (cut != r->prompt_len || memcmp(r->prompt, fids, sizeof(int) * (size_t)cut)) {
-        snprintf(err, errlen, "response %d: the prompt tokenizes differently than for response 0", k);
-        goto done;
-    }
-    r->resp_len[k] = n;
-    r->resp[k] = xmalloc(sizeof(int) * (size_t)n);
-    memcpy(r->resp[k], fids + cut, sizeof(int) * (size_t)(nf - cut));
-    if (extra) r->resp[k][n - 1] = o->eos_id;
+    r->prompt_len = cut;
+    r->prompt = xmalloc(sizeof(int) * (size_t)cut);
+    memcpy(r->prompt, pids, sizeof(int) * (size_t)cut);
     rc = 0;
 done:
-    free(resp), free(full), free(pids), free(fids);
+    for (int k = 0; k < n; k++) free(j[k].ids);
+    free(j), free(pids);
     return rc;
 }
 
@@ -284,8 +301,7 @@ static int read_text(const cJSON *j, DataRow *r, const DataOptions *o, long *fix
     if (template_check(conv.m, conv.n, 1, err, errlen)) goto done;
     char *prompt_text = template_render(opt.tpl, conv.m, conv.n, 1);
     alloc_responses(r, n);
-    rc = 0;
-    for (int k = 0; k < n && !rc; k++) rc = tokenize_response(r, k, &opt, prompt_text, answers[k], fixes, err, errlen);
+    rc = tokenize_row(r, &opt, prompt_text, answers, fixes, err, errlen);
     free(prompt_text);
     if (!rc) rc = read_scores(j, r, oscores, err, errlen);
     if (!rc && pair && isnan(r->scores[0]) && isnan(r->scores[1])) r->scores[0] = 1.0, r->scores[1] = 0.0; /* chosen > rejected */

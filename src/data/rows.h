@@ -27,7 +27,9 @@ typedef struct {
     DataRow *rows;
     int n;
     long skipped;        /* lines refused with skip_invalid */
-    long boundary_fixes; /* responses whose first token merged with the prompt's end (formats.md d rule 3) */
+    long boundary_fixes; /* responses of rows whose prompt ends early: one response's first token merged with the
+                          * prompt's end, so the row's scored spans start where the tokenizations differ
+                          * (formats.md d rule 3) */
 } DataSet;
 
 typedef struct {
