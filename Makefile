@@ -67,6 +67,7 @@ bench: all
 	bash bench/run_step.sh ./ppa
 
 goldens: all
+	$(PYTHON) tests/ref/optim_ref.py --out tests/fixtures/optim_golden.json
 	$(PYTHON) tests/ref/objectives_ref.py --out tests/fixtures/objectives_golden.jsonl
 	bash tests/ref/make_engine_goldens.sh
 

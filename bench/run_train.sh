@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `ppa train` against the engine alone (`ppa bench step`, shared-prompt mode) on the same shapes: what data
+# handling, the loss, the log and the optimizer cost on top of forward + backward (issue target: train keeps
+# >= 90% of the engine's throughput), and the peak memory of a training step with the reference cached.
+#
+# Pre-tokenized lists of K responses of R tokens to a prompt of P tokens (random ids, random labels), a model
+# folder with random weights from a bench config; the reference cache is computed first by `ppa score` (not
+# timed). Throughput = lists per second, from ppa train's own log (elapsed_s between its first and last step,
+# so the first step's warm-up is left out) and from bench step's median step.
+#
+# Usage: bench/run_train.sh [PPA_BINARY]
+#   env CONFIGS="llama_50m qwen2_0_5b", K=8, P=256, R=256, THREADS=2,
+#       STEPS_llama_50m=4 ACCUM_llama_50m=2 STEPS_qwen2_0_5b=2 ACCUM_qwen2_0_5b=1 (optimizer steps of ACCUM lists),
+#       OUT=<file for the JSON lines>
+set -euo pipefail
+ppa=$(realpath "${1:-./ppa}")
+configs=${CONFIGS:-llama_50m qwen2_0_5b}
+k=${K:-8} p=${P:-256} r=${R:-256} threads=${THREADS:-2}
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "train benchmark: ppa train vs ppa bench step (shared prompt), K=$k P=$p R=$r, $threads threads," \
+  "$(date -u +%Y-%m-%d), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
+for cfg in $configs; do
+  sv=STEPS_$cfg av=ACCUM_$cfg
+  steps=${!sv:-$([ "$cfg" = qwen2_0_5b ] && echo 2 || echo 4)}
+  accum=${!av:-$([ "$cfg" = qwen2_0_5b ] && echo 1 || echo 2)}
+  lists=$((steps * accum))
+  vocab=$(sed -nE 's/.*"vocab_size": *([0-9]+).*/\1/p' "bench/configs/$cfg.json")
+  echo "  $cfg: model folder, $lists lists ..." >&2
+  "$ppa" init --config "bench/configs/$cfg.json" --out "$tmp/$cfg" --seed 1 > /dev/null
+  awk -v n="$lists" -v k="$k" -v p="$p" -v r="$r" -v V="$vocab" 'BEGIN { srand(5)
+    for (i = 0; i < n; i++) {
+      printf "{\"prompt_ids\": ["; for (t = 0; t < p; t++) printf "%s%d", t ? ", " : "", 3 + int(rand() * (V - 3))
+      printf "], \"response_ids\": ["
+      for (j = 0; j < k; j++) { printf "%s[", j ? ", " : ""; for (t = 0; t < r; t++) printf "%s%d", t ? ", " : "", 3 + int(rand() * (V - 3)); printf "]" }
+      printf "], \"scores\": ["; for (j = 0; j < k; j++) printf "%s%.6f", j ? ", " : "", rand(); printf "]}\n" } }' > "$tmp/$cfg.jsonl"
+  echo "  $cfg: ppa bench step ..." >&2
+  "$ppa" bench step --config "bench/configs/$cfg.json" --k "$k" --prompt-len "$p" --response-len "$r" --mode shared \
+    --steps 3 --threads "$threads" --json | grep '^{' > "$tmp/step.json"
+  echo "  $cfg: ppa score (reference cache, not timed) ..." >&2
+  "$ppa" score --model "$tmp/$cfg" --data "$tmp/$cfg.jsonl" --out "$tmp/$cfg.cache" --threads "$threads" 2> /dev/null
+  echo "  $cfg: ppa train, $steps steps of $accum lists ..." >&2
+  /usr/bin/time -f '%M' -o "$tmp/rss" "$ppa" train --model "$tmp/$cfg" --data "$tmp/$cfg.jsonl" --out "$tmp/$cfg.out" \
+    --ref-cache "$tmp/$cfg.cache" --objective ppa --list-size "$k" --batch-size "$accum" --micro-batch 1 \
+    --max-steps "$steps" --lr 1e-6 --threads "$threads" 2> "$tmp/train.err" || { cat "$tmp/train.err" >&2; exit 1; }
+  /usr/bin/python3 - "$cfg" "$tmp/step.json" "$tmp/$cfg.out/train_log.jsonl" "$tmp/rss" "$accum" "$k" "$p" "$r" \
+    >> "$tmp/all.jsonl" <<'PY'
+import json, sys
+cfg, step_f, log_f, rss_f, accum, k, p, r = sys.argv[1:]
+step = json.loads(open(step_f).read().splitlines()[0])
+log = [json.loads(l) for l in open(log_f)]
+# steps 2.. (the first carries the warm-up): lists and time between the end of step 1 and the end of the last
+lists = sum(x["lists"] for x in log[1:])
+sec = log[-1]["elapsed_s"] - log[0]["elapsed_s"]
+train_ms = 1000 * sec / lists
+print(json.dumps({"config": cfg, "k": int(k), "prompt_len": int(p), "response_len": int(r), "lists_per_step": int(accum),
+                  "bench_step_ms": step["ms"], "train_ms_per_list": train_ms, "train_vs_engine": step["ms"] / train_ms,
+                  "train_peak_rss_mb": int(open(rss_f).read().split()[-1]) / 1024,
+                  "bench_step_peak_rss_mb": step["peak_rss_mb"]}))
+PY
+  rm -rf "$tmp/$cfg" "$tmp/$cfg.out" "$tmp/$cfg.cache"
+done
+[ -n "${OUT:-}" ] && cp "$tmp/all.jsonl" "$OUT"
+/usr/bin/python3 - "$tmp/all.jsonl" <<'PY'
+import json, sys
+print(f"{'config':<12}{'K':>3}{'P':>5}{'R':>5}{'lists/step':>11}{'engine ms/list':>16}{'train ms/list':>15}"
+      f"{'train/engine':>13}{'train peak MB':>15}")
+for l in open(sys.argv[1]):
+    x = json.loads(l)
+    print(f"{x['config']:<12}{x['k']:>3}{x['prompt_len']:>5}{x['response_len']:>5}{x['lists_per_step']:>11}"
+          f"{x['bench_step_ms']:>16.1f}{x['train_ms_per_list']:>15.1f}{100 * x['train_vs_engine']:>12.1f}%"
+          f"{x['train_peak_rss_mb']:>15.0f}")
+print("train/engine: the engine's forward + backward time per list over ppa train's time per list (data, loss,"
+      " log, clipping and AdamW included); >= 90% is the target.")
+PY
