@@ -101,6 +101,16 @@ expect "the aligned model ranks the training lists above chance ($acc)" awk -v a
 expect "policy = reference: s = 0, no pair ranked, no flips" grep -q '"ranking_accuracy": 0, .*"rank_flips_gained": 0, "rank_flips_lost": 0' "$tmp/eval0"
 expect "eval counts the rows left after filtering (21 of 24)" grep -q "\"lists\": 21," "$tmp/eval0"
 
+# -- held-out evaluation during training: every N steps and at the end, the numbers of ppa eval
+head -18 "$tmp/lists.jsonl" > "$tmp/train18.jsonl"; tail -6 "$tmp/lists.jsonl" > "$tmp/held.jsonl"
+"$ppa" train "${common[@]}" --data "$tmp/train18.jsonl" --eval-data "$tmp/held.jsonl" --eval-every 4 --out "$tmp/ev" > /dev/null 2> "$tmp/err"
+expect "--eval-data trains ($(tail -1 "$tmp/err"))" test $? -eq 0
+expect "held-out lines at steps 4 and 6 (the end)" test "$(grep -c '"eval": {' "$tmp/ev/train_log.jsonl")" -eq 2 -a "$(grep -c '^{"step": [46], "eval"' "$tmp/ev/train_log.jsonl")" -eq 2
+expect "a held-out summary on stderr" grep -q "held-out at step 6: ranking accuracy" "$tmp/err"
+"$ppa" eval --model "$tmp/ev" --ref "$tmp/m" --data "$tmp/held.jsonl" --template none --beta 0.5 > "$tmp/eval_ev" 2> /dev/null
+expect "the last held-out line equals ppa eval on the final model" \
+  test "$(tail -1 "$tmp/ev/train_log.jsonl" | sed -E 's/^\{"step": 6, "eval": (.*)\}$/\1/')" = "$(cat "$tmp/eval_ev")"
+
 # -- data problems: named, counted, refused
 { head -2 "$tmp/lists.jsonl"; echo '{"prompt": "x", "responses": ["a", "b"], "scores": [1]}'; tail -3 "$tmp/lists.jsonl"; } > "$tmp/bad.jsonl"
 "$ppa" train "${common[@]}" --data "$tmp/bad.jsonl" --out "$tmp/e" > /dev/null 2> "$tmp/err"

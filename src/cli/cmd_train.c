@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "core/common.h"
 #include "io/atomic.h"
 #include "model/gemm.h"
+#include "train/metrics.h"
 #include "train/options.h"
 #include "train/trainer.h"
 
@@ -145,6 +147,35 @@ static void plan_of(TrainPlan *pl, const TrainOptions *o, long lists) {
     pl->progress = 1;
 }
 
+/* held-out lists: rows, their reference log-probs, and how to score them */
+typedef struct {
+    Prepared p;
+    RefCache ref;
+    double beta;
+    PpaLossOptions lo;
+} EvalSet;
+
+/* one JSON line {"step": S, "eval": {...}} in the log, and a summary on stderr */
+static void eval_hook(Model *policy, long step, FILE *log, void *ctx) {
+    EvalSet *e = ctx;
+    RefCache pol;
+    refcache_compute(&pol, policy, e->p.data.rows, e->p.data.n, 4096, NULL, NULL);
+    EvalSums sums = {0};
+    for (int r = 0; r < e->p.data.n; r++)
+        eval_add_list(&sums, &e->lo, e->beta, e->p.data.rows[r].n_resp, pol.logp + pol.offset[r],
+                      e->ref.logp + e->ref.offset[r], e->p.data.rows[r].scores);
+    refcache_free(&pol);
+    if (log) {
+        fprintf(log, "{\"step\": %ld, \"eval\": ", step);
+        eval_print_json(log, &sums);
+        fputs("}\n", log);
+        fflush(log);
+    }
+    fprintf(stderr, "ppa train: held-out at step %ld: ranking accuracy %.4f, ndcg %.4f, rank flips +%ld -%ld (%ld lists)\n",
+            step, sums.lists_with_pairs ? sums.acc / (double)sums.lists_with_pairs : NAN,
+            sums.lists ? sums.ndcg / (double)sums.lists : NAN, sums.gained, sums.lost, sums.lists);
+}
+
 static PrepArgs prep_args(const TrainOptions *o, const Model *m) {
     const ModelConfig *c = model_config(m);
     return (PrepArgs){o->model, o->data, o->template_name, o->skip_invalid, o->max_length, o->max_prompt_length,
@@ -166,6 +197,17 @@ static int train_main(TrainOptions *o) {
     if (need_ref) prep_reference(&ref, &p, &pa, o->ref ? o->ref : o->model, cache, o->verbose);
     TrainPlan plan;
     plan_of(&plan, o, p.data.n);
+    EvalSet ev = {0};
+    if (o->eval_data) { /* the reference of held-out lists is needed for rank flips even without a training reference */
+        PrepArgs ea = pa;
+        ea.data = o->eval_data;
+        prep_load(&ev.p, &ea, "train (eval data)");
+        char *ecache = join(o->out, "reference.eval.cache");
+        prep_reference(&ev.ref, &ev.p, &ea, o->ref ? o->ref : o->model, ecache, o->verbose);
+        free(ecache);
+        ev.beta = o->beta, ev.lo = o->loss;
+        plan.eval = eval_hook, plan.eval_ctx = &ev, plan.eval_every = o->eval_every;
+    }
     char *fp = fingerprint(o, &p);
     plan.options_json = fp;
     plan.tokenizer_dir = p.tok ? o->model : NULL;
@@ -196,6 +238,7 @@ static int train_main(TrainOptions *o) {
     fprintf(stderr, "ppa train: wrote %s (log %s)\n", o->out, logp);
     free(tmp), free(logp), free(cache), free(fp);
     train_data_free(td);
+    if (o->eval_data) refcache_free(&ev.ref), prep_free(&ev.p);
     state_free(&st);
     adamw_free(&opt);
     refcache_free(&ref);

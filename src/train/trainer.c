@@ -129,6 +129,10 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
             if (p->log) log_line(p->log, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0);
             if (p->progress) progress(st->step, p->total_steps, &sl, timer_now() - t0, t0, first);
+            if (p->eval && ((p->eval_every > 0 && st->step % p->eval_every == 0) || st->step == p->total_steps)) {
+                if (p->progress && isatty(2)) fputc('\n', stderr);
+                p->eval(policy, st->step, p->log, p->eval_ctx);
+            }
             if (p->save_every > 0 && st->step % p->save_every == 0 && st->step < p->total_steps) {
                 snprintf(st->kernel, sizeof st->kernel, "%s", gemm_kernel());
                 st->threads = gemm_threads();

@@ -38,6 +38,11 @@ typedef struct {
     const char *options_json;  /* stored in checkpoints, compared on resume */
     FILE *log;                 /* JSON lines (may be NULL) */
     int progress;              /* print progress to stderr */
+    /* held-out evaluation (eval may be NULL): after every eval_every steps
+     * (0: none on the way) and after the last step; it may log to plan->log */
+    void (*eval)(Model *policy, long step, FILE *log, void *ctx);
+    void *eval_ctx;
+    long eval_every;
 } TrainPlan;
 
 /* Runs from st (step, epoch, cursor; zeros for a fresh run) to total_steps.
