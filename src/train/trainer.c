@@ -59,18 +59,22 @@ static void log_line(FILE *f, long step, double epoch, const StepLog *s, double 
     fflush(f);
 }
 
-static void progress(long step, long total, const StepLog *s, double elapsed, double t_start_step, long first_step) {
+/* a line per step on a terminal (rewritten in place), else the first, one
+ * every 30 s and the last */
+static void progress(long step, long total, const StepLog *s, double step_sec, double t_start, long first_step) {
     static double last_print;
     int tty = isatty(2);
     double now = timer_now();
     if (!tty && step != total && now - last_print < 30.0 && step != first_step + 1) return;
     last_print = now;
-    double per = (now - t_start_step) / (double)(step - first_step), eta = per * (double)(total - step);
+    double per = (now - t_start) / (double)(step - first_step);
+    long eta = (long)(per * (double)(total - step));
     const StepSums *u = &s->sums;
-    fprintf(stderr, "%sstep %ld/%ld  loss %.4f  acc %.3f  ndcg %.3f  %.2f s/step  ETA %ldm%02lds%s", tty ? "\r" : "ppa train: ",
-            step, total, u->loss / (double)u->lists, u->lists_with_pairs ? u->acc / (double)u->lists_with_pairs : NAN,
-            u->ndcg / (double)u->lists, per, (long)eta / 60, (long)eta % 60, tty && step != total ? "   " : "\n");
-    (void)elapsed;
+    fprintf(stderr, "%sstep %ld/%ld  loss %.4f  acc %.3f  ndcg %.3f  %.2f s/step  %.0f tok/s  ETA %ld:%02ld:%02ld%s",
+            tty ? "\r" : "ppa train: ", step, total, u->loss / (double)u->lists,
+            u->lists_with_pairs ? u->acc / (double)u->lists_with_pairs : NAN, u->ndcg / (double)u->lists, per,
+            step_sec > 0 ? (double)s->tokens / step_sec : 0.0, eta / 3600, eta / 60 % 60, eta % 60,
+            tty && step != total ? "   " : "\n");
     fflush(stderr);
 }
 
@@ -128,7 +132,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             st->step++;
             double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
             if (p->log) log_line(p->log, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0);
-            if (p->progress) progress(st->step, p->total_steps, &sl, timer_now() - t0, t0, first);
+            if (p->progress) progress(st->step, p->total_steps, &sl, timer_now() - ts, t0, first);
             if (p->eval && ((p->eval_every > 0 && st->step % p->eval_every == 0) || st->step == p->total_steps)) {
                 if (p->progress && isatty(2)) fputc('\n', stderr);
                 p->eval(policy, st->step, p->log, p->eval_ctx);
