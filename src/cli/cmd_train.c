@@ -182,10 +182,19 @@ static PrepArgs prep_args(const TrainOptions *o, const Model *m) {
                       c->vocab_size, c->n_eos ? c->eos_token_ids[0] : -1};
 }
 
+static int write_options(FILE *f, const void *ctx) {
+    train_options_print_json(ctx, f);
+    return ferror(f) ? -1 : 0;
+}
+
 static int train_main(TrainOptions *o) {
     char err[4096];
     set_threads(o->threads);
     check_out(o->out, o->resume != NULL);
+    char *opath = join(o->out, "train_options.json"); /* the resolved options, and where each came from */
+    if (atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "train: %s", err);
+    free(opath);
+    if (o->verbose) train_options_print_json(o, stderr);
     Model *policy = model_load(o->resume ? o->resume : o->model, err, sizeof err);
     if (!policy) ppa_die(2, "train: %s", err);
     PrepArgs pa = prep_args(o, policy);
