@@ -217,19 +217,6 @@ static void test_keep_softmax(Model *m, const char *name) {
 
 /* ---- PyTorch float64 goldens (tests/ref/make_engine_goldens.sh) ---- */
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-    s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 typedef struct {
     int n;
     Row rows[8];
@@ -283,7 +270,7 @@ static void free_golden_rows(GoldenRows *g) {
 static void test_golden(const char *name) {
     char path[256], err[2048];
     snprintf(path, sizeof path, "tests/fixtures/engine/%s.json", name);
-    char *cfg = slurp(path);
+    char *cfg = check_slurp(path);
     CHECK(cfg != NULL, "golden config %s", path);
     if (!cfg) return;
     Model *m = make_model(name, cfg, 11);

@@ -16,18 +16,6 @@
 #include "core/rng.h"
 #include "optim/optim.h"
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = xmalloc((size_t)n + 1);
-    s[fread(s, 1, (size_t)n, f)] = 0;
-    fclose(f);
-    return s;
-}
-
 static void floats(const cJSON *a, float *out) {
     int i = 0;
     for (const cJSON *x = a->child; x; x = x->next) out[i++] = (float)x->valuedouble;
@@ -88,7 +76,7 @@ static void test_clip_threads(void) {
 }
 
 int main(void) {
-    char *text = slurp("tests/fixtures/optim_golden.json");
+    char *text = check_slurp("tests/fixtures/optim_golden.json");
     cJSON *doc = text ? cJSON_Parse(text) : NULL;
     CHECK(doc != NULL, "read tests/fixtures/optim_golden.json");
     if (doc) {
