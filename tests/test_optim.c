@@ -44,7 +44,7 @@ static void test_run(const cJSON *doc, const cJSON *run) {
         CHECK_NEAR(norm, nm->valuedouble, 0, 1e-12, "%s step %d: gradient norm", name, s);
         double rate = schedule_lr(sch, num(doc, "peak_lr"), s, warmup, total);
         CHECK_NEAR(rate, lr->valuedouble, 1e-18, 1e-13, "%s step %d: learning rate", name, s);
-        adamw_step(&opt, p, g, decay, rate, &ac);
+        adamw_step(&opt, p, g, 1.0f, decay, rate, &ac);
         int i = 0;
         for (const cJSON *x = want->child; x; x = x->next, i++) worst = fmax(worst, fabs(p[i] - x->valuedouble));
     }
@@ -52,6 +52,31 @@ static void test_run(const cJSON *doc, const cJSON *run) {
     CHECK(worst < 2e-6, "%s: parameters after %d AdamW steps within %.2g of torch float64", name, total, worst);
     adamw_free(&opt);
     free(p), free(g), free(decay);
+}
+
+/* clipping inside the AdamW pass equals clipping first, bit for bit */
+static void test_fused_clip(void) {
+    size_t n = 5000;
+    float *p1 = xmalloc(sizeof(float) * n), *p2 = xmalloc(sizeof(float) * n), *g = xmalloc(sizeof(float) * n);
+    float *g2 = xmalloc(sizeof(float) * n);
+    PpaRng r;
+    rng_seed(&r, 9);
+    for (size_t i = 0; i < n; i++) p1[i] = p2[i] = (float)rng_normal(&r), g[i] = (float)rng_normal(&r);
+    AdamW a, b;
+    adamw_init(&a, n), adamw_init(&b, n);
+    AdamWConfig ac = {0.9, 0.999, 1e-8, 0.1};
+    for (int s = 0; s < 3; s++) {
+        memcpy(g2, g, sizeof(float) * n);
+        double norm = clip_grad_norm(g2, n, 1.0);
+        adamw_step(&a, p1, g2, 1.0f, NULL, 1e-2, &ac);
+        CHECK(grad_norm(g, n) == norm, "grad_norm = clip_grad_norm's norm");
+        adamw_step(&b, p2, g, clip_scale(grad_norm(g, n), 1.0), NULL, 1e-2, &ac);
+    }
+    CHECK(!memcmp(p1, p2, sizeof(float) * n) && !memcmp(a.m, b.m, sizeof(float) * n) && !memcmp(a.v, b.v, sizeof(float) * n),
+          "clip_scale inside adamw_step = clip_grad_norm then adamw_step, bit for bit");
+    CHECK(clip_scale(0.5, 1.0) == 1.0f && clip_scale(5.0, 0) == 1.0f, "no clipping below max_norm or with max_norm 0");
+    adamw_free(&a), adamw_free(&b);
+    free(p1), free(p2), free(g), free(g2);
 }
 
 static void test_clip_threads(void) {
@@ -87,5 +112,6 @@ int main(void) {
     cJSON_Delete(doc);
     free(text);
     test_clip_threads();
+    test_fused_clip();
     return check_report("test_optim");
 }

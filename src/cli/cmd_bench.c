@@ -243,7 +243,8 @@ static StepTime train_step(Model *m, const Row *rows, int n_rows, AdamW *opt, co
     model_backward(m, b, g);
     if (opt) {
         AdamWConfig ac = {0.9, 0.999, 1e-8, 0.0};
-        adamw_step(opt, model_params(m), model_grads(m), decay, 1e-7, &ac);
+        adamw_step(opt, model_params(m), model_grads(m), clip_scale(grad_norm(model_grads(m), model_n_params(m)), 1.0), decay,
+                   1e-7, &ac);
     }
     batch_free(b);
     free(lp), free(g);

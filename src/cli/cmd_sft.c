@@ -182,8 +182,8 @@ int cmd_sft(int argc, char **argv) {
         double ts = timer_now(), nll = 0;
         model_zero_grads(m);
         for (int i = 0; i < n; i += a.micro) nll += micro_step(m, &d, perm + at + i, n - i < a.micro ? n - i : a.micro, tokens);
-        double gnorm = clip_grad_norm(model_grads(m), n_params, a.clip), lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
-        adamw_step(&opt, model_params(m), model_grads(m), decay, lr, &ac);
+        double gnorm = grad_norm(model_grads(m), n_params), lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
+        adamw_step(&opt, model_params(m), model_grads(m), clip_scale(gnorm, a.clip), decay, lr, &ac);
         double dt = timer_now() - ts;
         printf("{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
                "\"tokens_per_s\": %.1f}\n", step + 1, epoch + 1, nll / tokens, lr, gnorm, tokens, tokens / dt);

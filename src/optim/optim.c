@@ -20,7 +20,7 @@ void adamw_free(AdamW *a) {
     memset(a, 0, sizeof *a);
 }
 
-void adamw_step(AdamW *a, float *params, const float *grads, const unsigned char *decay, double lr,
+void adamw_step(AdamW *a, float *params, const float *grads, float grad_scale, const unsigned char *decay, double lr,
                 const AdamWConfig *c) {
     a->step++;
     double bc1 = 1.0 - pow(c->beta1, (double)a->step), bc2 = 1.0 - pow(c->beta2, (double)a->step);
@@ -29,7 +29,7 @@ void adamw_step(AdamW *a, float *params, const float *grads, const unsigned char
     /* one pass over p, g, m, v: the step is memory-bound */
 #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < a->n; i++) {
-        float g = grads[i], p = params[i];
+        float g = grad_scale == 1.0f ? grads[i] : grads[i] * grad_scale, p = params[i];
         if (!decay || decay[i]) p *= shrink;
         float m = a->m[i] = b1 * a->m[i] + (1.0f - b1) * g;
         float v = a->v[i] = b2 * a->v[i] + (1.0f - b2) * g * g;
@@ -67,7 +67,7 @@ static double block_sumsq(const float *g, size_t n) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-double clip_grad_norm(float *g, size_t n, double max_norm) {
+double grad_norm(const float *g, size_t n) {
     size_t nb = (n + CLIP_BLOCK - 1) / CLIP_BLOCK;
     double *part = xmalloc(sizeof(double) * (nb ? nb : 1)), ss = 0.0;
 #pragma omp parallel for schedule(static)
@@ -77,9 +77,17 @@ double clip_grad_norm(float *g, size_t n, double max_norm) {
     }
     for (size_t b = 0; b < nb; b++) ss += part[b];
     free(part);
-    double norm = sqrt(ss);
-    if (max_norm > 0 && norm > max_norm) {
-        float f = (float)(max_norm / (norm + 1e-6));
+    return sqrt(ss);
+}
+
+float clip_scale(double norm, double max_norm) {
+    return max_norm > 0 && norm > max_norm ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
+}
+
+double clip_grad_norm(float *g, size_t n, double max_norm) {
+    double norm = grad_norm(g, n);
+    float f = clip_scale(norm, max_norm);
+    if (f != 1.0f) {
 #pragma omp parallel for simd schedule(static)
         for (size_t i = 0; i < n; i++) g[i] *= f;
     }

@@ -19,9 +19,12 @@ typedef struct {
 
 void adamw_init(AdamW *a, size_t n);
 void adamw_free(AdamW *a);
-/* One step: p -= lr (m^ / (sqrt(v^) + eps) + wd p) with decay only where decay[i];
- * decay: [n] 1 for matrices, 0 for norms and biases (may be NULL: all decay). */
-void adamw_step(AdamW *a, float *params, const float *grads, const unsigned char *decay, double lr,
+/* One step on the gradient g = grad_scale * grads (the clipping factor
+ * applied on the fly, in float32 as torch's in-place clip does: one pass over
+ * the buffers instead of two): p -= lr (m^ / (sqrt(v^) + eps) + wd p) with
+ * decay only where decay[i]; decay: [n] 1 for matrices, 0 for norms and
+ * biases (may be NULL: all decay). */
+void adamw_step(AdamW *a, float *params, const float *grads, float grad_scale, const unsigned char *decay, double lr,
                 const AdamWConfig *c);
 
 typedef enum { SCHEDULE_COSINE, SCHEDULE_LINEAR, SCHEDULE_CONSTANT } Schedule;
@@ -29,9 +32,12 @@ int schedule_parse(const char *name, Schedule *out); /* 0, or -1 if unknown */
 /* lr at optimizer step `step` (0-based) of `total`, after `warmup` linear warm-up steps */
 double schedule_lr(Schedule s, double peak, long step, long warmup, long total);
 
-/* Scales g to L2 norm max_norm when it is larger (torch's clip_grad_norm_:
- * factor max_norm / (norm + 1e-6)); returns the norm before clipping.
- * max_norm <= 0: no clipping. */
+/* The L2 norm of g [n], in double, the same bits at any thread count. */
+double grad_norm(const float *g, size_t n);
+/* torch's clip_grad_norm_ factor: max_norm / (norm + 1e-6) when norm >
+ * max_norm, else 1 (and 1 when max_norm <= 0: no clipping). */
+float clip_scale(double norm, double max_norm);
+/* Scales g in place by clip_scale; returns the norm before clipping. */
 double clip_grad_norm(float *g, size_t n, double max_norm);
 
 #endif

@@ -126,9 +126,9 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
         if (run_step(policy, data, ref, st, p, &sl, err, errlen)) {
             rc = -1;
         } else {
-            double gnorm = clip_grad_norm(model_grads(policy), n_params, p->clip_grad);
+            double gnorm = grad_norm(model_grads(policy), n_params); /* clipping happens inside the AdamW pass */
             double lr = schedule_lr(p->schedule, p->lr, st->step, p->warmup_steps, p->total_steps);
-            adamw_step(opt, model_params(policy), model_grads(policy), decay, lr, &ac);
+            adamw_step(opt, model_params(policy), model_grads(policy), clip_scale(gnorm, p->clip_grad), decay, lr, &ac);
             st->step++;
             double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
             if (p->log) log_line(p->log, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0);
