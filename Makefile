@@ -34,6 +34,10 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# the judges reproduce JavaScript's arithmetic operation by operation, so no
+# fused multiply-add there (it would round differently from node)
+$(BUILD)/src/judge/%.o: CFLAGS += -ffp-contract=off
+
 $(LIB): $(LIB_SRC:%.c=$(BUILD)/%.o)
 	ar rcs $@ $^
 
