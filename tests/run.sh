@@ -37,5 +37,6 @@ for t in "$build"/tests/test_*; do
 done
 run bash tests/test_cli.sh "$ppa"
 run bash tests/test_train_cli.sh "$ppa"
+run bash tests/test_judge.sh "$ppa"
 echo "$build: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

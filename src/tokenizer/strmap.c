@@ -79,6 +79,12 @@ int strmap_get(const StrMap *m, const char *key, size_t len) {
     return m->slots[i] ? m->values[m->slots[i] - 1] : -1;
 }
 
+long strmap_index(const StrMap *m, const char *key, size_t len) {
+    if (!m->cap) return -1;
+    size_t i = strmap_find(m, key, len, hash_bytes(key, len));
+    return m->slots[i] ? (long)m->slots[i] - 1 : -1;
+}
+
 void u64map_init(U64Map *m) { memset(m, 0, sizeof *m); }
 
 void u64map_free(U64Map *m) {

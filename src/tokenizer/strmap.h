@@ -22,6 +22,9 @@ void strmap_free(StrMap *m);
 size_t strmap_put(StrMap *m, const char *key, size_t len, int value);
 /* Returns the value, or -1 when absent. */
 int strmap_get(const StrMap *m, const char *key, size_t len);
+/* The entry index (values[index] is the value), or -1 when absent: for maps
+ * in which -1 is a value like any other. */
+long strmap_index(const StrMap *m, const char *key, size_t len);
 
 typedef struct {
     uint64_t *keys; /* [cap], UINT64_MAX = empty */
