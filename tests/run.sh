@@ -36,5 +36,6 @@ for t in "$build"/tests/test_*; do
   [ -x "$t" ] && run "$t"
 done
 run bash tests/test_cli.sh "$ppa"
+run bash tests/test_generate.sh "$ppa"
 echo "$build: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

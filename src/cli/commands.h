@@ -15,5 +15,6 @@ int cmd_sft(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 #endif
