@@ -301,12 +301,43 @@ static void test_stops(Model *m, const char *name) {
     generate_free(&free_run, 1);
 }
 
+/* the nucleus by a full sort, and the draw of sample.h over it */
+typedef struct {
+    double p;
+    int id;
+} RefCand;
+
+static int ref_order(const void *a, const void *b) {
+    const RefCand *x = a, *y = b;
+    if (x->p != y->p) return x->p > y->p ? -1 : 1;
+    return x->id - y->id;
+}
+
+static int ref_sample(const float *l, int V, double T, double top_p, PpaRng *rng) {
+    double mx = -INFINITY, total = 0.0, mass = 0.0, cum = 0.0;
+    RefCand *c = malloc(sizeof(RefCand) * (size_t)V);
+    char *in = calloc((size_t)V, 1);
+    for (int v = 0; v < V; v++) mx = l[v] / T > mx ? l[v] / T : mx;
+    for (int v = 0; v < V; v++) c[v] = (RefCand){exp(l[v] / T - mx), v}, total += c[v].p;
+    qsort(c, (size_t)V, sizeof *c, ref_order);
+    for (int k = 0, kept = 0; k < V && (k == 0 || cum < top_p * total); k++) in[c[k].id] = 1, cum += c[k].p, kept++;
+    double p[512];
+    for (int v = 0; v < V; v++) p[v] = exp(l[v] / T - mx), mass += in[v] ? p[v] : 0.0;
+    double u = rng_uniform(rng) * mass;
+    int pick = -1;
+    cum = 0.0;
+    for (int v = 0; v < V && pick < 0; v++)
+        if (in[v] && p[v] > 0.0 && u < (cum += p[v])) pick = v;
+    free(c), free(in);
+    return pick;
+}
+
 /* the sampler alone: ties, the nucleus, and the draw frequencies */
 static void test_sampler(void) {
     float tie[5] = {1.0f, 3.0f, -2.0f, 3.0f, NAN};
     CHECK(sample_greedy(tie, 5) == 1, "greedy ties go to the lowest id");
     float l[3] = {0.0f, 0.0f, (float)log(2.0)}; /* p = 0.25, 0.25, 0.5 */
-    SampleCand work[3];
+    SampleCand work[6];
     PpaRng r;
     sample_stream(&r, 1, 0, 0);
     int count[3] = {0}, c2[3] = {0}, n = 20000;
@@ -324,6 +355,24 @@ static void test_sampler(void) {
     PpaRng a, b;
     sample_stream(&a, 42, 1, 2), sample_stream(&b, 42, 2, 1);
     CHECK(rng_u64(&a) != rng_u64(&b), "streams (1, 2) and (2, 1) differ");
+    /* the quickselect nucleus against a full sort, ties included (logits on a coarse grid) */
+    enum { RV = 300 };
+    float rl[RV];
+    SampleCand rw[2 * RV];
+    PpaRng g;
+    sample_stream(&g, 3, 0, 0);
+    int agree = 0, trials = 400;
+    for (int t = 0; t < trials; t++) {
+        int V = 2 + (int)(rng_uniform(&g) * (RV - 2));
+        double T = 0.2 + 2 * rng_uniform(&g), top_p = t % 5 ? rng_uniform(&g) : 1e-9 + 0.999 * (t % 2);
+        for (int v = 0; v < V; v++) rl[v] = (float)(0.5 * floor(8 * rng_uniform(&g)));
+        PpaRng a1, a2;
+        sample_stream(&a1, 9, (uint64_t)t, 0), a2 = a1;
+        int got = sample_token(rl, V, T, top_p, &a1, rw), want = ref_sample(rl, V, T, top_p, &a2);
+        agree += got == want;
+        if (got != want) CHECK(0, "trial %d (V %d, T %g, top-p %g): sampled %d, the sorted nucleus gives %d", t, V, T, top_p, got, want);
+    }
+    CHECK(agree == trials, "nucleus sampling = a full sort on %d/%d trials", agree, trials);
     float nan3[3] = {NAN, NAN, NAN};
     int t = sample_token(nan3, 3, 1.0, 0.9, &r, work);
     CHECK(t >= 0 && t < 3, "all-NaN logits still give an id");

@@ -46,7 +46,7 @@ static void sample_rows(int *tok, const float *logits, const int *row, const int
                         PpaRng *rng) {
 #pragma omp parallel
     {
-        SampleCand *work = o->temperature > 0.0 ? xmalloc(sizeof(SampleCand) * (size_t)V) : NULL;
+        SampleCand *work = o->temperature > 0.0 ? xmalloc(sizeof(SampleCand) * 2 * (size_t)V) : NULL;
 #pragma omp for schedule(dynamic, 4)
         for (int i = 0; i < n; i++)
             tok[i] = sample_token(logits + (size_t)row[i] * V, V, o->temperature, o->top_p, &rng[slot[i]], work);

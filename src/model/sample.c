@@ -22,22 +22,50 @@ int sample_greedy(const float *logits, int V) {
     return best;
 }
 
-/* descending probability, then ascending id: a total order */
-static int by_prob(const void *a, const void *b) {
-    const SampleCand *x = a, *y = b;
-    if (x->p != y->p) return x->p > y->p ? -1 : 1;
-    return (x->id > y->id) - (x->id < y->id);
+/* the nucleus order: descending probability, then ascending id (total) */
+static int before(const SampleCand *a, const SampleCand *b) { return a->p > b->p || (a->p == b->p && a->id < b->id); }
+
+static void swap(SampleCand *a, SampleCand *b) {
+    SampleCand t = *a;
+    *a = *b, *b = t;
 }
 
-/* one draw from cand[0..n) with weights p (total mass): walks in the given order */
-static int draw(const SampleCand *cand, int n, double mass, PpaRng *rng) {
+/* The last member of the nucleus of c[0..n): the smallest prefix in the
+ * nucleus order whose mass reaches need. Quickselect on mass (expected O(n))
+ * rather than a sort: on a flat distribution the nucleus is most of the
+ * vocabulary. c is permuted. */
+static SampleCand nucleus_edge(SampleCand *c, int n, double need) {
+    int lo = 0, hi = n; /* [0, lo) in the nucleus with mass acc < need; the edge is in [lo, hi) */
+    double acc = 0.0;
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2, last = hi - 1; /* median of three as pivot, moved to the end */
+        if (before(&c[mid], &c[lo])) swap(&c[mid], &c[lo]);
+        if (before(&c[last], &c[lo])) swap(&c[last], &c[lo]);
+        if (before(&c[mid], &c[last])) swap(&c[mid], &c[last]);
+        int m = lo;
+        double front = 0.0;
+        for (int j = lo; j < last; j++)
+            if (before(&c[j], &c[last])) front += c[j].p, swap(&c[m++], &c[j]);
+        swap(&c[m], &c[last]); /* c[lo..m) before the pivot c[m], c(m..hi) after */
+        if (acc + front >= need) hi = m;
+        else if (acc + front + c[m].p >= need) return c[m];
+        else acc += front + c[m].p, lo = m + 1;
+    }
+    return c[lo < n ? lo : n - 1]; /* lo = n only when rounding kept the total below need */
+}
+
+/* one draw over the ids in id order, with weights p where keep(id) */
+static int draw(const SampleCand *byid, int V, const SampleCand *edge, PpaRng *rng) {
+    double mass = 0.0;
+    for (int v = 0; v < V; v++)
+        if (!edge || !before(edge, &byid[v])) mass += byid[v].p;
     double u = rng_uniform(rng) * mass, cum = 0.0;
-    int last = cand[0].id;
-    for (int i = 0; i < n; i++) {
-        if (cand[i].p <= 0.0) continue;
-        cum += cand[i].p;
-        last = cand[i].id;
-        if (u < cum) return cand[i].id;
+    int last = -1;
+    for (int v = 0; v < V; v++) {
+        if (byid[v].p <= 0.0 || (edge && before(edge, &byid[v]))) continue;
+        cum += byid[v].p;
+        last = v;
+        if (u < cum) return v;
     }
     return last; /* u rounded past the total */
 }
@@ -48,23 +76,21 @@ int sample_token(const float *logits, int V, double temperature, double top_p, P
     for (int v = 0; v < V; v++)
         if (!isnan(logits[v]) && logits[v] / temperature > mx) mx = logits[v] / temperature;
     if (!isfinite(mx)) return sample_greedy(logits, V);
+    SampleCand *byid = work, *cand = work + V;
     double total = 0.0;
     for (int v = 0; v < V; v++) {
         double p = isnan(logits[v]) ? 0.0 : exp(logits[v] / temperature - mx);
-        work[v] = (SampleCand){p, v};
+        byid[v] = (SampleCand){p, v};
         total += p;
     }
-    if (!(top_p < 1.0)) return draw(work, V, total, rng);
+    if (!(top_p < 1.0)) return draw(byid, V, NULL, rng);
     /* A token below (1 - top_p) / (V - 1) of the mass cannot be in the
-     * nucleus (all of them together hold less than 1 - top_p), so only the
-     * others are sorted. */
+     * nucleus (all of them together hold less than 1 - top_p): only the
+     * others are candidates. The largest always is. */
     double cut = V > 1 ? (1.0 - top_p) / (V - 1) * total : 0.0;
     int n = 0;
     for (int v = 0; v < V; v++)
-        if (work[v].p >= cut && work[v].p > 0.0) work[n++] = work[v];
-    qsort(work, (size_t)n, sizeof *work, by_prob);
-    double need = top_p * total, kept = 0.0;
-    int k = 0;
-    while (k < n && (k == 0 || kept < need)) kept += work[k++].p;
-    return draw(work, k, kept, rng);
+        if (byid[v].p >= cut && byid[v].p > 0.0) cand[n++] = byid[v];
+    SampleCand edge = nucleus_edge(cand, n, top_p * total);
+    return draw(byid, V, &edge, rng);
 }

@@ -23,8 +23,8 @@ typedef struct {
 /* temperature <= 0: greedy (rng unused). Else softmax(logits / temperature)
  * in double, the nucleus = the smallest set of most likely tokens (ties by
  * lower id first) whose mass reaches top_p (top_p >= 1: every token), and
- * one draw from it (one rng_uniform per call). NaN logits count as -inf.
- * work: [V], any content. */
+ * one draw from it (one rng_uniform per call), walking the kept ids in id
+ * order. NaN logits count as -inf. work: [2 V], any content. */
 int sample_token(const float *logits, int V, double temperature, double top_p, PpaRng *rng, SampleCand *work);
 
 #endif
