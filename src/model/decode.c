@@ -100,9 +100,14 @@ static void linear(float *y, const float *x, const float *W, const float *bias, 
         for (int n = 0; n < out; n++) y[(size_t)t * out + n] += bias[n];
 }
 
+/* 16 partial sums: without -ffast-math a single float sum stays scalar */
 static float dotf(const float *a, const float *b, int n) {
-    float s = 0.0f;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    float acc[16] = {0}, s = 0.0f;
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) acc[l] += a[i + l] * b[i + l];
+    for (int l = 0; l < 16; l++) s += acc[l];
+    for (; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
