@@ -153,8 +153,30 @@ expect "the last valid line is written" grep -q '^{"id":"last"' "$tmp/out"
 
 # -- the model's maximum length ends responses: prompt + response <= 64 tokens
 printf '{"prompt_ids": [%s]}\n' "$(seq -s, 60)" > "$tmp/long.jsonl"
-"$ppa" generate --model "$tmp/m" --prompts "$tmp/long.jsonl" --max-new-tokens 100 > "$tmp/out" 2> /dev/null
+"$ppa" generate --model "$tmp/m" --prompts "$tmp/long.jsonl" --max-new-tokens 100 > "$tmp/out" 2> "$tmp/err"
 expect "a response stops at the model's maximum length" grep -Eq '"n_tokens": \[[1-4]\]' "$tmp/out"
+
+expect "the resolved settings on stderr" grep -q "template none, stop ids \[257\], temperature 0 (greedy), top-p 1, n 1, max-new-tokens 100, seed 42" "$tmp/err"
+
+# -- a real chat tokenizer (npm fixture, when fetched): chatml detected, <|im_end|> stops
+qwen=$(dirname "$0")/../cache/tokenizers/qwen3/tokenizer.json
+if [ -s "$qwen" ]; then
+  cat > "$tmp/qconfig.json" <<'J'
+{"model_type": "qwen2", "vocab_size": 151936, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
+ "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 128, "rms_norm_eps": 1e-6,
+ "tie_word_embeddings": true, "eos_token_id": 151643}
+J
+  "$ppa" init --config "$tmp/qconfig.json" --tokenizer "$qwen" --out "$tmp/q" --seed 2 --init-std 0.3 > /dev/null 2>&1
+  printf '%s\n' '{"id": "q1", "prompt": "Hello there"}' '{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]}' > "$tmp/qp.jsonl"
+  "$ppa" generate --model "$tmp/q" --prompts "$tmp/qp.jsonl" --max-new-tokens 6 -n 2 --temperature 1 > "$tmp/qout" 2> "$tmp/err"
+  expect "qwen3 tokenizer: generate exits 0" test $? -eq 0
+  expect "qwen3 tokenizer: chatml detected, <|im_end|> (151645) added to the stop ids" grep -q "template chatml, stop ids \[151643, 151645\]" "$tmp/err"
+  expect "qwen3 tokenizer: valid output" check_json "$tmp/qout" 2 6
+  "$ppa" logprobs --model "$tmp/q" --data "$tmp/qout" > "$tmp/lp" 2> "$tmp/err"
+  expect "qwen3 tokenizer: ppa logprobs accepts the output" test $? -eq 0 -a "$(wc -l < "$tmp/lp")" -eq 2
+else
+  echo "test_generate: SKIP the chat-tokenizer checks: $qwen not fetched (make fixtures)"
+fi
 
 # -- options
 for args in "--top-p 0" "--top-p 1.5" "--temperature -1" "--temperature nan" "--max-new-tokens 0" "-n 0" "--n x" "--seed -1" "--bogus" "--template nope"; do

@@ -129,7 +129,21 @@ typedef struct {
     PromptSet ps;
     int stop[MODEL_MAX_EOS + 1], n_stop;
     long tokens, responses; /* written so far */
+    int done;               /* prompts written so far */
+    long sampled;           /* tokens sampled so far (progress) */
+    double t0, shown;       /* start, last progress line */
 } Run;
+
+/* the progress line on a terminal, at most twice a second */
+static void progress(void *ctx, int n) {
+    Run *r = ctx;
+    r->sampled += n;
+    double now = timer_now();
+    if (now - r->shown < 0.5 && r->done < r->ps.n) return;
+    r->shown = now;
+    fprintf(stderr, "\rppa generate: %d/%d prompts done, %ld tokens, %.1f tokens/s ", r->done, r->ps.n, r->sampled,
+            now > r->t0 ? r->sampled / (now - r->t0) : 0.0);
+}
 
 /* s as a JSON string: UTF-8 as is, control characters (NUL too) escaped */
 static void put_json_string(FILE *f, const char *s, size_t n) {
@@ -197,8 +211,8 @@ static int write_all(FILE *f, const void *ctx) {
     Run *r = (Run *)ctx;
     const GenArgs *a = r->a;
     int K = a->n, tty = isatty(2);
-    GenOptions o = {a->max_new_tokens, a->temperature, a->top_p, K, a->seed, r->stop, r->n_stop};
-    double t0 = timer_now();
+    GenOptions o = {a->max_new_tokens, a->temperature, a->top_p, K, a->seed, r->stop, r->n_stop, tty ? progress : NULL, r};
+    r->t0 = timer_now();
     for (int p0 = 0; p0 < r->ps.n;) {
         int p1 = group_end(r, p0), np = p1 - p0;
         GenPrompt *gp = xmalloc(sizeof(GenPrompt) * (size_t)np);
@@ -216,12 +230,8 @@ static int write_all(FILE *f, const void *ctx) {
         r->responses += (long)np * K;
         generate_free(s, np * K);
         free(s), free(gp);
-        p0 = p1;
-        if (tty) {
-            double dt = timer_now() - t0;
-            fprintf(stderr, "\rppa generate: %d/%d prompts, %ld tokens, %.1f tokens/s ", p0, r->ps.n, r->tokens,
-                    dt > 0 ? r->tokens / dt : 0.0);
-        }
+        p0 = r->done = p1;
+        if (tty) progress(r, 0);
         if (ferror(f)) return -1;
     }
     if (tty && r->ps.n) fputc('\n', stderr);
@@ -246,6 +256,10 @@ static void load(Run *r, const GenArgs *a) {
     int eot = end_of_turn(r->tok, tpl), dup = 0;
     for (int i = 0; i < r->n_stop; i++) dup |= r->stop[i] == eot;
     if (eot >= 0 && eot < c->vocab_size && !dup) r->stop[r->n_stop++] = eot;
+    fprintf(stderr, "ppa generate: template %s, stop ids [", template_name(tpl)); /* the resolved settings */
+    for (int i = 0; i < r->n_stop; i++) fprintf(stderr, i ? ", %d" : "%d", r->stop[i]);
+    fprintf(stderr, "], temperature %g%s, top-p %g, n %d, max-new-tokens %d, seed %llu\n", a->temperature,
+            a->temperature > 0 ? "" : " (greedy)", a->top_p, a->n, a->max_new_tokens, (unsigned long long)a->seed);
     PromptOptions po = {r->tok, tpl, c->vocab_size, decoder_model_max_len(c), a->skip_invalid};
     if (prompts_read(&r->ps, a->prompts, &po, err, sizeof err)) ppa_die(2, "%s", err);
 }

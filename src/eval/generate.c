@@ -102,6 +102,7 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
     int n_active = rc ? 0 : S;
     while (n_active > 0) {
         sample_rows(tok, logits, row, slot, n_active, V, o, rng);
+        if (o->on_tokens) o->on_tokens(o->ctx, n_active);
         int n_feed = 0;
         for (int a = 0; a < n_active; a++) {
             int s = slot[a];

@@ -28,6 +28,10 @@ typedef struct {
     uint64_t seed;
     const int *stop;    /* [n_stop] ids that end a response */
     int n_stop;
+    /* optional: called after each round of sampling with the number of
+     * tokens just sampled (progress lines) */
+    void (*on_tokens)(void *ctx, int n);
+    void *ctx;
 } GenOptions;
 
 typedef struct {
