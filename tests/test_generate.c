@@ -313,23 +313,20 @@ static int ref_order(const void *a, const void *b) {
     return x->id - y->id;
 }
 
-static int ref_sample(const float *l, int V, double T, double top_p, PpaRng *rng) {
-    double mx = -INFINITY, total = 0.0, mass = 0.0, cum = 0.0;
-    RefCand *c = malloc(sizeof(RefCand) * (size_t)V);
-    char *in = calloc((size_t)V, 1);
+static int ref_sample(const float *l, int V, double T, double top_p, PpaRng *rng) { /* V <= 512 */
+    double mx = -INFINITY, total = 0.0, mass = 0.0, cum = 0.0, p[512];
+    RefCand c[512];
+    char in[512] = {0};
     for (int v = 0; v < V; v++) mx = l[v] / T > mx ? l[v] / T : mx;
-    for (int v = 0; v < V; v++) c[v] = (RefCand){exp(l[v] / T - mx), v}, total += c[v].p;
+    for (int v = 0; v < V; v++) p[v] = exp(l[v] / T - mx), c[v] = (RefCand){p[v], v}, total += p[v];
     qsort(c, (size_t)V, sizeof *c, ref_order);
-    for (int k = 0, kept = 0; k < V && (k == 0 || cum < top_p * total); k++) in[c[k].id] = 1, cum += c[k].p, kept++;
-    double p[512];
-    for (int v = 0; v < V; v++) p[v] = exp(l[v] / T - mx), mass += in[v] ? p[v] : 0.0;
+    for (int k = 0; k < V && (k == 0 || cum < top_p * total); k++) in[c[k].id] = 1, cum += c[k].p;
+    for (int v = 0; v < V; v++) mass += in[v] ? p[v] : 0.0;
     double u = rng_uniform(rng) * mass;
-    int pick = -1;
     cum = 0.0;
-    for (int v = 0; v < V && pick < 0; v++)
-        if (in[v] && p[v] > 0.0 && u < (cum += p[v])) pick = v;
-    free(c), free(in);
-    return pick;
+    for (int v = 0; v < V; v++)
+        if (in[v] && p[v] > 0.0 && u < (cum += p[v])) return v;
+    return -1;
 }
 
 /* the sampler alone: ties, the nucleus, and the draw frequencies */
