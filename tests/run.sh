@@ -38,5 +38,6 @@ done
 run bash tests/test_cli.sh "$ppa"
 run bash tests/test_train_cli.sh "$ppa"
 run bash tests/test_judge.sh "$ppa"
+run bash tests/test_generate.sh "$ppa"
 echo "$build: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

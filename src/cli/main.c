@@ -22,6 +22,7 @@ static const struct {
     {"train", cmd_train, "listwise preference alignment (PPA or any baseline objective), writes a model folder"},
     {"score", cmd_score, "reference log-probs of a data set, computed once into a cache file"},
     {"eval", cmd_eval, "ranking accuracy, NDCG and rank flips of a policy against its reference"},
+    {"generate", cmd_generate, "K responses per prompt (greedy or sampled), as JSON Lines ready to be scored"},
     {"judge", cmd_judge, "sentiment scores (AFINN-165 or VADER) of the responses of JSON Lines rows"},
     {"bench", cmd_bench, "benchmarks: 'ppa bench loss'"},
     {"demo", cmd_demo, "the paper's worked examples, computed by the library"},

@@ -12,6 +12,7 @@
 #include "model/checkpoint.h"
 #include "model/gemm.h"
 #include "model/kernels.h"
+#include "model/llama_internal.h"
 
 struct Model {
     ModelConfig c;
@@ -30,11 +31,6 @@ struct Model {
     float *lmkeep;    /* the forward's softmax for the backward (lmhead_forward) */
     size_t lmkeep_n, lmkeep_max; /* floats; the limit set by model_keep_softmax */
 };
-
-/* One layer's tensors inside a buffer (params or grads); NULL where absent. */
-typedef struct {
-    float *attn_norm, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo, *mlp_norm, *wg, *bg, *wu, *bu, *wd, *bd;
-} LayerW;
 
 static float *tensor_at(const Model *m, float *base, const char *name) {
     for (int i = 0; i < m->n_specs; i++)
@@ -498,3 +494,9 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
     }
     free(g);
 }
+
+/* ---- the parameters, for the decoder (llama_internal.h) ---- */
+
+LayerW model_layer(const Model *m, int l) { return layer_view(m, m->params, l); }
+float *model_tensor(const Model *m, const char *name) { return tensor_at(m, m->params, name); }
+float *model_lm_head(const Model *m) { return lm_head(m, m->params); }

@@ -1,0 +1,170 @@
+/* prompts.c: generation prompts from JSON Lines (prompts.h). */
+#include "data/prompts.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "io/jsonl.h"
+
+/* the aliases of rows.c (formats.md a.2) */
+static const char *const PROMPT[] = {"prompt", "instruction", "question", "query", NULL};
+static const char *const ID[] = {"id", "prompt_id", NULL};
+static const char *const OTHER[] = {"messages", "system", "template", "prompt_ids", NULL};
+
+static int listed(const char *const *names, const char *key) {
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(names[i], key)) return 1;
+    return 0;
+}
+
+/* The field under its canonical name or one alias; two aliases at once are an error. */
+static int pick(const cJSON *j, const char *const *names, const cJSON **out, char *err, size_t errlen) {
+    *out = cJSON_GetObjectItemCaseSensitive(j, names[0]);
+    if (*out) return 0;
+    const char *found = NULL;
+    for (int i = 1; names[i]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, names[i]);
+        if (!v) continue;
+        if (found) return snprintf(err, errlen, "fields \"%s\" and \"%s\" both give the %s", found, names[i], names[0]), -1;
+        found = names[i], *out = v;
+    }
+    return 0;
+}
+
+static cJSON *echo_fields(const cJSON *j) {
+    cJSON *e = cJSON_CreateObject();
+    for (const cJSON *it = j->child; it; it = it->next)
+        if (listed(PROMPT, it->string) || listed(ID, it->string) || listed(OTHER, it->string))
+            cJSON_AddItemToObject(e, it->string, cJSON_Duplicate(it, 1));
+    return e;
+}
+
+static int read_ids(const cJSON *a, PromptRow *r, const PromptOptions *o, char *err, size_t errlen) {
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1)
+        return snprintf(err, errlen, "\"prompt_ids\" must be a non-empty array of token ids"), -1;
+    r->len = cJSON_GetArraySize(a);
+    r->ids = xmalloc(sizeof(int) * (size_t)r->len);
+    int i = 0;
+    for (const cJSON *it = a->child; it; it = it->next, i++) {
+        double v = cJSON_IsNumber(it) ? it->valuedouble : -1.0; /* range first: no float-to-int overflow */
+        if (!(v >= 0.0 && v < o->vocab_size) || v != (double)(int)v)
+            return snprintf(err, errlen, "\"prompt_ids\"[%d] is not a token id below %d", i, o->vocab_size), -1;
+        r->ids[i] = (int)v;
+    }
+    r->pretokenized = 1;
+    return 0;
+}
+
+/* the conversation of a text line: messages, or system + prompt */
+static int read_conv(const cJSON *j, ChatMessage **m, int *n, char *err, size_t errlen) {
+    const cJSON *prompt, *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
+    if (pick(j, PROMPT, &prompt, err, errlen)) return -1;
+    if (cJSON_IsArray(prompt)) msgs = prompt, prompt = NULL; /* a message list under "prompt" */
+    if (msgs && !cJSON_IsArray(msgs)) return snprintf(err, errlen, "\"messages\" must be a list of messages"), -1;
+    if (prompt && msgs) return snprintf(err, errlen, "both \"prompt\" and \"messages\" give the prompt"), -1;
+    if (prompt && !cJSON_IsString(prompt)) return snprintf(err, errlen, "\"prompt\" must be a string or a message list"), -1;
+    if (!prompt && !msgs) return snprintf(err, errlen, "no prompt: expected \"prompt\", \"messages\" or \"prompt_ids\""), -1;
+    *m = xcalloc((size_t)(msgs ? cJSON_GetArraySize(msgs) : 0) + 2, sizeof(ChatMessage));
+    *n = 0;
+    if (prompt) {
+        const cJSON *sys = cJSON_GetObjectItemCaseSensitive(j, "system"); /* as rows.c: with a string prompt only */
+        if (cJSON_IsString(sys)) (*m)[(*n)++] = (ChatMessage){"system", sys->valuestring};
+        (*m)[(*n)++] = (ChatMessage){"user", prompt->valuestring};
+        return 0;
+    }
+    for (const cJSON *it = msgs->child; it; it = it->next, (*n)++) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role"), *content = cJSON_GetObjectItemCaseSensitive(it, "content");
+        if (!cJSON_IsString(role) || !cJSON_IsString(content))
+            return snprintf(err, errlen, "message %d needs string \"role\" and \"content\"", *n), -1;
+        (*m)[*n] = (ChatMessage){role->valuestring, content->valuestring};
+    }
+    return 0;
+}
+
+static int read_text(const cJSON *j, PromptRow *r, const PromptOptions *o, char *err, size_t errlen) {
+    if (!o->tok) return snprintf(err, errlen, "a text prompt needs the model's tokenizer (or use \"prompt_ids\")"), -1;
+    TemplateKind tpl = o->tpl;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "template");
+    if (cJSON_IsString(t) && !strcmp(t->valuestring, "none")) tpl = TEMPLATE_NONE;
+    ChatMessage *m = NULL;
+    int n = 0, rc = -1;
+    if (read_conv(j, &m, &n, err, errlen) || template_check(m, n, 1, err, errlen)) goto done;
+    char *text = template_render(tpl, m, n, 1);
+    long len = tokenizer_encode(o->tok, text, strlen(text), !template_has_bos(tpl), &r->ids, err, errlen);
+    free(text);
+    if (len < 0) goto done;
+    if (len < 1) {
+        snprintf(err, errlen, "the prompt has no tokens");
+        goto done;
+    }
+    r->len = (int)len;
+    rc = 0;
+done:
+    free(m);
+    return rc;
+}
+
+static int read_prompt(const char *line, PromptRow *r, const PromptOptions *o, char *err, size_t errlen) {
+    cJSON *j = cJSON_Parse(line);
+    int rc = -1;
+    const cJSON *id, *ids;
+    if (!cJSON_IsObject(j)) snprintf(err, errlen, "invalid JSON or not an object");
+    else if (!pick(j, ID, &id, err, errlen)) {
+        ids = cJSON_GetObjectItemCaseSensitive(j, "prompt_ids");
+        rc = ids ? read_ids(ids, r, o, err, errlen) : read_text(j, r, o, err, errlen);
+    }
+    if (!rc && r->len >= o->max_len) {
+        snprintf(err, errlen, "the prompt has %d tokens: the model allows %d in all, and one must be left to generate",
+                 r->len, o->max_len);
+        rc = -1;
+    }
+    if (!rc) r->echo = echo_fields(j);
+    cJSON_Delete(j);
+    return rc;
+}
+
+static void prompt_free(PromptRow *r) {
+    free(r->ids);
+    cJSON_Delete(r->echo);
+    memset(r, 0, sizeof *r);
+}
+
+int prompts_read(PromptSet *ps, const char *path, const PromptOptions *o, char *err, size_t errlen) {
+    memset(ps, 0, sizeof *ps);
+    FILE *f = fopen(path, "r");
+    if (!f) return snprintf(err, errlen, "%s: cannot open: %m", path), -1;
+    JsonlReader rd;
+    jsonl_init(&rd, f, path);
+    char *line, msg[1024];
+    int cap = 0, rc = 0;
+    while (jsonl_next(&rd, &line)) {
+        if (ps->n == cap) ps->rows = xrealloc(ps->rows, sizeof(PromptRow) * (size_t)(cap = cap ? 2 * cap : 64));
+        PromptRow *r = &ps->rows[ps->n];
+        memset(r, 0, sizeof *r);
+        r->line = rd.line;
+        if (!read_prompt(line, r, o, msg, sizeof msg)) {
+            ps->n++;
+            continue;
+        }
+        prompt_free(r);
+        if (!o->skip_invalid) {
+            snprintf(err, errlen, "%s:%ld: %s", path, rd.line, msg);
+            rc = -1;
+            break;
+        }
+        fprintf(stderr, "ppa: %s:%ld: skipped: %s\n", path, rd.line, msg);
+        ps->skipped++;
+    }
+    jsonl_free(&rd);
+    fclose(f);
+    if (rc) prompts_free(ps);
+    return rc;
+}
+
+void prompts_free(PromptSet *ps) {
+    for (int i = 0; i < ps->n; i++) prompt_free(&ps->rows[i]);
+    free(ps->rows);
+    memset(ps, 0, sizeof *ps);
+}

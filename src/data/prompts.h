@@ -1,0 +1,46 @@
+/* prompts.h: prompts for generation, from JSON Lines. A line holds "prompt"
+ * (a string or a message list; aliases instruction / question / query),
+ * or "messages" (a list ending with a user turn), optional "system" (with a
+ * string prompt), optional "id" / "prompt_id", optional "template": "none";
+ * or pre-tokenized "prompt_ids". Rendering follows rows.h exactly (the chat
+ * template with the generation prompt, exactly one BOS), so the prompt a
+ * response is generated for is the prompt training will score it under.
+ * Other keys (responses, scores, ...) are ignored: a training file is a
+ * prompt file. Every problem names FILE:LINE and the field. */
+#ifndef PPA_PROMPTS_H
+#define PPA_PROMPTS_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "tokenizer/template.h"
+
+typedef struct {
+    long line;         /* of the source file, 1-based */
+    cJSON *echo;       /* the prompt fields as given, in input order: id, prompt_id,
+                        * prompt (or its alias), messages, system, template, prompt_ids */
+    int pretokenized;  /* 1: from "prompt_ids" */
+    int len;           /* >= 1, below the model's maximum length */
+    int *ids;          /* [len] */
+} PromptRow;
+
+typedef struct {
+    PromptRow *rows;
+    int n;
+    long skipped; /* lines refused with skip_invalid */
+} PromptSet;
+
+typedef struct {
+    Tokenizer *tok;   /* NULL: only "prompt_ids" lines are accepted */
+    TemplateKind tpl; /* chat template of text prompts */
+    int vocab_size;   /* ids must be below it */
+    int max_len;      /* a prompt must leave room for one token: len < max_len */
+    int skip_invalid; /* report each bad line on stderr and go on */
+} PromptOptions;
+
+/* Reads every prompt of path. 0, or -1 with "path:line: problem" in err. */
+int prompts_read(PromptSet *ps, const char *path, const PromptOptions *o, char *err, size_t errlen);
+void prompts_free(PromptSet *ps);
+
+#endif

@@ -1,0 +1,120 @@
+/* generate.c: K responses per prompt: prefill, fork, batched steps,
+ * sampling and stopping rules (generate.h). */
+#include "eval/generate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "model/decode.h"
+#include "model/sample.h"
+
+size_t generate_cache_bytes(const ModelConfig *c, int n_seq, int max_len) {
+    return 2 * sizeof(float) * (size_t)c->num_hidden_layers * (size_t)n_seq * (size_t)max_len *
+           (size_t)c->num_key_value_heads * (size_t)c->head_dim;
+}
+
+int generate_max_len(const ModelConfig *c, int len, int max_new_tokens) {
+    long want = (long)len + max_new_tokens, limit = decoder_model_max_len(c);
+    return (int)(want < limit ? want : limit);
+}
+
+void generate_free(GenSample *s, int n) {
+    for (int i = 0; i < n; i++) free(s[i].ids);
+}
+
+static int check_options(const GenOptions *o, char *err, size_t errlen) {
+    if (o->max_new_tokens < 1) return snprintf(err, errlen, "max-new-tokens must be >= 1"), -1;
+    if (o->n_samples < 1) return snprintf(err, errlen, "the number of samples must be >= 1"), -1;
+    if (!(o->temperature >= 0.0) || !isfinite(o->temperature))
+        return snprintf(err, errlen, "temperature must be a finite number >= 0"), -1;
+    if (!(o->top_p > 0.0 && o->top_p <= 1.0)) return snprintf(err, errlen, "top-p must be in (0, 1]"), -1;
+    return 0;
+}
+
+static int is_stop(const GenOptions *o, int id) {
+    for (int i = 0; i < o->n_stop; i++)
+        if (o->stop[i] == id) return 1;
+    return 0;
+}
+
+/* tok[i] = the next token of slot slot[i], from logits row row[i]; one
+ * stream per slot, so the threads' split does not matter */
+static void sample_rows(int *tok, const float *logits, const int *row, const int *slot, int n, int V, const GenOptions *o,
+                        PpaRng *rng) {
+#pragma omp parallel
+    {
+        SampleCand *work = o->temperature > 0.0 ? xmalloc(sizeof(SampleCand) * 2 * (size_t)V) : NULL;
+#pragma omp for schedule(dynamic, 4)
+        for (int i = 0; i < n; i++)
+            tok[i] = sample_token(logits + (size_t)row[i] * V, V, o->temperature, o->top_p, &rng[slot[i]], work);
+        free(work);
+    }
+}
+
+/* What one sampled token does to its slot: 1 when the slot goes on (feed it). */
+static int take_token(GenSample *s, int tok, int prompt_len, int limit, const GenOptions *o) {
+    if (is_stop(o, tok)) {
+        s->ids[s->len] = tok;
+        s->finished = 1;
+        return 0;
+    }
+    s->ids[s->len++] = tok;
+    return s->len < o->max_new_tokens && prompt_len + s->len < limit;
+}
+
+int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample *out, char *err, size_t errlen) {
+    const ModelConfig *c = model_config(m);
+    const int K = o->n_samples, V = c->vocab_size, limit = decoder_model_max_len(c);
+    if (check_options(o, err, errlen)) return -1;
+    if (n < 1) return 0;
+    int max_len = 1; /* tokens fed: the prompt and every generated token but the last */
+    for (int i = 0; i < n; i++) {
+        if (p[i].len < 1 || p[i].len >= limit)
+            return snprintf(err, errlen, "prompt %d has %d tokens: it needs 1 to %d (the model's limit %d, minus one to "
+                                         "generate)", i, p[i].len, limit - 1, limit), -1;
+        int need = generate_max_len(c, p[i].len, o->max_new_tokens) - 1;
+        max_len = need > max_len ? need : max_len;
+    }
+    int S = n * K;
+    Decoder *d = decoder_new(m, S, max_len, err, errlen);
+    if (!d) return -1;
+    float *logits = xmalloc(sizeof(float) * (size_t)S * V);
+    PpaRng *rng = xmalloc(sizeof(PpaRng) * (size_t)S);
+    int *tok = xmalloc(sizeof(int) * (size_t)S), *row = xmalloc(sizeof(int) * (size_t)S);
+    int *slot = xmalloc(sizeof(int) * (size_t)S), *feed = xmalloc(sizeof(int) * (size_t)S);
+    int rc = 0;
+    memset(out, 0, sizeof(GenSample) * (size_t)S);
+    for (int i = 0; i < n && !rc; i++) {
+        rc = decoder_prefill(d, i * K, p[i].ids, p[i].len, logits + (size_t)i * K * V, err, errlen);
+        if (rc) break;
+        decoder_fork(d, i * K, i * K, K);
+        int room = limit - p[i].len < o->max_new_tokens ? limit - p[i].len : o->max_new_tokens;
+        for (int j = 0; j < K; j++) {
+            int s = i * K + j;
+            sample_stream(&rng[s], o->seed, p[i].stream, (uint64_t)j);
+            out[s].ids = xmalloc(sizeof(int) * (size_t)(room + 1));
+            row[s] = i * K, slot[s] = s; /* the K samples start from the prompt's one row of logits */
+        }
+    }
+    int n_active = rc ? 0 : S;
+    while (n_active > 0) {
+        sample_rows(tok, logits, row, slot, n_active, V, o, rng);
+        if (o->on_tokens) o->on_tokens(o->ctx, n_active);
+        int n_feed = 0;
+        for (int a = 0; a < n_active; a++) {
+            int s = slot[a];
+            if (take_token(&out[s], tok[a], p[s / K].len, limit, o)) feed[n_feed] = tok[a], slot[n_feed++] = s;
+        }
+        if (!n_feed) break;
+        if ((rc = decoder_step(d, feed, slot, n_feed, logits, err, errlen))) break;
+        for (int a = 0; a < n_feed; a++) row[a] = a;
+        n_active = n_feed;
+    }
+    if (rc) generate_free(out, S), memset(out, 0, sizeof(GenSample) * (size_t)S);
+    free(logits), free(rng), free(tok), free(row), free(slot), free(feed);
+    decoder_free(d);
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,66 @@
+/* generate.h: K responses per prompt with the decoder (model/decode.h) and
+ * the sampler (model/sample.h): each prompt computed once, its samples
+ * decoded together with those of the other prompts of the call, one matrix
+ * product per layer and step for all of them.
+ *
+ * A response ends at a stop token (the config's EOS ids, the template's end
+ * of turn), after max_new_tokens, or when prompt + response reach the
+ * model's maximum length (decoder_model_max_len), so the sequence can always
+ * be scored by the training engine.
+ *
+ * Determinism: sample j of a prompt draws from the stream
+ * sample_stream(seed, stream, j); with batch-invariant matrix products
+ * (gemm_rows_invariant()) its tokens do not depend on which prompts share
+ * the call. */
+#ifndef PPA_GENERATE_H
+#define PPA_GENERATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/llama.h"
+
+typedef struct {
+    int max_new_tokens; /* >= 1 */
+    double temperature; /* 0: greedy */
+    double top_p;       /* (0, 1]; 1: no nucleus cut */
+    int n_samples;      /* K >= 1 */
+    uint64_t seed;
+    const int *stop;    /* [n_stop] ids that end a response */
+    int n_stop;
+    /* optional: called after each round of sampling with the number of
+     * tokens just sampled (progress lines) */
+    void (*on_tokens)(void *ctx, int n);
+    void *ctx;
+} GenOptions;
+
+typedef struct {
+    const int *ids;  /* [len] the prompt's tokens */
+    int len;
+    uint64_t stream; /* i of the random streams (seed, i, j) */
+} GenPrompt;
+
+typedef struct {
+    int len;      /* generated tokens, the stop token not counted */
+    int finished; /* 1: ended on a stop token, which is ids[len] */
+    int *ids;     /* [len + finished] (free it) */
+} GenSample;
+
+/* The sequences of one call (n_prompts * K) share one key/value cache of
+ * their longest length: split large prompt sets into calls of a size that
+ * fits in memory (generate_cache_bytes). out: [n_prompts * K], sample j of
+ * prompt i at i * K + j. 0, or -1 with err (a prompt without room for one
+ * token, bad ids, bad options). */
+int generate(Model *m, const GenPrompt *prompts, int n_prompts, const GenOptions *o, GenSample *out, char *err,
+             size_t errlen);
+
+/* Bytes of key/value cache for n_seq sequences of max_len tokens. */
+size_t generate_cache_bytes(const ModelConfig *c, int n_seq, int max_len);
+
+/* The longest sequence a prompt of len tokens needs: len + max_new_tokens,
+ * at most the model's limit. */
+int generate_max_len(const ModelConfig *c, int len, int max_new_tokens);
+
+void generate_free(GenSample *s, int n);
+
+#endif

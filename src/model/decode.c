@@ -1,0 +1,270 @@
+/* decode.c: incremental decoding with a key/value cache (decode.h). The
+ * layer is the one of llama.c step for step (same kernels, same matrix
+ * products through gemm_rows), so a token's logits agree with the training
+ * engine's to float32 rounding; only attention differs in form: the prompt
+ * goes through the engine's attention kernel, a decode step through plain
+ * loops over one query and its cache. */
+#include "model/decode.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "model/gemm.h"
+#include "model/kernels.h"
+#include "model/llama_internal.h"
+
+struct Decoder {
+    Model *m;
+    const ModelConfig *c;
+    int n_seq, max_len;
+    int H, I, NH, NKV, HS, QD, KD, V;
+    float *kc, *vc; /* [L, n_seq, max_len, KD] keys (after RoPE) and values */
+    int *len;       /* [n_seq] tokens in each slot */
+    float *cs;      /* [max_len, HS/2, 2] RoPE table */
+    int cap;        /* tokens the activations below hold */
+    float *x, *xn, *rstd, *q, *k, *v, *att, *lse, *xmid, *gate, *up, *h; /* [cap, ...] */
+    int *pos, *zero, *mark; /* [cap]; mark [n_seq] */
+};
+
+int decoder_model_max_len(const ModelConfig *c) {
+    int n = c->max_position_embeddings > 0 ? c->max_position_embeddings : 1 << 30;
+    return c->sliding_window > 0 && c->sliding_window < n ? c->sliding_window : n;
+}
+
+Decoder *decoder_new(Model *m, int n_seq, int max_len, char *err, size_t errlen) {
+    const ModelConfig *c = model_config(m);
+    int limit = decoder_model_max_len(c);
+    if (n_seq < 1 || max_len < 1 || max_len > limit) {
+        snprintf(err, errlen, "decoder: %d sequences of %d tokens: need at least 1 of 1 to %d tokens (the model's limit)",
+                 n_seq, max_len, limit);
+        return NULL;
+    }
+    Decoder *d = xcalloc(1, sizeof *d);
+    d->m = m, d->c = c, d->n_seq = n_seq, d->max_len = max_len;
+    d->H = c->hidden_size, d->I = c->intermediate_size, d->NH = c->num_attention_heads;
+    d->NKV = c->num_key_value_heads, d->HS = c->head_dim, d->V = c->vocab_size;
+    d->QD = d->NH * d->HS, d->KD = d->NKV * d->HS;
+    size_t cache = (size_t)c->num_hidden_layers * n_seq * max_len * d->KD;
+    d->kc = xmalloc(sizeof(float) * (cache ? cache : 1));
+    d->vc = xmalloc(sizeof(float) * (cache ? cache : 1));
+    d->len = xcalloc((size_t)n_seq, sizeof(int));
+    d->mark = xcalloc((size_t)n_seq, sizeof(int));
+    double *inv_freq = xmalloc(sizeof(double) * (size_t)(d->HS / 2 ? d->HS / 2 : 1));
+    model_rope_inv_freq(c, inv_freq);
+    d->cs = xmalloc(sizeof(float) * (size_t)max_len * d->HS);
+    rope_table(d->cs, inv_freq, max_len, d->HS);
+    free(inv_freq);
+    return d;
+}
+
+static void free_activations(Decoder *d) {
+    void *all[] = {d->x, d->xn, d->rstd, d->q, d->k, d->v, d->att, d->lse, d->xmid, d->gate, d->up, d->h, d->pos, d->zero};
+    for (size_t i = 0; i < PPA_ARRAY_LEN(all); i++) free(all[i]);
+}
+
+void decoder_free(Decoder *d) {
+    if (!d) return;
+    free_activations(d);
+    free(d->kc), free(d->vc), free(d->len), free(d->mark), free(d->cs);
+    free(d);
+}
+
+int decoder_len(const Decoder *d, int seq) { return seq >= 0 && seq < d->n_seq ? d->len[seq] : -1; }
+
+/* activations for T tokens, grown when needed */
+static void reserve(Decoder *d, int T) {
+    if (T <= d->cap) return;
+    free_activations(d);
+    size_t t = (size_t)T;
+#define A(p, n) ((p) = xmalloc(sizeof *(p) * (n)))
+    A(d->x, t * d->H), A(d->xn, t * d->H), A(d->rstd, t), A(d->q, t * d->QD), A(d->k, t * d->KD), A(d->v, t * d->KD);
+    A(d->att, t * d->QD), A(d->lse, t * d->NH), A(d->xmid, t * d->H), A(d->gate, t * d->I), A(d->up, t * d->I);
+    A(d->h, t * d->I), A(d->pos, t);
+#undef A
+    d->zero = xcalloc(t, sizeof(int));
+    d->cap = T;
+}
+
+static float *cache_at(const Decoder *d, float *base, int l, int seq, int t) {
+    return base + (((size_t)l * d->n_seq + seq) * d->max_len + t) * d->KD;
+}
+
+/* y[T, out] = x[T, in] W^T (+ bias), as llama.c's linear */
+static void linear(float *y, const float *x, const float *W, const float *bias, int T, int in, int out) {
+    gemm_rows(T, out, in, x, in, W, in, 0.0f, y, out);
+    if (!bias) return;
+    for (int t = 0; t < T; t++)
+        for (int n = 0; n < out; n++) y[(size_t)t * out + n] += bias[n];
+}
+
+/* 16 partial sums: without -ffast-math a single float sum stays scalar */
+static float dotf(const float *a, const float *b, int n) {
+    float acc[16] = {0}, s = 0.0f;
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) acc[l] += a[i + l] * b[i + l];
+    for (int l = 0; l < 16; l++) s += acc[l];
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* out [HS] = softmax(scale q K^T) V over n cached keys; K, Vc: [n, ldk]
+ * at the kv head; s: [n] scratch. The softmax as the engine's: max, then
+ * log-sum-exp accumulated in double, then exp(s - lse). */
+static void attend_one(float *out, const float *q, const float *K, const float *Vc, int n, int ldk, int HS, float *s) {
+    const float scale = 1.0f / sqrtf((float)HS);
+    float mx = -INFINITY;
+    for (int t = 0; t < n; t++) {
+        s[t] = scale * dotf(q, K + (size_t)t * ldk, HS);
+        mx = s[t] > mx ? s[t] : mx;
+    }
+    double sum = 0.0;
+    for (int t = 0; t < n; t++) sum += expf(s[t] - mx);
+    float lse = mx + (float)log(sum);
+    for (int j = 0; j < HS; j++) out[j] = 0.0f;
+    for (int t = 0; t < n; t++) {
+        float p = expf(s[t] - lse);
+        const float *vt = Vc + (size_t)t * ldk;
+        for (int j = 0; j < HS; j++) out[j] += p * vt[j];
+    }
+}
+
+/* attention of one new token per active slot over its cache (which already
+ * holds the token's own key and value at position pos[i]) */
+static void attend_step(Decoder *d, int l, const int *seq, int n) {
+    const int NH = d->NH, HS = d->HS, group = NH / d->NKV;
+#pragma omp parallel
+    {
+        float *s = xmalloc(sizeof(float) * (size_t)d->max_len);
+#pragma omp for schedule(static)
+        for (long ih = 0; ih < (long)n * NH; ih++) {
+            int i = (int)(ih / NH), h = (int)(ih % NH), kv = h / group;
+            const float *K = cache_at(d, d->kc, l, seq[i], 0) + (size_t)kv * HS;
+            const float *Vc = cache_at(d, d->vc, l, seq[i], 0) + (size_t)kv * HS;
+            attend_one(d->att + (size_t)i * d->QD + (size_t)h * HS, d->q + (size_t)i * d->QD + (size_t)h * HS, K, Vc,
+                       d->pos[i] + 1, d->KD, HS, s);
+        }
+        free(s);
+    }
+}
+
+/* The prompt of slot seq, causal over itself: the engine's kernel, keys and
+ * values read straight from the slot's cache. */
+static void attend_prefill(Decoder *d, int l, int seq, int T) {
+    int rows[2] = {0, T};
+    AttnShape s = {d->zero, d->zero, d->zero, rows, 1, T, d->NH, d->NKV, d->HS};
+    attention_forward(d->att, d->lse, d->q, cache_at(d, d->kc, l, seq, 0), cache_at(d, d->vc, l, seq, 0), &s);
+}
+
+/* One layer over the T tokens in d->x (in place); token i goes to slot
+ * seq[i] at position pos[i]. prefill: all T tokens belong to slot seq[0]. */
+static void layer_forward(Decoder *d, int l, int T, const int *seq, int prefill) {
+    const int H = d->H, I = d->I, QD = d->QD, KD = d->KD;
+    LayerW w = model_layer(d->m, l);
+    float eps = (float)d->c->rms_norm_eps;
+    rmsnorm_forward(d->xn, d->rstd, d->x, w.attn_norm, T, H, eps);
+    linear(d->q, d->xn, w.wq, w.bq, T, H, QD);
+    linear(d->k, d->xn, w.wk, w.bk, T, H, KD);
+    linear(d->v, d->xn, w.wv, w.bv, T, H, KD);
+    rope_apply(d->q, d->pos, d->cs, T, d->NH, d->HS, 0);
+    rope_apply(d->k, d->pos, d->cs, T, d->NKV, d->HS, 0);
+    for (int i = 0; i < T; i++) {
+        int s = prefill ? seq[0] : seq[i];
+        memcpy(cache_at(d, d->kc, l, s, d->pos[i]), d->k + (size_t)i * KD, sizeof(float) * (size_t)KD);
+        memcpy(cache_at(d, d->vc, l, s, d->pos[i]), d->v + (size_t)i * KD, sizeof(float) * (size_t)KD);
+    }
+    if (prefill)
+        attend_prefill(d, l, seq[0], T);
+    else
+        attend_step(d, l, seq, T);
+    size_t TH = (size_t)T * H;
+    memcpy(d->xmid, d->x, sizeof(float) * TH); /* residual, then += o_proj(att) */
+    gemm_rows(T, H, QD, d->att, QD, w.wo, QD, 1.0f, d->xmid, H);
+    if (w.bo)
+        for (int t = 0; t < T; t++)
+            for (int n = 0; n < H; n++) d->xmid[(size_t)t * H + n] += w.bo[n];
+    rmsnorm_forward(d->xn, d->rstd, d->xmid, w.mlp_norm, T, H, eps);
+    linear(d->gate, d->xn, w.wg, w.bg, T, H, I);
+    linear(d->up, d->xn, w.wu, w.bu, T, H, I);
+    swiglu_forward(d->h, d->gate, d->up, (long)T * I);
+    memcpy(d->x, d->xmid, sizeof(float) * TH);
+    gemm_rows(T, H, I, d->h, I, w.wd, I, 1.0f, d->x, H);
+    if (w.bd)
+        for (int t = 0; t < T; t++)
+            for (int n = 0; n < H; n++) d->x[(size_t)t * H + n] += w.bd[n];
+}
+
+static void embed(Decoder *d, const int *ids, int T) {
+    const float *E = model_tensor(d->m, "model.embed_tokens.weight");
+    for (int t = 0; t < T; t++) memcpy(d->x + (size_t)t * d->H, E + (size_t)ids[t] * d->H, sizeof(float) * (size_t)d->H);
+}
+
+/* logits [n, V] of the n rows of d->x starting at row r0 */
+static void head(Decoder *d, int r0, int n, float *logits) {
+    float *xr = d->x + (size_t)r0 * d->H;
+    rmsnorm_forward(d->xn, d->rstd, xr, model_tensor(d->m, "model.norm.weight"), n, d->H, (float)d->c->rms_norm_eps);
+    gemm_rows(n, d->V, d->H, d->xn, d->H, model_lm_head(d->m), d->H, 0.0f, logits, d->V);
+}
+
+static int check_token(const Decoder *d, int id, char *err, size_t errlen) {
+    if (id >= 0 && id < d->V) return 0;
+    snprintf(err, errlen, "token id %d is outside the vocabulary (0..%d)", id, d->V - 1);
+    return -1;
+}
+
+int decoder_prefill(Decoder *d, int seq, const int *ids, int n, float *logits, char *err, size_t errlen) {
+    if (seq < 0 || seq >= d->n_seq) return snprintf(err, errlen, "decoder: no sequence slot %d", seq), -1;
+    if (n < 1 || n > d->max_len)
+        return snprintf(err, errlen, "a prompt of %d tokens: the decoder holds 1 to %d", n, d->max_len), -1;
+    for (int i = 0; i < n; i++)
+        if (check_token(d, ids[i], err, errlen)) return -1;
+    reserve(d, n);
+    for (int i = 0; i < n; i++) d->pos[i] = i;
+    embed(d, ids, n);
+    for (int l = 0; l < d->c->num_hidden_layers; l++) layer_forward(d, l, n, &seq, 1);
+    head(d, n - 1, 1, logits);
+    d->len[seq] = n;
+    return 0;
+}
+
+void decoder_fork(Decoder *d, int src, int dst, int count) {
+    size_t n = (size_t)d->len[src] * d->KD;
+    for (int l = 0; l < d->c->num_hidden_layers; l++)
+        for (int s = dst; s < dst + count; s++) {
+            if (s == src) continue;
+            memcpy(cache_at(d, d->kc, l, s, 0), cache_at(d, d->kc, l, src, 0), sizeof(float) * n);
+            memcpy(cache_at(d, d->vc, l, s, 0), cache_at(d, d->vc, l, src, 0), sizeof(float) * n);
+        }
+    for (int s = dst; s < dst + count; s++) d->len[s] = d->len[src];
+}
+
+static int check_step(Decoder *d, const int *tok, const int *seq, int n, char *err, size_t errlen) {
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if (seq[i] < 0 || seq[i] >= d->n_seq) rc = snprintf(err, errlen, "decoder: no sequence slot %d", seq[i]);
+        else if (d->mark[seq[i]]) rc = snprintf(err, errlen, "decoder: slot %d appears twice in one step", seq[i]);
+        else if (d->len[seq[i]] < 1) rc = snprintf(err, errlen, "decoder: slot %d has no prompt", seq[i]);
+        else if (d->len[seq[i]] >= d->max_len)
+            rc = snprintf(err, errlen, "sequence %d would exceed %d tokens (the decoder's limit)", seq[i], d->max_len);
+        else if (check_token(d, tok[i], err, errlen)) rc = 1;
+        if (!rc) d->mark[seq[i]] = 1;
+    }
+    for (int i = 0; i < n; i++)
+        if (seq[i] >= 0 && seq[i] < d->n_seq) d->mark[seq[i]] = 0;
+    return rc ? -1 : 0;
+}
+
+int decoder_step(Decoder *d, const int *tok, const int *seq, int n_active, float *logits, char *err, size_t errlen) {
+    if (n_active < 1) return 0;
+    if (check_step(d, tok, seq, n_active, err, errlen)) return -1;
+    reserve(d, n_active);
+    for (int i = 0; i < n_active; i++) d->pos[i] = d->len[seq[i]];
+    embed(d, tok, n_active);
+    for (int l = 0; l < d->c->num_hidden_layers; l++) layer_forward(d, l, n_active, seq, 0);
+    head(d, 0, n_active, logits);
+    for (int i = 0; i < n_active; i++) d->len[seq[i]]++;
+    return 0;
+}

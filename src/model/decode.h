@@ -1,0 +1,47 @@
+/* decode.h: incremental decoding with a key/value cache, float32, the same
+ * mathematics as model_forward (llama.h): a prompt is computed once (prefill,
+ * matrix products over its tokens), its cache copied to as many sequences as
+ * there are samples (fork), then each step appends one token to every active
+ * sequence, the projections batched across sequences in one matrix product.
+ *
+ * Not here: sampling (sample.h), stopping rules and text (eval/generate.h).
+ *
+ * A decoder holds n_seq sequence slots of at most max_len tokens each; slots
+ * are independent (different prompts may share one decoder). A row of the
+ * logits depends only on its own sequence, not on which other sequences
+ * share the step, when the matrix products are batch-invariant
+ * (gemm_rows_invariant(), true of ppa's default kernels). */
+#ifndef PPA_DECODE_H
+#define PPA_DECODE_H
+
+#include <stddef.h>
+
+#include "model/llama.h"
+
+typedef struct Decoder Decoder;
+
+/* The longest sequence the model computes exactly: max_position_embeddings
+ * (when > 0) and the sliding window (when set), whichever is smaller. */
+int decoder_model_max_len(const ModelConfig *c);
+
+/* n_seq >= 1 slots of max_len tokens (1 <= max_len <= decoder_model_max_len);
+ * NULL with err otherwise. The model must outlive the decoder. */
+Decoder *decoder_new(Model *m, int n_seq, int max_len, char *err, size_t errlen);
+void decoder_free(Decoder *d);
+int decoder_len(const Decoder *d, int seq); /* tokens in slot seq */
+
+/* Runs ids [n] as the whole content of slot seq (its old content dropped)
+ * and returns the next-token logits [V] of the last position. 0, or -1 with
+ * err (bad id, n < 1, or n > max_len). */
+int decoder_prefill(Decoder *d, int seq, const int *ids, int n, float *logits, char *err, size_t errlen);
+
+/* Copies slot src's cache to slots dst .. dst + count - 1 (src itself may be
+ * among them): a prompt computed once serves count samples. */
+void decoder_fork(Decoder *d, int src, int dst, int count);
+
+/* Appends tok[i] to slot seq[i] for each of the n_active (distinct) slots and
+ * returns their next-token logits [n_active, V]. 0, or -1 with err (a slot
+ * would exceed max_len, a bad id or slot), nothing changed then. */
+int decoder_step(Decoder *d, const int *tok, const int *seq, int n_active, float *logits, char *err, size_t errlen);
+
+#endif
