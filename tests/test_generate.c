@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -375,7 +376,29 @@ static void test_sampler(void) {
     CHECK(t >= 0 && t < 3, "all-NaN logits still give an id");
 }
 
+/* SentencePiece: a continuation keeps its leading space (the decoder strips a
+ * text's first space, so decoding the response alone would lose it) */
+static void test_continuation_text(void) {
+    const char *path = "cache/tokenizers/mistral/tokenizer.json";
+    char err[256];
+    Tokenizer *tok = access(path, R_OK) ? NULL : tokenizer_load(path, err, sizeof err);
+    if (!tok) {
+        printf("SKIP continuation text with the Mistral tokenizer: no %s (make fixtures)\n", path);
+        return;
+    }
+    int *p = NULL, *f = NULL;
+    long np = tokenizer_encode(tok, "The man", 7, 1, &p, err, sizeof err);
+    long nf = tokenizer_encode(tok, "The man went home.", 18, 1, &f, err, sizeof err);
+    CHECK(np > 1 && nf > np && !memcmp(p, f, sizeof(int) * (size_t)np), "the prompt's ids are a prefix");
+    size_t len;
+    char *text = generate_decode_continuation(tok, p, (int)np, f + np, (int)(nf - np), &len);
+    CHECK(len == 11 && !strcmp(text, " went home."), "the continuation keeps its leading space: '%s'", text);
+    free(text), free(p), free(f);
+    tokenizer_free(tok);
+}
+
 int main(void) {
+    test_continuation_text();
     test_sampler();
     for (size_t i = 0; i < sizeof CONFIGS / sizeof CONFIGS[0]; i++) {
         Model *m = tiny_model(CONFIGS[i][0], CONFIGS[i][1], 1234 + i);

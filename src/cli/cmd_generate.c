@@ -180,7 +180,7 @@ static void write_line(FILE *f, const Run *r, const PromptRow *p, const GenSampl
         fputs("\"responses\": [", f);
         for (int j = 0; j < K; j++) {
             size_t len;
-            char *text = tokenizer_decode(r->tok, s[j].ids, (size_t)s[j].len, 1, &len);
+            char *text = generate_decode_continuation(r->tok, p->ids, p->len, s[j].ids, s[j].len, &len);
             fputs(j ? ", " : "", f);
             put_json_string(f, text, len);
             free(text);

@@ -10,6 +10,7 @@
 #include "core/common.h"
 #include "model/decode.h"
 #include "model/sample.h"
+#include "tokenizer/tokenizer.h"
 
 size_t generate_cache_bytes(const ModelConfig *c, int n_seq, int max_len) {
     return 2 * sizeof(float) * (size_t)c->num_hidden_layers * (size_t)n_seq * (size_t)max_len *
@@ -117,4 +118,26 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
     free(logits), free(rng), free(tok), free(row), free(slot), free(feed);
     decoder_free(d);
     return rc ? -1 : 0;
+}
+
+/* The text a response adds to its prompt: decode(prompt + response) after
+ * decode(prompt). Decoding the response alone would lose what depends on
+ * its context, such as SentencePiece's leading space (the decoder strips the
+ * first one of a text), and "The man" + "went" would read "The manwent". */
+char *generate_decode_continuation(const Tokenizer *tok, const int *prompt, int np, const int *ids, int n, size_t *len) {
+    int *all = xmalloc(sizeof(int) * (size_t)(np + n));
+    memcpy(all, prompt, sizeof(int) * (size_t)np);
+    memcpy(all + np, ids, sizeof(int) * (size_t)n);
+    size_t lp, la;
+    char *head = tokenizer_decode(tok, prompt, (size_t)np, 1, &lp), *text = tokenizer_decode(tok, all, (size_t)(np + n), 1, &la);
+    free(all);
+    if (la >= lp && !memcmp(head, text, lp)) {
+        memmove(text, text + lp, la - lp + 1);
+        *len = la - lp;
+    } else { /* no clean prefix (a merge across the boundary): the response alone */
+        free(text);
+        text = tokenizer_decode(tok, ids, (size_t)n, 1, len);
+    }
+    free(head);
+    return text;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "model/llama.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct {
     int max_new_tokens; /* >= 1 */
@@ -62,5 +63,11 @@ size_t generate_cache_bytes(const ModelConfig *c, int n_seq, int max_len);
 int generate_max_len(const ModelConfig *c, int len, int max_new_tokens);
 
 void generate_free(GenSample *s, int n);
+
+/* The text that response ids add to their prompt: decode(prompt + ids) after
+ * decode(prompt), special tokens skipped (malloc'd, length in *len). Decoding
+ * the response alone loses what depends on its context, such as
+ * SentencePiece's leading space: "The man" + "went" would read "The manwent". */
+char *generate_decode_continuation(const Tokenizer *tok, const int *prompt, int np, const int *ids, int n, size_t *len);
 
 #endif
