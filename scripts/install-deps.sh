@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ppa needs to build and test, when missing.
 # Idempotent: says what it installs, and does nothing when all are present.
-# Set PPA_WITH_TORCH=1 to add python3-torch (goldens and benchmarks only).
+# Set PPA_WITH_TORCH=1 to add python3-torch (goldens and benchmarks only), PPA_WITH_DEMO=1 to add gnuplot
+# (the demo's plots).
 set -euo pipefail
 
 # libopenblas0-openmp: src/model/gemm.c dlopen()s it at run time (no -dev
@@ -12,6 +13,8 @@ pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libopenblas0-openmp)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 [ "${PPA_WITH_TORCH:-0}" = 1 ] && pkgs+=(python3-torch python3-numpy)
+# the demo's plots (make demo sets it)
+[ "${PPA_WITH_DEMO:-0}" = 1 ] && pkgs+=(gnuplot-nox)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -42,9 +42,23 @@ static int exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
+/* mkdir -p */
+static int make_dirs(const char *path) {
+    char *p = strdup(path);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            if (mkdir(p, 0755) && errno != EEXIST) return free(p), -1;
+            *s = '/';
+        }
+    int rc = mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
+    free(p);
+    return rc;
+}
+
 /* OUT may be new or hold a reference cache; a model or checkpoints there need --resume */
 static void check_out(const char *out, int resuming) {
-    if (mkdir(out, 0755) && errno != EEXIST) ppa_die(2, "train: cannot create --out %s: %s", out, strerror(errno));
+    if (make_dirs(out)) ppa_die(2, "train: cannot create --out %s: %s", out, strerror(errno));
     if (resuming) return;
     DIR *d = opendir(out);
     if (!d) ppa_die(2, "train: cannot open --out %s: %s", out, strerror(errno));
