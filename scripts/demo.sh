@@ -12,7 +12,7 @@
 #   6. a table like the paper's Table 1 on the terminal, results.json, results.csv, and PNG plots (gnuplot)
 #
 # Usage: scripts/demo.sh [--quick] [--seeds "1 2 3"] [--methods "ppa dpo_all_pairs"] [--sft DIR] [--out DIR]
-#   --quick   a first look at smaller scale (fewer SFT sentences, prompts and steps)
+#   --quick   a first look at smaller scale (fewer SFT sentences and prompts, four methods)
 #   --seeds   repeat the alignment (list draws and data order) and its evaluation over these seeds and report the
 #             spread; the corpus split, the SFT model and the lists are those of the first seed
 #   --sft     reuse the SFT model of an earlier run (its folder; made with the same first seed)
@@ -33,10 +33,13 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-# the paper's methods (Table 1): PPA and the baselines, with their ppa objective names
-[ -n "$methods" ] || methods="ppa dpo_single_pair dpo_all_pairs dpo_bpr lipo slic listmle approx_ndcg"
+# the paper's methods (Table 1): PPA and the baselines, with their ppa objective names (--quick: four of them)
+if [ -z "$methods" ]; then
+  methods="ppa dpo_single_pair dpo_all_pairs dpo_bpr lipo slic listmle approx_ndcg"
+  [ $quick = 1 ] && methods="ppa dpo_single_pair dpo_all_pairs lipo"
+fi
 if [ $quick = 1 ]; then
-  N_SFT=8000 N_TRAIN=160 N_TEST=64 NEW=24 out=${out:-$ROOT/demo-out/quick}
+  N_SFT=6000 N_TRAIN=160 N_TEST=64 NEW=24 out=${out:-$ROOT/demo-out/quick}
 else
   N_SFT=40000 N_TRAIN=640 N_TEST=200 NEW=32 out=${out:-$ROOT/demo-out/full}
 fi
