@@ -96,15 +96,17 @@ static char *fingerprint(const TrainOptions *o, const Prepared *p) {
 
 static void check_resume_options(const char *dir, const char *saved, const char *now) {
     cJSON *a = cJSON_Parse(saved), *b = cJSON_Parse(now);
-    for (cJSON *x = b ? b->child : NULL; x; x = x->next) {
+    char msg[1024] = "";
+    for (cJSON *x = b ? b->child : NULL; x && !msg[0]; x = x->next) {
         cJSON *y = cJSON_GetObjectItemCaseSensitive(a, x->string);
-        if (!y || !cJSON_Compare(x, y, 1)) {
-            char *vx = cJSON_PrintUnformatted(x), *vy = y ? cJSON_PrintUnformatted(y) : strdup("(absent)");
-            ppa_die(2, "train: --resume %s: the checkpoint was made with %s = %s, this run has %s; an exact resume "
-                       "needs the same options and data", dir, x->string, vy, vx);
-        }
+        if (y && cJSON_Compare(x, y, 1)) continue;
+        char *vx = cJSON_PrintUnformatted(x), *vy = y ? cJSON_PrintUnformatted(y) : strdup("(absent)");
+        snprintf(msg, sizeof msg, "--resume %s: the checkpoint was made with %s = %s, this run has %s; an exact resume needs "
+                 "the same options and data", dir, x->string, vy, vx);
+        free(vx), free(vy);
     }
     cJSON_Delete(a), cJSON_Delete(b);
+    if (msg[0]) ppa_die(2, "train: %s", msg);
 }
 
 /* keeps the log lines of steps <= step (a resumed run rewrites what came after its checkpoint) */
