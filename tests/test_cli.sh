@@ -1,18 +1,9 @@
 #!/usr/bin/env bash
 # CLI behaviour of `ppa loss`, `ppa bench loss`, help and errors.
 # Usage: tests/test_cli.sh PPA_BINARY. Prints "test_cli: N passed, N failed".
-set -u
 ppa=${1:-./ppa}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL test_cli: $*" >&2; }
-expect() { # expect DESCRIPTION COMMAND...: command must succeed
-  local d=$1; shift
-  if "$@"; then ok; else bad "$d"; fi
-}
+NAME=test_cli
+. "$(dirname "$0")/lib.sh"
 
 # -- a good run: one output line per list, full precision, the paper's numbers
 cat > "$tmp/good.jsonl" <<'J'
@@ -80,7 +71,6 @@ expect "bench --json prints every objective" test "$(grep -c '"objective"' "$tmp
 expect "ppa demo" "$ppa" demo > /dev/null
 
 # -- ppa init / ppa inspect on a tiny Llama and a small byte-level tokenizer.json
-. "$(dirname "$0")/tiny_model.sh"
 tiny_model_files "$tmp"
 "$ppa" init --config "$tmp/config.json" --tokenizer "$tmp/tokenizer.json" --out "$tmp/m" --seed 3 > "$tmp/out" 2> "$tmp/err"
 expect "ppa init exits 0" test $? -eq 0
@@ -134,5 +124,4 @@ expect "ppa sft: the loss falls ($first -> $last)" awk -v a="$first" -v b="$last
 "$ppa" inspect "$tmp/sft_out" > /dev/null 2>&1
 expect "ppa sft writes a model folder" test $? -eq 0
 
-echo "test_cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+report

@@ -3,38 +3,12 @@
 # tokenizer: output shape, determinism, --out, errors, --skip-invalid, and the
 # output read back by `ppa logprobs`.
 # Usage: tests/test_generate.sh PPA_BINARY. Prints "test_generate: N passed, N failed".
-set -u
 ppa=${1:-./ppa}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL test_generate: $*" >&2; }
-expect() { # expect DESCRIPTION COMMAND...: command must succeed
-  local d=$1; shift
-  if "$@"; then ok; else bad "$d"; fi
-}
+NAME=test_generate
+. "$(dirname "$0")/lib.sh"
 
-# -- the byte-level tokenizer.json of tests/test_cli.sh (ids 0..255 the bytes, <s> 256, </s> 257)
-{
-  printf '{"added_tokens": [{"id": 256, "content": "<s>", "special": true}, {"id": 257, "content": "</s>", "special": true}],'
-  printf ' "pre_tokenizer": {"type": "ByteLevel", "use_regex": true}, "decoder": {"type": "ByteLevel"},'
-  printf ' "model": {"type": "BPE", "merges": [], "vocab": {'
-  for b in $(seq 0 255); do
-    if { [ "$b" -ge 33 ] && [ "$b" -le 126 ]; } || { [ "$b" -ge 161 ] && [ "$b" -le 172 ]; } || [ "$b" -ge 174 ]; then cp=$b; else
-      k=0; for x in $(seq 0 $((b - 1))); do { [ "$x" -ge 33 ] && [ "$x" -le 126 ]; } || { [ "$x" -ge 161 ] && [ "$x" -le 172 ]; } || [ "$x" -ge 174 ] || k=$((k + 1)); done
-      cp=$((256 + k)); fi
-    [ "$b" -gt 0 ] && printf ', '
-    printf '"\\u%04x": %d' "$cp" "$b"
-  done
-  printf '}}}'
-} > "$tmp/tokenizer.json"
-cat > "$tmp/config.json" <<'J'
-{"model_type": "llama", "vocab_size": 260, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
- "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64, "rms_norm_eps": 1e-5,
- "tie_word_embeddings": true, "bos_token_id": 256, "eos_token_id": 257}
-J
+# -- a tiny Llama with a byte-level tokenizer.json (ids 0..255 the bytes, <s> 256, </s> 257)
+tiny_model_files "$tmp"
 "$ppa" init --config "$tmp/config.json" --tokenizer "$tmp/tokenizer.json" --out "$tmp/m" --seed 5 --init-std 0.3 > /dev/null 2>&1
 expect "a tiny model" test -s "$tmp/m/model.safetensors"
 
@@ -192,5 +166,4 @@ expect "and is named" grep -q "missing.jsonl: cannot open" "$tmp/err"
 expect "ppa generate --help" "$ppa" generate --help > /dev/null
 expect "ppa help lists generate" sh -c "'$ppa' help | grep -q '^  generate'"
 
-echo "test_generate: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+report

@@ -4,18 +4,9 @@
 # temporary npm cache, so it needs no fetched data; the real lists (cache/npm, when fetched)
 # are checked on the packages' README examples only.
 # Usage: tests/test_judge.sh PPA_BINARY. Prints "test_judge: N passed, N failed".
-set -u
 ppa=${1:-./ppa}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL test_judge: $*" >&2; }
-expect() { # expect DESCRIPTION COMMAND...: command must succeed
-  local d=$1; shift
-  if "$@"; then ok; else bad "$d"; fi
-}
+NAME=test_judge
+. "$(dirname "$0")/lib.sh"
 has() { grep -qF -- "$2" "$1"; } # has FILE FIXED-STRING
 
 # -- a made-up npm cache: the same file layout as scripts/fetch-fixtures.sh makes
@@ -123,5 +114,4 @@ else
   echo "SKIP test_judge: README examples on the real word lists (run scripts/fetch-fixtures.sh)"
 fi
 
-echo "test_judge: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+report

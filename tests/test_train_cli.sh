@@ -3,23 +3,13 @@
 # outputs and logs, exact resume, determinism, the reference cache and its
 # refusals, malformed data, YAML recipes, every objective, bf16 saves.
 # Usage: tests/test_train_cli.sh PPA_BINARY. Prints "test_train_cli: N passed, N failed".
-set -u
 ppa=$(realpath "${1:-./ppa}")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL test_train_cli: $*" >&2; }
-expect() { # expect DESCRIPTION COMMAND...: command must succeed
-  local d=$1; shift
-  if "$@"; then ok; else bad "$d"; fi
-}
+NAME=test_train_cli
+. "$(dirname "$0")/lib.sh"
 # the log without its timing fields (the only ones that differ between identical runs)
 untimed() { sed -E 's/, "tokens_per_s": [^,}]*, "elapsed_s": [^,}]*//' "$@"; }
 json_num() { grep -o "\"$1\": [-0-9.e+]*" "$2" | head -1 | sed "s/.*: //"; }
 
-. "$(dirname "$0")/tiny_model.sh"
 tiny_model_files "$tmp"
 "$ppa" init --config "$tmp/config.json" --tokenizer "$tmp/tokenizer.json" --out "$tmp/m" --seed 7 --init-std 0.3 > /dev/null
 
@@ -170,5 +160,4 @@ expect "ppa train --help" "$ppa" train --help > /dev/null
 expect "ppa eval --help" "$ppa" eval --help > /dev/null
 expect "ppa score --help" "$ppa" score --help > /dev/null
 
-echo "test_train_cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+report

@@ -1,7 +1,26 @@
-# tiny_model.sh: sourced by the CLI tests. tiny_model_files DIR writes a
-# byte-level tokenizer.json (ids 0..255 are the bytes, no merges; "<s>" 256
-# and "</s>" 257 special) and the config.json of a 2-layer Llama with GQA and
-# tied embeddings, the inputs of `ppa init`.
+# lib.sh: sourced by the CLI tests (tests/test_*.sh) after they set NAME.
+# Gives a temporary folder $tmp (removed on exit), the counted checks ok, bad
+# and expect with the closing summary line (report), and tiny_model_files.
+set -u
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL $NAME: $*" >&2; }
+expect() { # expect DESCRIPTION COMMAND...: command must succeed
+  local d=$1; shift
+  if "$@"; then ok; else bad "$d"; fi
+}
+# the closing line that tests/run.sh adds up, and the exit status
+report() {
+  echo "$NAME: $pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
+}
+
+# tiny_model_files DIR writes a byte-level tokenizer.json (ids 0..255 are the
+# bytes, no merges; "<s>" 256 and "</s>" 257 special) and the config.json of
+# a 2-layer Llama with GQA and tied embeddings, the inputs of `ppa init`.
 tiny_model_files() {
   local dir=$1
   {
