@@ -131,36 +131,22 @@ static void prompt_free(PromptRow *r) {
     memset(r, 0, sizeof *r);
 }
 
+static int parse_prompt(const char *line, long lineno, void *item, void *ctx, char *msg, size_t msglen) {
+    PromptRow *r = item;
+    r->line = lineno;
+    return read_prompt(line, r, ctx, msg, msglen);
+}
+
+static void free_prompt_item(void *item) { prompt_free(item); }
+
 int prompts_read(PromptSet *ps, const char *path, const PromptOptions *o, char *err, size_t errlen) {
     memset(ps, 0, sizeof *ps);
-    FILE *f = fopen(path, "r");
-    if (!f) return snprintf(err, errlen, "%s: cannot open: %m", path), -1;
-    JsonlReader rd;
-    jsonl_init(&rd, f, path);
-    char *line, msg[1024];
-    int cap = 0, rc = 0;
-    while (jsonl_next(&rd, &line)) {
-        if (ps->n == cap) ps->rows = xrealloc(ps->rows, sizeof(PromptRow) * (size_t)(cap = cap ? 2 * cap : 64));
-        PromptRow *r = &ps->rows[ps->n];
-        memset(r, 0, sizeof *r);
-        r->line = rd.line;
-        if (!read_prompt(line, r, o, msg, sizeof msg)) {
-            ps->n++;
-            continue;
-        }
-        prompt_free(r);
-        if (!o->skip_invalid) {
-            snprintf(err, errlen, "%s:%ld: %s", path, rd.line, msg);
-            rc = -1;
-            break;
-        }
-        fprintf(stderr, "ppa: %s:%ld: skipped: %s\n", path, rd.line, msg);
-        ps->skipped++;
-    }
-    jsonl_free(&rd);
-    fclose(f);
-    if (rc) prompts_free(ps);
-    return rc;
+    void *rows;
+    if (jsonl_read_all(path, sizeof(PromptRow), parse_prompt, free_prompt_item, (void *)o, o->skip_invalid, &rows, &ps->n,
+                       &ps->skipped, err, errlen))
+        return -1;
+    ps->rows = rows;
+    return 0;
 }
 
 void prompts_free(PromptSet *ps) {

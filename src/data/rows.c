@@ -360,41 +360,35 @@ static void row_free(DataRow *r) {
     memset(r, 0, sizeof *r);
 }
 
+typedef struct {
+    const DataOptions *o;
+    long *fixes;
+} ReadCtx;
+
+static int parse_row(const char *line, long lineno, void *item, void *ctx, char *msg, size_t msglen) {
+    const ReadCtx *c = ctx;
+    DataRow *r = item;
+    r->line = lineno;
+    if (read_row(line, r, c->o, c->fixes, msg, msglen)) return -1;
+    if (!r->id) { /* the id defaults to the line number */
+        char num[32];
+        snprintf(num, sizeof num, "%ld", lineno);
+        r->id = strdup(num);
+    }
+    return 0;
+}
+
+static void free_row_item(void *item) { row_free(item); }
+
 int data_read(DataSet *ds, const char *path, const DataOptions *o, char *err, size_t errlen) {
     memset(ds, 0, sizeof *ds);
-    FILE *f = fopen(path, "r");
-    if (!f) return snprintf(err, errlen, "%s: cannot open: %m", path), -1;
-    JsonlReader rd;
-    jsonl_init(&rd, f, path);
-    char *line, msg[1024];
-    int cap = 0, rc = 0;
-    while (jsonl_next(&rd, &line)) {
-        if (ds->n == cap) ds->rows = xrealloc(ds->rows, sizeof(DataRow) * (size_t)(cap = cap ? 2 * cap : 64));
-        DataRow *r = &ds->rows[ds->n];
-        memset(r, 0, sizeof *r);
-        r->line = rd.line;
-        if (!read_row(line, r, o, &ds->boundary_fixes, msg, sizeof msg)) {
-            if (!r->id) {
-                char num[32];
-                snprintf(num, sizeof num, "%ld", rd.line);
-                r->id = strdup(num);
-            }
-            ds->n++;
-            continue;
-        }
-        row_free(r);
-        if (!o->skip_invalid) {
-            snprintf(err, errlen, "%s:%ld: %s", path, rd.line, msg);
-            rc = -1;
-            break;
-        }
-        fprintf(stderr, "ppa: %s:%ld: skipped: %s\n", path, rd.line, msg);
-        ds->skipped++;
-    }
-    jsonl_free(&rd);
-    fclose(f);
-    if (rc) data_free(ds);
-    return rc;
+    ReadCtx c = {o, &ds->boundary_fixes};
+    void *rows;
+    if (jsonl_read_all(path, sizeof(DataRow), parse_row, free_row_item, &c, o->skip_invalid, &rows, &ds->n, &ds->skipped,
+                       err, errlen))
+        return -1;
+    ds->rows = rows;
+    return 0;
 }
 
 void data_free(DataSet *ds) {

@@ -2,6 +2,7 @@
 #include "io/jsonl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,41 @@ int jsonl_next(JsonlReader *r, char **line) {
             return 1;
         }
     }
+}
+
+int jsonl_read_all(const char *path, size_t size, JsonlParseFn parse, void (*free_item)(void *), void *ctx,
+                   int skip_invalid, void **items, int *n, long *skipped, char *err, size_t errlen) {
+    *items = NULL, *n = 0, *skipped = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)), -1;
+    JsonlReader rd;
+    jsonl_init(&rd, f, path);
+    char *line, msg[1024];
+    int cap = 0, rc = 0;
+    while (jsonl_next(&rd, &line)) {
+        if (*n == cap) *items = xrealloc(*items, size * (size_t)(cap = cap ? 2 * cap : 64));
+        char *item = (char *)*items + size * (size_t)*n;
+        memset(item, 0, size);
+        if (!parse(line, rd.line, item, ctx, msg, sizeof msg)) {
+            (*n)++;
+            continue;
+        }
+        free_item(item);
+        if (!skip_invalid) {
+            snprintf(err, errlen, "%s:%ld: %s", path, rd.line, msg);
+            rc = -1;
+            break;
+        }
+        fprintf(stderr, "ppa: %s:%ld: skipped: %s\n", path, rd.line, msg);
+        (*skipped)++;
+    }
+    jsonl_free(&rd);
+    fclose(f);
+    if (rc) {
+        for (int i = 0; i < *n; i++) free_item((char *)*items + size * (size_t)i);
+        free(*items), *items = NULL, *n = 0;
+    }
+    return rc;
 }
 
 void jsonl_free(JsonlReader *r) {
