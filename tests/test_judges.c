@@ -277,7 +277,12 @@ static void afinn_published_checks(const AfinnJudge *j) {
     }
 }
 
-static void afinn_against(const AfinnJudge *j, const char *ref) {
+/* One line of an oracle file: compares the judge on text with the row's
+ * numbers (CHECKs naming ref:line); sets *exact when bit-identical. */
+typedef int (*CompareFn)(const void *judge, const char *t, const cJSON *row, const char *ref, long line, int *exact);
+
+/* Every line of an oracle file through cmp, counted per fixture set. */
+static void compare_reference(const void *judge, const char *ref, CompareFn cmp, const char *title, const char *exact_what) {
     FILE *f = fopen(ref, "r");
     JsonlReader rd;
     jsonl_init(&rd, f, ref);
@@ -287,21 +292,39 @@ static void afinn_against(const AfinnJudge *j, const char *ref) {
         cJSON *row = cJSON_Parse(line);
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(row, "text");
         SetCount *c = set_of(sets, row);
-        const char *t = cJSON_IsString(text) ? text->valuestring : "";
-        AfinnScore s;
-        afinn_analyze(j, t, strlen(t), &s);
-        double want_score = num(row, "score"), want_cmp = num(row, "comparative");
-        int ok = (double)s.score == want_score && fabs(s.comparative - want_cmp) <= 1e-12;
-        CHECK(ok, "%s:%ld: \"%s\": score %ld comparative %.17g, sentiment says %.17g %.17g", ref, rd.line, t, s.score,
-              s.comparative, want_score, want_cmp);
+        int exact = 0, ok = cmp(judge, cJSON_IsString(text) ? text->valuestring : "", row, ref, rd.line, &exact);
         c->lines++;
         c->ok += ok;
-        c->exact += ok && s.comparative == want_cmp;
+        c->exact += ok && exact;
         cJSON_Delete(row);
     }
     jsonl_free(&rd);
     fclose(f);
-    print_sets("AFINN vs sentiment@5.0.2", sets, "bit-identical comparative");
+    print_sets(title, sets, exact_what);
+}
+
+static int afinn_line(const void *judge, const char *t, const cJSON *row, const char *ref, long line, int *exact) {
+    AfinnScore s;
+    afinn_analyze(judge, t, strlen(t), &s);
+    double want_score = num(row, "score"), want_cmp = num(row, "comparative");
+    int ok = (double)s.score == want_score && fabs(s.comparative - want_cmp) <= 1e-12;
+    CHECK(ok, "%s:%ld: \"%s\": score %ld comparative %.17g, sentiment says %.17g %.17g", ref, line, t, s.score,
+          s.comparative, want_score, want_cmp);
+    *exact = s.comparative == want_cmp;
+    return ok;
+}
+
+static int vader_line(const void *judge, const char *t, const cJSON *row, const char *ref, long line, int *exact) {
+    VaderScores s;
+    vader_polarity(judge, t, strlen(t), &s);
+    double w[4] = {num(row, "neg"), num(row, "neu"), num(row, "pos"), num(row, "compound")};
+    double g[4] = {s.neg, s.neu, s.pos, s.compound};
+    int ok = 1;
+    *exact = 1;
+    for (int k = 0; k < 4; k++) ok &= fabs(g[k] - w[k]) <= 1e-4, *exact &= g[k] == w[k];
+    CHECK(ok, "%s:%ld: \"%s\": neg %g neu %g pos %g compound %g, the JS port says %g %g %g %g", ref, line, t, g[0], g[1],
+          g[2], g[3], w[0], w[1], w[2], w[3]);
+    return ok;
 }
 
 static void test_afinn_reference(void) {
@@ -316,7 +339,7 @@ static void test_afinn_reference(void) {
     CHECK(j != NULL, "AFINN loads from the cache: %s", j ? "" : err);
     if (!j) return;
     afinn_published_checks(j);
-    if (file_exists(ref)) afinn_against(j, ref);
+    if (file_exists(ref)) compare_reference(j, ref, afinn_line, "AFINN vs sentiment@5.0.2", "bit-identical comparative");
     else printf("SKIP AFINN against sentiment@5.0.2: no %s (run scripts/fetch-fixtures.sh)\n", ref);
     afinn_free(j);
 }
@@ -343,31 +366,7 @@ static void test_vader_reference(void) {
         vader_free(j);
         return;
     }
-    FILE *f = fopen(ref, "r");
-    JsonlReader rd;
-    jsonl_init(&rd, f, ref);
-    SetCount sets[4] = {{"amazon", 0, 0, 0}, {"imdb", 0, 0, 0}, {"yelp", 0, 0, 0}, {"edge", 0, 0, 0}};
-    char *line;
-    while (jsonl_next(&rd, &line)) {
-        cJSON *row = cJSON_Parse(line);
-        const cJSON *text = cJSON_GetObjectItemCaseSensitive(row, "text");
-        SetCount *c = set_of(sets, row);
-        const char *t = cJSON_IsString(text) ? text->valuestring : "";
-        vader_polarity(j, t, strlen(t), &s);
-        double w[4] = {num(row, "neg"), num(row, "neu"), num(row, "pos"), num(row, "compound")};
-        double g[4] = {s.neg, s.neu, s.pos, s.compound};
-        int ok = 1, exact = 1;
-        for (int k = 0; k < 4; k++) ok &= fabs(g[k] - w[k]) <= 1e-4, exact &= g[k] == w[k];
-        CHECK(ok, "%s:%ld: \"%s\": neg %g neu %g pos %g compound %g, the JS port says %g %g %g %g", ref, rd.line, t,
-              g[0], g[1], g[2], g[3], w[0], w[1], w[2], w[3]);
-        c->lines++;
-        c->ok += ok;
-        c->exact += exact;
-        cJSON_Delete(row);
-    }
-    jsonl_free(&rd);
-    fclose(f);
-    print_sets("VADER vs vader-sentiment@1.1.3", sets, "bit-identical");
+    compare_reference(j, ref, vader_line, "VADER vs vader-sentiment@1.1.3", "bit-identical");
     vader_free(j);
 }
 
