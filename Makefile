@@ -24,9 +24,8 @@ CFLAGS  := -std=c17 $(OPT) $(OMP) $(SAN) -Wall -Wextra -Werror -Wno-psabi $(if $
 LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lmvec -lm -ldl
 PYTHON  := /usr/bin/python3
 
-# objective_opts.c (the objective options) is shared by the commands and by
-# the train option layer (src/train/options.c), so the library holds it too
-LIB_SRC := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)) src/cli/objective_opts.c)
+# the library is everything below the command line
+LIB_SRC := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))
 LIB     := $(BUILD)/libppa.a
@@ -42,8 +41,9 @@ $(BUILD)/%.o: %.c
 # fused multiply-add there (it would round differently from node)
 $(BUILD)/src/judge/%.o: CFLAGS += -ffp-contract=off
 
+# made anew, so that the objects of deleted sources leave the archive
 $(LIB): $(LIB_SRC:%.c=$(BUILD)/%.o)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(BIN): $(CLI_SRC:%.c=$(BUILD)/%.o) $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)

@@ -11,7 +11,7 @@
 #endif
 
 #include "cli/commands.h"
-#include "cli/objective_opts.h"
+#include "cli/objective_flags.h"
 #include "core/common.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -63,23 +63,23 @@ static double time_objective(PpaObjective obj, const PpaLossOptions *o, int B, i
 
 static int bench_loss(int argc, char **argv) {
     enum { OPT_HELP = 1, OPT_LISTS, OPT_SIZE, OPT_REPEAT, OPT_THREADS, OPT_SEED, OPT_JSON };
-    struct option opts[16 + OBJ_OPT_COUNT] = {
+    struct option opts[16 + OBJECTIVE_OPT_COUNT] = {
         {"help", no_argument, NULL, OPT_HELP},          {"lists", required_argument, NULL, OPT_LISTS},
         {"size", required_argument, NULL, OPT_SIZE},    {"repeat", required_argument, NULL, OPT_REPEAT},
         {"threads", required_argument, NULL, OPT_THREADS}, {"seed", required_argument, NULL, OPT_SEED},
         {"json", no_argument, NULL, OPT_JSON},
     };
-    objective_opts_append(opts, 7);
+    objective_flags_append(opts, 7);
     int B = 10000, K = 8, repeat = 5, threads = 0, json = 0, c;
     unsigned long long seed = 1234;
     PpaObjective obj = PPA_N_OBJECTIVES;
     PpaLossOptions o;
     ppa_loss_options_default(&o);
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == OBJ_OPT_BASE && !strcmp(optarg, "all")) continue; /* all objectives */
-        if (objective_opts_handle(c, optarg, &obj, &o)) continue;
+        if (c == OBJ_FLAG_BASE && !strcmp(optarg, "all")) continue; /* all objectives */
+        if (objective_flags_handle(c, optarg, &obj, &o)) continue;
         switch (c) {
-        case OPT_HELP: printf("%s%s", HELP, OBJECTIVE_OPTS_HELP); return 0;
+        case OPT_HELP: fputs(HELP, stdout), objective_opts_help(stdout); return 0;
         case OPT_LISTS: B = atoi(optarg); break;
         case OPT_SIZE: K = atoi(optarg); break;
         case OPT_REPEAT: repeat = atoi(optarg); break;

@@ -1,14 +1,13 @@
 /* cmd_engine.c: `ppa logprobs` (summed response log-probabilities of a
  * model) and `ppa grad` (the gradient of an objective on implicit rewards,
  * under the Hugging Face tensor names). */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/objective_opts.h"
+#include "cli/prep.h"
 #include "core/common.h"
 #include "data/rows.h"
 #include "model/gemm.h"
@@ -72,38 +71,19 @@ static int batch_responses(const DataSet *d, int r0, int r1) {
     return n;
 }
 
-static const char LOGPROBS_HELP[] =
-    "usage: ppa logprobs --model DIR --data FILE.jsonl [--template NAME] [--skip-invalid] [--strict] [--verbose]\n"
+static const char LOGPROBS_USAGE[] =
+    "usage: ppa logprobs --model DIR --data FILE.jsonl [options]\n"
     "\n"
     "One line per row: {\"logps\": [...], \"n_tokens\": [...]}: the summed log-probability of each\n"
     "response given its prompt, and its number of scored tokens. Rows are text rows (rendered with\n"
-    "the chat template, default: detected) or pre-tokenized {\"prompt_ids\", \"response_ids\"}.\n";
+    "the chat template, default: detected) or pre-tokenized {\"prompt_ids\", \"response_ids\"}.\n\n";
 
 int cmd_logprobs(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_MODEL, OPT_DATA, OPT_TEMPLATE, OPT_SKIP, OPT_STRICT, OPT_VERBOSE };
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, OPT_HELP},         {"model", required_argument, NULL, OPT_MODEL},
-        {"data", required_argument, NULL, OPT_DATA},   {"template", required_argument, NULL, OPT_TEMPLATE},
-        {"skip-invalid", no_argument, NULL, OPT_SKIP}, {"strict", no_argument, NULL, OPT_STRICT},
-        {"verbose", no_argument, NULL, OPT_VERBOSE},   {0},
-    };
-    const char *model = NULL, *data = NULL, *template = NULL;
-    int skip = 0, strict = 0, c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_HELP: fputs(LOGPROBS_HELP, stdout); return 0;
-        case OPT_MODEL: model = optarg; break;
-        case OPT_DATA: data = optarg; break;
-        case OPT_TEMPLATE: template = optarg; break;
-        case OPT_SKIP: skip = 1; break;
-        case OPT_STRICT: strict = 1; break;
-        case OPT_VERBOSE: verbose = 1; break;
-        default: ppa_die(2, "logprobs: see 'ppa logprobs --help'");
-        }
-    }
-    if (!model || !data) ppa_die(2, "logprobs: --model and --data are required");
+    TrainOptions o;
+    prep_options(CMD_LOGPROBS, LOGPROBS_USAGE, argc, argv, &o);
+    verbose = o.verbose;
     Loaded L = {0};
-    load_all(&L, model, data, template, skip, strict);
+    load_all(&L, o.model, o.data, o.template_name, o.skip_invalid, o.strict);
     for (int r0 = 0; r0 < L.data.n; r0 += ROWS_PER_BATCH) {
         int r1 = r0 + ROWS_PER_BATCH < L.data.n ? r0 + ROWS_PER_BATCH : L.data.n, n = batch_responses(&L.data, r0, r1);
         double *lp = xmalloc(sizeof(double) * (size_t)n);
@@ -120,13 +100,14 @@ int cmd_logprobs(int argc, char **argv) {
         free(lp), free(nt);
     }
     unload(&L);
+    train_options_free(&o);
     if (fflush(stdout) || ferror(stdout)) ppa_die(1, "logprobs: error writing the output");
     return 0;
 }
 
-static const char GRAD_HELP[] =
+static const char GRAD_USAGE[] =
     "usage: ppa grad --model DIR [--ref DIR] --data FILE.jsonl --objective NAME [objective options]\n"
-    "                --beta B --out grads.safetensors [--template NAME] [--skip-invalid] [--strict] [--verbose]\n"
+    "                --beta B --out grads.safetensors [options]\n"
     "\n"
     "loss = mean over rows of the objective on s_k = beta (logp_policy,k - logp_ref,k), labels =\n"
     "the rows' scores (simpo: s_k = beta * mean-token logp_policy; ipo: mean-token log-probs for\n"
@@ -142,48 +123,18 @@ static double implicit_reward(PpaObjective obj, double beta, double lp, double r
 }
 
 int cmd_grad(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_MODEL, OPT_REF, OPT_DATA, OPT_OUT, OPT_TEMPLATE, OPT_SKIP, OPT_STRICT, OPT_VERBOSE };
-    struct option opts[16 + OBJ_OPT_COUNT] = {
-        {"help", no_argument, NULL, OPT_HELP},         {"model", required_argument, NULL, OPT_MODEL},
-        {"ref", required_argument, NULL, OPT_REF},     {"data", required_argument, NULL, OPT_DATA},
-        {"out", required_argument, NULL, OPT_OUT},     {"template", required_argument, NULL, OPT_TEMPLATE},
-        {"skip-invalid", no_argument, NULL, OPT_SKIP}, {"strict", no_argument, NULL, OPT_STRICT},
-        {"verbose", no_argument, NULL, OPT_VERBOSE},
-    };
-    objective_opts_append(opts, 9);
-    PpaObjective obj = PPA_N_OBJECTIVES;
-    PpaLossOptions lo;
-    ppa_loss_options_default(&lo);
-    const char *model = NULL, *ref = NULL, *data = NULL, *out = NULL, *template = NULL;
-    int skip = 0, strict = 0, c;
-    double beta = NAN;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == objective_opts_code("beta")) { /* the implicit-reward beta here (ipo's beta follows it) */
-            beta = atof(optarg);
-            lo.beta = beta;
-            continue;
-        }
-        if (objective_opts_handle(c, optarg, &obj, &lo)) continue;
-        switch (c) {
-        case OPT_HELP: printf("%s%s", GRAD_HELP, OBJECTIVE_OPTS_HELP); return 0;
-        case OPT_MODEL: model = optarg; break;
-        case OPT_REF: ref = optarg; break;
-        case OPT_DATA: data = optarg; break;
-        case OPT_OUT: out = optarg; break;
-        case OPT_TEMPLATE: template = optarg; break;
-        case OPT_SKIP: skip = 1; break;
-        case OPT_STRICT: strict = 1; break;
-        case OPT_VERBOSE: verbose = 1; break;
-        default: ppa_die(2, "grad: see 'ppa grad --help'");
-        }
-    }
-    if (!model || !data || !out || obj == PPA_N_OBJECTIVES || !(beta > 0))
-        ppa_die(2, "grad: --model, --data, --objective, --beta (> 0) and --out are required");
+    TrainOptions o;
+    prep_options(CMD_GRAD, GRAD_USAGE, argc, argv, &o);
+    verbose = o.verbose;
+    PpaObjective obj = o.objective;
+    const PpaLossOptions lo = o.loss; /* lo.beta is --beta: ipo's beta follows the implicit-reward beta */
+    const char *data = o.data;
+    double beta = o.beta;
     Loaded L = {0};
-    load_all(&L, model, data, template, skip, strict);
+    load_all(&L, o.model, data, o.template_name, o.skip_invalid, o.strict);
     Model *refm = NULL;
     char err[4096];
-    if (ref && !(refm = model_load(ref, err, sizeof err))) ppa_die(2, "%s", err);
+    if (o.ref && !(refm = model_load(o.ref, err, sizeof err))) ppa_die(2, "%s", err);
     if (!L.data.n) ppa_die(2, "grad: %s has no rows", data);
     model_zero_grads(L.model);
     double total = 0.0;
@@ -210,9 +161,10 @@ int cmd_grad(int argc, char **argv) {
         batch_free(b);
         free(lp), free(rl), free(dlp), free(s), free(ds), free(nt);
     }
-    if (model_save_grads(L.model, out, err, sizeof err)) ppa_die(1, "%s", err);
+    if (model_save_grads(L.model, o.out, err, sizeof err)) ppa_die(1, "%s", err);
     printf("{\"loss\": %.17g}\n", total / L.data.n);
     model_free(refm);
     unload(&L);
+    train_options_free(&o);
     return 0;
 }

@@ -3,18 +3,15 @@
  * plus "responses", "finished", "n_tokens"; pre-tokenized prompts get
  * "response_ids"), ready to be scored into a training file. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "cli/commands.h"
+#include "cli/prep.h"
 #include "core/common.h"
 #include "core/timer.h"
 #include "data/prompts.h"
@@ -29,91 +26,25 @@
 #define GROUP_SEQS 256
 #define GROUP_BYTES (1UL << 30)
 
-static const char HELP[] =
-    "usage: ppa generate --model DIR --prompts FILE.jsonl [--out FILE] [--max-new-tokens N]\n"
-    "                    [--temperature T] [--top-p P] [-n K | --n K | --num-samples K] [--seed S]\n"
-    "                    [--template NAME] [--skip-invalid] [--threads N]\n"
+static const char USAGE[] =
+    "usage: ppa generate --model DIR --prompts FILE.jsonl [--out FILE] [options]\n"
     "\n"
     "K responses per prompt, one output line per prompt in input order (stdout, or --out written\n"
     "atomically): the prompt fields as given (id, prompt / messages / system / template), then\n"
     "\"responses\": [text, ...], \"finished\": [true if it ended on EOS / end of turn, ...] and\n"
     "\"n_tokens\": [generated tokens, the stop token included, ...]. Pre-tokenized prompts\n"
-    "(\"prompt_ids\") get \"response_ids\" instead of \"responses\" (the stop token appended when finished).\n"
-    "\n"
-    "  --max-new-tokens N  at most N new tokens per response (default 128); the model's maximum\n"
-    "                      length also ends a response\n"
-    "  --temperature T     0 (default): greedy; > 0: sample from softmax(logits / T)\n"
-    "  --top-p P           nucleus sampling: the smallest set of likeliest tokens with mass >= P (default 1)\n"
-    "  -n, --n K           responses per prompt (default 1)\n"
-    "  --seed S            sample j of the prompt on line i draws from a stream fixed by (S, i, j) (default 42)\n"
-    "  --template NAME     chatml, llama3, mistral, zephyr, llama2, none (default: detected)\n"
-    "  --skip-invalid      report bad prompt lines on stderr and go on\n"
-    "  --threads N         threads for matrix products and loops (default: all cores)\n";
+    "(\"prompt_ids\") get \"response_ids\" instead of \"responses\" (the stop token appended when finished).\n\n";
 
 typedef struct {
     const char *model_dir, *prompts, *out, *template_name;
-    int max_new_tokens, n, skip_invalid, threads;
+    int max_new_tokens, n, skip_invalid;
     double temperature, top_p;
     uint64_t seed;
 } GenArgs;
 
-static long parse_long(const char *opt, const char *v, long lo, long hi) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) ppa_die(2, "generate: --%s must be an integer in [%ld, %ld], got '%s'", opt, lo, hi, v);
-    return x;
-}
-
-static double parse_double(const char *opt, const char *v) {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !isfinite(x)) ppa_die(2, "generate: --%s must be a finite number, got '%s'", opt, v);
-    return x;
-}
-
-static void parse_args(GenArgs *a, int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_MODEL, OPT_PROMPTS, OPT_OUT, OPT_MAXNEW, OPT_TEMP, OPT_TOPP, OPT_SEED, OPT_TEMPLATE, OPT_SKIP, OPT_THREADS };
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, OPT_HELP},
-        {"model", required_argument, NULL, OPT_MODEL},
-        {"prompts", required_argument, NULL, OPT_PROMPTS},
-        {"out", required_argument, NULL, OPT_OUT},
-        {"max-new-tokens", required_argument, NULL, OPT_MAXNEW},
-        {"temperature", required_argument, NULL, OPT_TEMP},
-        {"top-p", required_argument, NULL, OPT_TOPP},
-        {"n", required_argument, NULL, 'n'},
-        {"num-samples", required_argument, NULL, 'n'},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"template", required_argument, NULL, OPT_TEMPLATE},
-        {"skip-invalid", no_argument, NULL, OPT_SKIP},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {0},
-    };
-    *a = (GenArgs){.max_new_tokens = 128, .n = 1, .top_p = 1.0, .seed = 42};
-    int c;
-    while ((c = getopt_long(argc, argv, "n:", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_HELP: fputs(HELP, stdout); exit(0);
-        case OPT_MODEL: a->model_dir = optarg; break;
-        case OPT_PROMPTS: a->prompts = optarg; break;
-        case OPT_OUT: a->out = optarg; break;
-        case OPT_MAXNEW: a->max_new_tokens = (int)parse_long("max-new-tokens", optarg, 1, 1 << 24); break;
-        case OPT_TEMP: a->temperature = parse_double("temperature", optarg); break;
-        case OPT_TOPP: a->top_p = parse_double("top-p", optarg); break;
-        case 'n': a->n = (int)parse_long("n", optarg, 1, 1 << 16); break;
-        case OPT_SEED: a->seed = (uint64_t)parse_long("seed", optarg, 0, INT64_MAX); break;
-        case OPT_TEMPLATE: a->template_name = optarg; break;
-        case OPT_SKIP: a->skip_invalid = 1; break;
-        case OPT_THREADS: a->threads = (int)parse_long("threads", optarg, 0, 4096); break;
-        default: ppa_die(2, "generate: see 'ppa generate --help'");
-        }
-    }
-    if (optind < argc) ppa_die(2, "generate: unexpected argument '%s' (see 'ppa generate --help')", argv[optind]);
-    if (!a->model_dir || !a->prompts) ppa_die(2, "generate: --model and --prompts are required");
-    if (a->temperature < 0) ppa_die(2, "generate: --temperature must be >= 0");
-    if (!(a->top_p > 0 && a->top_p <= 1)) ppa_die(2, "generate: --top-p must be in (0, 1]");
+static GenArgs gen_args(const TrainOptions *o) {
+    return (GenArgs){o->model,          o->prompts,   o->out,         o->template_name, o->max_new_tokens,
+                     o->n_samples,      o->skip_invalid, o->temperature, o->top_p,        o->seed};
 }
 
 /* the template's end-of-turn token, if the tokenizer has it */
@@ -265,14 +196,9 @@ static void load(Run *r, const GenArgs *a) {
 }
 
 int cmd_generate(int argc, char **argv) {
-    GenArgs a;
-    parse_args(&a, argc, argv);
-    if (a.threads > 0) {
-        gemm_set_threads(a.threads);
-#ifdef _OPENMP
-        omp_set_num_threads(a.threads);
-#endif
-    }
+    TrainOptions opts;
+    prep_options(CMD_GENERATE, USAGE, argc, argv, &opts);
+    GenArgs a = gen_args(&opts);
     gemm_init();
     Run r = {.a = &a};
     load(&r, &a);
@@ -294,5 +220,6 @@ int cmd_generate(int argc, char **argv) {
     prompts_free(&r.ps);
     tokenizer_free(r.tok);
     model_free(r.model);
+    train_options_free(&opts);
     return 0;
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/objective_opts.h"
+#include "cli/objective_flags.h"
 #include "core/common.h"
 #include "io/jsonl.h"
 
@@ -89,21 +89,21 @@ static int process_line(const char *line, PpaObjective obj, const PpaLossOptions
 
 int cmd_loss(int argc, char **argv) {
     enum { OPT_HELP = 1, OPT_INPUT, OPT_SKIP };
-    struct option opts[8 + OBJ_OPT_COUNT] = {
+    struct option opts[8 + OBJECTIVE_OPT_COUNT] = {
         {"help", no_argument, NULL, OPT_HELP},
         {"input", required_argument, NULL, OPT_INPUT},
         {"skip-invalid", no_argument, NULL, OPT_SKIP},
     };
-    objective_opts_append(opts, 3);
+    objective_flags_append(opts, 3);
     PpaObjective obj = PPA_N_OBJECTIVES;
     PpaLossOptions o;
     ppa_loss_options_default(&o);
     const char *input = NULL;
     int skip = 0, c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (objective_opts_handle(c, optarg, &obj, &o)) continue;
+        if (objective_flags_handle(c, optarg, &obj, &o)) continue;
         switch (c) {
-        case OPT_HELP: printf("%s%s", HELP, OBJECTIVE_OPTS_HELP); return 0;
+        case OPT_HELP: fputs(HELP, stdout), objective_opts_help(stdout); return 0;
         case OPT_INPUT: input = optarg; break;
         case OPT_SKIP: skip = 1; break;
         default: ppa_die(2, "loss: see 'ppa loss --help'");

@@ -9,9 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "cli/commands.h"
 #include "cli/prep.h"
@@ -21,14 +18,6 @@
 #include "train/metrics.h"
 #include "train/options.h"
 #include "train/trainer.h"
-
-static void set_threads(int n) {
-    if (n <= 0) return;
-    gemm_set_threads(n);
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#endif
-}
 
 static char *join(const char *a, const char *b) {
     size_t n = strlen(a) + strlen(b) + 2;
@@ -192,12 +181,6 @@ static void eval_hook(Model *policy, long step, FILE *log, void *ctx) {
             sums.lists ? sums.ndcg / (double)sums.lists : NAN, sums.gained, sums.lost, sums.lists);
 }
 
-static PrepArgs prep_args(const TrainOptions *o, const Model *m) {
-    const ModelConfig *c = model_config(m);
-    return (PrepArgs){o->model, o->data, o->template_name, o->skip_invalid, o->max_length, o->max_prompt_length,
-                      c->vocab_size, c->n_eos ? c->eos_token_ids[0] : -1};
-}
-
 static int write_options(FILE *f, const void *ctx) {
     train_options_print_json(ctx, f);
     return ferror(f) ? -1 : 0;
@@ -205,7 +188,6 @@ static int write_options(FILE *f, const void *ctx) {
 
 static int train_main(TrainOptions *o) {
     char err[4096];
-    set_threads(o->threads);
     check_out(o->out, o->resume != NULL);
     char *opath = join(o->out, "train_options.json"); /* the resolved options, and where each came from */
     if (atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "train: %s", err);
@@ -274,17 +256,7 @@ static int train_main(TrainOptions *o) {
 
 int cmd_train(int argc, char **argv) {
     TrainOptions o;
-    char err[4096];
-    TrainOptionsStatus s = train_options_parse(argc, argv, &o, err, sizeof err);
-    if (s == TRAIN_OPTIONS_HELP) return train_options_help(stdout), train_options_free(&o), 0;
-    if (s == TRAIN_OPTIONS_LIST_OBJECTIVES) {
-        for (int i = 0; i < PPA_N_OBJECTIVES; i++) puts(ppa_objective_name((PpaObjective)i));
-        return train_options_free(&o), 0;
-    }
-    if (s == TRAIN_OPTIONS_ERROR) {
-        train_options_free(&o);
-        ppa_die(2, "train: %s", err);
-    }
+    prep_options(CMD_TRAIN, NULL, argc, argv, &o);
     int rc = train_main(&o);
     train_options_free(&o);
     return rc;
@@ -292,50 +264,29 @@ int cmd_train(int argc, char **argv) {
 
 /* ---- ppa score ---- */
 
-static const char SCORE_HELP[] =
-    "usage: ppa score --model REF --data FILE.jsonl --out CACHE [--template NAME] [--max-length N]\n"
-    "                 [--max-prompt-length N] [--skip-invalid] [--threads N]\n"
+static const char SCORE_USAGE[] =
+    "usage: ppa score --model REF --data FILE.jsonl --out CACHE [options]\n"
     "\n"
     "Computes the reference log-probs of every response once and writes them to CACHE, keyed by the\n"
     "reference weights, the token ids, the data file, the template and the truncation settings;\n"
-    "`ppa train --ref-cache CACHE` (same data and settings) uses it and refuses one that does not match.\n";
+    "`ppa train --ref-cache CACHE` (same data and settings) uses it and refuses one that does not match.\n\n";
 
 int cmd_score(int argc, char **argv) {
     TrainOptions o;
-    train_options_default(&o);
-    const char *model = NULL, *data = NULL, *out = NULL, *tpl = NULL;
-    int threads = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help")) return fputs(SCORE_HELP, stdout), 0;
-        if (!v) ppa_die(2, "score: %s needs a value (see ppa score --help)", a);
-        if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--data")) data = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--template")) tpl = v;
-        else if (!strcmp(a, "--max-length")) o.max_length = atoi(v);
-        else if (!strcmp(a, "--max-prompt-length")) o.max_prompt_length = atoi(v);
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--skip-invalid")) { o.skip_invalid = 1; continue; }
-        else ppa_die(2, "score: unknown option %s (see ppa score --help)", a);
-        i++;
-    }
-    if (!model || !data || !out) ppa_die(2, "score: --model, --data and --out are required");
-    set_threads(threads);
+    prep_options(CMD_SCORE, SCORE_USAGE, argc, argv, &o);
     char err[4096];
-    Model *m = model_load(model, err, sizeof err);
+    Model *m = model_load(o.model, err, sizeof err);
     if (!m) ppa_die(2, "score: %s", err);
-    const ModelConfig *c = model_config(m);
-    PrepArgs pa = {model, data, tpl, o.skip_invalid, o.max_length, o.max_prompt_length, c->vocab_size,
-                   c->n_eos ? c->eos_token_ids[0] : -1};
+    PrepArgs pa = prep_args(&o, m);
     model_free(m);
     Prepared p;
     prep_load(&p, &pa, "score");
-    if (exists(out)) ppa_die(2, "score: %s exists; delete it first (a cache is never overwritten)", out);
+    if (exists(o.out)) ppa_die(2, "score: %s exists; delete it first (a cache is never overwritten)", o.out);
     RefCache rc;
-    prep_reference(&rc, &p, &pa, model, out, 1);
-    fprintf(stderr, "ppa score: wrote %s (%d rows, %d responses)\n", out, rc.n_rows, rc.offset[rc.n_rows]);
+    prep_reference(&rc, &p, &pa, o.model, o.out, 1);
+    fprintf(stderr, "ppa score: wrote %s (%d rows, %d responses)\n", o.out, rc.n_rows, rc.offset[rc.n_rows]);
     refcache_free(&rc);
     prep_free(&p);
+    train_options_free(&o);
     return 0;
 }

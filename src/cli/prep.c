@@ -6,10 +6,48 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/common.h"
 #include "core/hash.h"
 #include "core/timer.h"
+#include "model/gemm.h"
+
+void prep_threads(int n) {
+    if (n <= 0) return;
+    gemm_set_threads(n);
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+}
+
+void prep_options(OptCommand cmd, const char *usage, int argc, char **argv, TrainOptions *o) {
+    char err[4096];
+    TrainOptionsStatus s = options_parse(cmd, argc, argv, o, err, sizeof err);
+    if (s == TRAIN_OPTIONS_ERROR) {
+        train_options_free(o);
+        ppa_die(2, "%s: %s", options_command_name(cmd), err);
+    }
+    if (s == TRAIN_OPTIONS_HELP) {
+        if (cmd == CMD_TRAIN) train_options_help(stdout);
+        else fputs(usage, stdout), options_help(cmd, stdout);
+    } else if (s == TRAIN_OPTIONS_LIST_OBJECTIVES) {
+        for (int i = 0; i < PPA_N_OBJECTIVES; i++) puts(ppa_objective_name((PpaObjective)i));
+    }
+    if (s != TRAIN_OPTIONS_OK) {
+        train_options_free(o);
+        exit(0);
+    }
+    prep_threads(o->threads);
+}
+
+PrepArgs prep_args(const TrainOptions *o, const Model *m) {
+    const ModelConfig *c = model_config(m);
+    return (PrepArgs){o->model, o->data, o->template_name, o->skip_invalid, o->max_length, o->max_prompt_length,
+                      c->vocab_size, c->n_eos ? c->eos_token_ids[0] : -1};
+}
 
 void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
     char err[4096];

@@ -7,6 +7,7 @@
 #include "data/rows.h"
 #include "model/llama.h"
 #include "train/data.h"
+#include "train/options.h"
 #include "train/refcache.h"
 
 typedef struct {
@@ -24,6 +25,15 @@ typedef struct {
     PrepStats stats;
     uint64_t data_hash;
 } Prepared;
+
+/* Parses a model command's options (train/options.h). --help prints usage
+ * and the command's option lines and exits 0, --list-objectives the names;
+ * an error dies with "CMD: message" and exit status 2. Sets the threads. */
+void prep_options(OptCommand cmd, const char *usage, int argc, char **argv, TrainOptions *o);
+/* Compute threads for matrix products and OpenMP loops; 0 leaves the default (all cores). */
+void prep_threads(int n);
+/* The reading settings of a command's options, with the model's vocabulary and first end-of-sequence id. */
+PrepArgs prep_args(const TrainOptions *o, const Model *m);
 
 /* Reads and prepares; dies with a message (exit 2) on bad input. */
 void prep_load(Prepared *p, const PrepArgs *a, const char *who);

@@ -1,18 +1,22 @@
-/* options.h: the options of `ppa train`: defaults, the command line, the
- * alignment-handbook YAML recipes (--config FILE.yaml), how they combine, and
- * their validation. This is only the option layer; the training loop lives
- * elsewhere.
+/* options.h: the options of the model commands (train, sft, score, eval,
+ * logprobs, grad, generate): one declarative table (options_table.c) says for
+ * every option its name (also its recipe key), flag, type, field, help line
+ * and which commands take it, so an option is added once and every command
+ * that takes it gets the flag, the --help line, the recipe key and the
+ * origins record together. `ppa train` takes nearly all of them, so the
+ * struct keeps its name TrainOptions.
  *
- * Precedence: command line > --config file > defaults, whatever the order of
- * the arguments (--config is read first, then every other flag is applied
- * on top). Every value remembers where it came from (TrainOrigin), and
- * train_options_print_json shows it.
+ * Precedence: command line > --config file (train only) > defaults, whatever
+ * the order of the arguments (--config is read first, then every other flag
+ * is applied on top). Every value remembers where it came from (TrainOrigin),
+ * and train_options_print_json shows it.
  *
  * Defaults are the paper's configuration where there is one (shared/paper/
  * ppa.tex "Training Details" and table tab_train_hyper; objectives.md §5):
  * beta 0.1, tau 1, lr 5e-7, cosine with warm-up ratio 0.1, 128 lists per
  * optimizer step, one epoch, list size 8, seed 42, weight decay 0, gradient
- * clipping at norm 1.0, max length 1024 / prompt 512.
+ * clipping at norm 1.0, max length 1024 / prompt 512. `ppa sft` starts from
+ * its own (options_default).
  *
  * Batch semantics: batch_size (lists per optimizer step) = micro_batch
  * (lists per forward/backward) x grad_accum (micro-batches per step). Any
@@ -85,8 +89,26 @@ typedef enum {
     TOPT_LABEL_SMOOTHING,
     TOPT_GAMMA,
     TOPT_NORMALIZE,
+    /* options of other commands than train (never in train_options.json) */
+    TOPT_STRICT,
+    TOPT_PROMPTS,
+    TOPT_MAX_NEW_TOKENS,
+    TOPT_TEMPERATURE,
+    TOPT_TOP_P,
+    TOPT_N,
     TOPT_COUNT
 } TrainOptId;
+
+/* The commands that share the table; an option's `cmds` is a mask of them. */
+typedef enum {
+    CMD_TRAIN = 1u << 0,
+    CMD_SFT = 1u << 1,
+    CMD_SCORE = 1u << 2,
+    CMD_EVAL = 1u << 3,
+    CMD_LOGPROBS = 1u << 4,
+    CMD_GRAD = 1u << 5,
+    CMD_GENERATE = 1u << 6,
+} OptCommand;
 
 typedef enum {
     TRAIN_FROM_DEFAULT,
@@ -147,6 +169,15 @@ typedef struct {
     int threads;            /* compute threads; 0 = all cores */
     int verbose;
 
+    /* other commands */
+    int strict;             /* logprobs, grad: refuse responses whose first token merges with the prompt */
+    char *prompts;          /* generate: --prompts FILE.jsonl */
+    int max_new_tokens;     /* generate: new tokens per response, 128 */
+    double temperature;     /* generate: 0 = greedy */
+    double top_p;           /* generate: nucleus mass, 1 */
+    int n_samples;          /* generate: responses per prompt, 1 */
+
+    OptCommand cmd;         /* the command these options are for */
     TrainOrigin origin[TOPT_COUNT];
     char **notes; /* [n_notes] the notes printed to stderr while parsing */
     int n_notes;
@@ -161,6 +192,24 @@ typedef enum {
 
 /* The defaults above (no strings set, every origin TRAIN_FROM_DEFAULT). */
 void train_options_default(TrainOptions *o);
+/* The defaults of one command (sft: lr 1e-4, 8 rows per step, no warm-up). */
+void options_default(OptCommand cmd, TrainOptions *o);
+
+/* Parses the arguments of any command of the table as train_options_parse
+ * does for train: only the options the command takes are flags, --config
+ * is train's alone, and the options the table marks required for the
+ * command must be given. */
+TrainOptionsStatus options_parse(OptCommand cmd, int argc, char **argv, TrainOptions *o, char *err, size_t errlen);
+
+/* 1 if the command takes the option. */
+int options_takes(OptCommand cmd, TrainOptId id);
+
+/* The command's name ("score"), for messages. */
+const char *options_command_name(OptCommand cmd);
+
+/* The options part of a command's --help: one line per option it takes,
+ * with its default (and for train its recipe keys). */
+void options_help(OptCommand cmd, FILE *f);
 
 /* Parses `ppa train` arguments (argv[0] is the command name and is skipped):
  * defaults, then the --config file, then the other flags; then combines the

@@ -1,0 +1,533 @@
+/* options_recipe.c: alignment-handbook recipes (`ppa train --config
+ * FILE.yaml`): which keys set which option, which are checked, ignored with
+ * a note, or refused; the authors' and trl's loss_type names; and the pass
+ * over a recipe's keys. options.h has the rules. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "core/text.h"
+#include "io/yaml.h"
+#include "train/options_internal.h"
+
+typedef enum {
+    K_OPT,     /* sets the option `id` */
+    K_IGNORED, /* no meaning for ppa: one note with `why` */
+    K_SPECIAL, /* handled by code: `id` is a Special */
+} KeyKind;
+
+typedef enum {
+    SP_LOSS_TYPE,
+    SP_PAIRWISE_TYPE,
+    SP_ABLATION,
+    SP_SCHEDULER,
+    SP_MAX_STEPS,
+    SP_WARMUP_STEPS,
+    SP_SAVE_STRATEGY,
+    SP_EVAL_STRATEGY,
+    SP_RESUME,
+    SP_DATASET_MIXER,
+    SP_OPTIM,
+    SP_ADAM_BETA1,
+    SP_ADAM_BETA2,
+    SP_ADAM_EPSILON,
+    SP_FALSE_ONLY, /* accepted when false; true is an error saying `why` */
+    SP_TRUNCATION_MODE,
+    SP_REFUSED, /* always an error saying `why` */
+} Special;
+
+typedef struct {
+    const char *key;
+    KeyKind kind;
+    int id;
+    const char *why;
+} ConfigKey;
+
+/* Keys other than ppa's own option names (OPT[].name, which are keys too). */
+static const ConfigKey KEYS[] = {
+    /* handbook / transformers / trl names of ppa options */
+    {"model_name_or_path", K_OPT, TOPT_MODEL, NULL},
+    {"ref_model", K_OPT, TOPT_REF, NULL},
+    {"ref_model_name_or_path", K_OPT, TOPT_REF, NULL},
+    {"output_dir", K_OPT, TOPT_OUT, NULL},
+    {"train_file", K_OPT, TOPT_DATA, NULL},
+    {"dataset_name", K_OPT, TOPT_DATA, NULL},
+    {"validation_file", K_OPT, TOPT_EVAL_DATA, NULL},
+    {"learning_rate", K_OPT, TOPT_LR, NULL},
+    {"num_train_epochs", K_OPT, TOPT_EPOCHS, NULL},
+    {"per_device_train_batch_size", K_OPT, TOPT_MICRO_BATCH, NULL},
+    {"gradient_accumulation_steps", K_OPT, TOPT_GRAD_ACCUM, NULL},
+    {"max_grad_norm", K_OPT, TOPT_CLIP_GRAD, NULL},
+    {"save_steps", K_OPT, TOPT_SAVE_EVERY, NULL},
+    {"eval_steps", K_OPT, TOPT_EVAL_EVERY, NULL},
+    /* handled by code */
+    {"loss_type", K_SPECIAL, SP_LOSS_TYPE, NULL},
+    {"pairwise_type", K_SPECIAL, SP_PAIRWISE_TYPE, NULL},
+    {"ablation_type", K_SPECIAL, SP_ABLATION, NULL},
+    {"lr_scheduler_type", K_SPECIAL, SP_SCHEDULER, NULL},
+    {"max_steps", K_SPECIAL, SP_MAX_STEPS, NULL},
+    {"warmup_steps", K_SPECIAL, SP_WARMUP_STEPS, NULL},
+    {"save_strategy", K_SPECIAL, SP_SAVE_STRATEGY, NULL},
+    {"evaluation_strategy", K_SPECIAL, SP_EVAL_STRATEGY, NULL},
+    {"eval_strategy", K_SPECIAL, SP_EVAL_STRATEGY, NULL},
+    {"resume_from_checkpoint", K_SPECIAL, SP_RESUME, NULL},
+    {"dataset_mixer", K_SPECIAL, SP_DATASET_MIXER, NULL},
+    {"optim", K_SPECIAL, SP_OPTIM, NULL},
+    {"adam_beta1", K_SPECIAL, SP_ADAM_BETA1, NULL},
+    {"adam_beta2", K_SPECIAL, SP_ADAM_BETA2, NULL},
+    {"adam_epsilon", K_SPECIAL, SP_ADAM_EPSILON, NULL},
+    {"use_peft", K_SPECIAL, SP_FALSE_ONLY, "ppa trains every parameter (no LoRA / PEFT)"},
+    {"load_in_4bit", K_SPECIAL, SP_FALSE_ONLY, "ppa does not quantize"},
+    {"load_in_8bit", K_SPECIAL, SP_FALSE_ONLY, "ppa does not quantize"},
+    {"truncation_mode", K_SPECIAL, SP_TRUNCATION_MODE, NULL},
+    {"chat_template", K_SPECIAL, SP_REFUSED,
+     "ppa runs no Jinja: set template (chatml, llama3, mistral, zephyr, llama2 or none), or leave it to detection"},
+    {"config", K_SPECIAL, SP_REFUSED, "a config file cannot name another config file"},
+    /* no meaning for ppa */
+    {"bf16", K_IGNORED, 0, "ppa trains in float32"},
+    {"fp16", K_IGNORED, 0, "ppa trains in float32"},
+    {"tf32", K_IGNORED, 0, "ppa trains in float32"},
+    {"half_precision_backend", K_IGNORED, 0, "ppa trains in float32"},
+    {"torch_dtype", K_IGNORED, 0,
+     "ppa computes in float32 (F16 and BF16 weights are widened when loaded); save_dtype chooses what is written"},
+    {"use_flash_attention_2", K_IGNORED, 0, "ppa runs its own attention kernels"},
+    {"attn_implementation", K_IGNORED, 0, "ppa runs its own attention kernels"},
+    {"gradient_checkpointing", K_IGNORED, 0, "ppa's engine has no checkpointing switch; micro_batch bounds the memory"},
+    {"gradient_checkpointing_kwargs", K_IGNORED, 0,
+     "ppa's engine has no checkpointing switch; micro_batch bounds the memory"},
+    {"logging_steps", K_IGNORED, 0, "ppa logs every optimizer step (--log FILE)"},
+    {"logging_strategy", K_IGNORED, 0, "ppa logs every optimizer step (--log FILE)"},
+    {"logging_first_step", K_IGNORED, 0, "ppa logs every optimizer step (--log FILE)"},
+    {"log_level", K_IGNORED, 0, "ppa prints its notes and errors to stderr"},
+    {"report_to", K_IGNORED, 0, "ppa writes metrics to stderr and --log FILE only"},
+    {"run_name", K_IGNORED, 0, "ppa does not name runs"},
+    {"hub_model_id", K_IGNORED, 0, "ppa never uploads"},
+    {"hub_strategy", K_IGNORED, 0, "ppa never uploads"},
+    {"hub_private_repo", K_IGNORED, 0, "ppa never uploads"},
+    {"push_to_hub", K_IGNORED, 0, "ppa never uploads"},
+    {"do_train", K_IGNORED, 0, "ppa train always trains"},
+    {"do_eval", K_IGNORED, 0, "ppa evaluates when eval_data is given"},
+    {"per_device_eval_batch_size", K_IGNORED, 0, "ppa has no separate evaluation batch size"},
+    {"save_total_limit", K_IGNORED, 0, "ppa does not delete checkpoints"},
+    {"overwrite_output_dir", K_IGNORED, 0, "ppa decides about an existing output folder itself"},
+    {"preprocessing_num_workers", K_IGNORED, 0, "ppa prepares the data in-process (threads sets compute threads)"},
+    {"dataloader_num_workers", K_IGNORED, 0, "ppa prepares the data in-process (threads sets compute threads)"},
+    {"dataset_splits", K_IGNORED, 0, "ppa trains on the whole data file; held-out lists come from eval_data"},
+    {"dataset_configs", K_IGNORED, 0, "ppa trains on the whole data file; held-out lists come from eval_data"},
+    {"is_qwen2", K_IGNORED, 0, "ppa reads the architecture from the model's config.json"},
+    {"model_revision", K_IGNORED, 0, "ppa reads a local model folder"},
+    {"trust_remote_code", K_IGNORED, 0, "ppa runs no code from model folders"},
+    {"truncation_side", K_IGNORED, 0, "ppa keeps the end of a long prompt and the start of a long response"},
+    {"remove_unused_columns", K_IGNORED, 0, "ppa has no dataset columns to prune"},
+    {"ddp_timeout", K_IGNORED, 0, "ppa runs one process"},
+    {"precompute_ref_log_probs", K_IGNORED, 0,
+     "ppa always computes the reference log-probs once before training (ref_cache keeps them)"},
+    {"disable_dropout", K_IGNORED, 0, "ppa has no dropout"},
+    {"generate_during_eval", K_IGNORED, 0, "ppa does not generate during training"},
+    {"max_target_length", K_IGNORED, 0, "it is for encoder-decoder models"},
+    {"data_seed", K_IGNORED, 0, "ppa derives the data order from seed"},
+};
+
+static const char *const ABLATIONS[] = {"none", "no_power", "top-4", "scale"};
+
+/* ---- loss_type ---- */
+
+int train_loss_type_map(const char *loss_type, const char *pairwise_type, PpaObjective *obj, PpaPairs *pairs,
+                        int *pairwise_used, char *err, size_t errlen) {
+    static const char *const PAIRWISE[] = {"all_pairs", "best_with_worst", "best_with_others", "others_vs_worst",
+                                           "list_mle"};
+    static const PpaObjective DPO_BY_PAIRWISE[] = {PPA_DPO_ALL_PAIRS, PPA_DPO_SINGLE_PAIR, PPA_DPO_BPR, PPA_DPO_OVW,
+                                                   PPA_LISTMLE};
+    /* paper and trl names beyond ppa's own names and aliases (ppa_objective_parse) */
+    static const struct {
+        const char *name;
+        PpaObjective obj;
+    } EXTRA[] = {
+        {"sigmoid", PPA_DPO_ALL_PAIRS}, /* trl's DPO; the pairing comes from pairwise_type */
+        {"bpr", PPA_DPO_BPR},
+        {"best_with_others", PPA_DPO_BPR},
+        {"single_pair", PPA_DPO_SINGLE_PAIR},
+        {"best_with_worst", PPA_DPO_SINGLE_PAIR},
+        {"all_pairs", PPA_DPO_ALL_PAIRS},
+        {"others_vs_worst", PPA_DPO_OVW},
+        {"ovw", PPA_DPO_OVW},
+        {"list_mle", PPA_LISTMLE},
+    };
+    static const char *const TRL_ONLY[] = {"robust", "exo_pair", "nca_pair", "bco_pair", "sppo_hard", "aot",
+                                           "aot_pair", "apo_zero", "apo_down", "discopop", "kto_pair", "orpo"};
+    static const char ALL[] = "neural_ndcg (ppa), approx_ndcg, lipo (lambda), ranknet, dpo or sigmoid (with "
+                              "pairwise_type), bpr, single_pair, all_pairs, others_vs_worst, hinge (slic), listmle, "
+                              "listnet, ipo, simpo";
+    *pairwise_used = 0;
+    int pw = 0; /* all_pairs, the authors' default */
+    if (pairwise_type && (pw = text_choice(pairwise_type, PAIRWISE, 5)) < 0) {
+        opt_fail(err, errlen,
+                "pairwise_type '%s' is not one of all_pairs, best_with_others, best_with_worst, list_mle, "
+                "others_vs_worst",
+                pairwise_type);
+        return -1;
+    }
+    if (!strcmp(loss_type, "dpo") || !strcmp(loss_type, "sigmoid")) {
+        *obj = DPO_BY_PAIRWISE[pw];
+        *pairwise_used = pairwise_type != NULL;
+        return 0;
+    }
+    if (!strcmp(loss_type, "simpo") || !strcmp(loss_type, "ipo")) {
+        if (pw == 4) {
+            opt_fail(err, errlen, "loss_type %s with pairwise_type list_mle (ListMLE on %s rewards) has no ppa objective",
+                    loss_type, loss_type);
+            return -1;
+        }
+        *obj = !strcmp(loss_type, "simpo") ? PPA_SIMPO : PPA_IPO;
+        if (pairwise_type) *pairs = (PpaPairs)pw, *pairwise_used = 1; /* PAIRWISE[0..3] are in PpaPairs order */
+        return 0;
+    }
+    if (!ppa_objective_parse(loss_type, obj)) return 0;
+    for (size_t i = 0; i < PPA_ARRAY_LEN(EXTRA); i++)
+        if (!strcmp(loss_type, EXTRA[i].name)) return *obj = EXTRA[i].obj, 0;
+    for (size_t i = 0; i < PPA_ARRAY_LEN(TRL_ONLY); i++)
+        if (!strcmp(loss_type, TRL_ONLY[i])) {
+            opt_fail(err, errlen, "loss_type '%s' (trl) has no ppa objective; ppa has %s", loss_type, ALL);
+            return -1;
+        }
+    TextClosest c = {0};
+    for (int k = 0; k < PPA_N_OBJECTIVES; k++) text_closest_add(&c, loss_type, ppa_objective_name((PpaObjective)k));
+    static const char *const MORE[] = {"dpo", "sigmoid", "simpo", "ipo", "lipo", "slic", "ppa"};
+    for (size_t i = 0; i < PPA_ARRAY_LEN(MORE); i++) text_closest_add(&c, loss_type, MORE[i]);
+    for (size_t i = 0; i < PPA_ARRAY_LEN(EXTRA); i++) text_closest_add(&c, loss_type, EXTRA[i].name);
+    char hint[96] = "";
+    if (c.best) snprintf(hint, sizeof hint, " (did you mean '%s'?)", c.best);
+    opt_fail(err, errlen, "unknown loss_type '%s'%s; ppa has %s", loss_type, hint, ALL);
+    return -1;
+}
+
+/* ---- the config file ---- */
+
+typedef struct {
+    TrainOptions *o;
+    const char *path;
+    char *err;
+    size_t errlen;
+    const YamlNode *loss_type, *pairwise_type, *ablation, *save_strategy, *eval_strategy;
+    int loss_type_line, pairwise_type_line, ablation_line, save_strategy_line, eval_strategy_line;
+    const char *eval_strategy_key;
+    int constant_line; /* lr_scheduler_type: constant (transformers: no warm-up) */
+} Config;
+
+static const ConfigKey *config_key(const char *key, ConfigKey *native) {
+    for (size_t i = 0; i < PPA_ARRAY_LEN(KEYS); i++)
+        if (!strcmp(KEYS[i].key, key)) return &KEYS[i];
+    for (int i = 0; i < TOPT_COUNT; i++)
+        if (opt_takes(CMD_TRAIN, (TrainOptId)i) && !strcmp(OPT[i].name, key)) {
+            *native = (ConfigKey){OPT[i].name, K_OPT, i, NULL};
+            return native;
+        }
+    return NULL;
+}
+
+static int config_fail(Config *C, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int config_fail(Config *C, int line, const char *fmt, ...) {
+    int k = snprintf(C->err, C->errlen, "%s:%d: ", C->path, line);
+    if (k >= 0 && (size_t)k < C->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(C->err + k, C->errlen - (size_t)k, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Marks `id` as set by `key` at `line`; two keys of one file for one option are an error. */
+static int config_claim(Config *C, TrainOptId id, const char *key, int line) {
+    TrainOrigin *g = &C->o->origin[id];
+    if (g->from == TRAIN_FROM_CONFIG) {
+        if (!strcmp(g->key, key))
+            return config_fail(C, line, "%s is set twice (line %d)", key, g->line); /* cannot happen: yaml refuses */
+        return config_fail(C, line, "%s sets the same option (%s) as %s on line %d: keep one", key, OPT[id].name,
+                           g->key, g->line);
+    }
+    opt_set_origin(C->o, id, TRAIN_FROM_CONFIG, line, key);
+    return 0;
+}
+
+/* The text of a one-value node; NULL with an error for lists and mappings. */
+static const char *config_scalar(Config *C, const char *key, int line, const YamlNode *v) {
+    if (v->kind == YAML_SCALAR) return v->str;
+    if (v->kind == YAML_NULL) config_fail(C, line, "%s needs a value (found null)", key);
+    else config_fail(C, line, "%s: expected a single value, found %s", key, yaml_kind_name(v));
+    return NULL;
+}
+
+static int config_set(Config *C, TrainOptId id, const char *key, int line, const YamlNode *v) {
+    char msg[320];
+    if (v->kind == YAML_NULL && OPT[id].type == T_STR) { /* null path = not given */
+        char **field = (char **)((char *)C->o + OPT[id].off);
+        free(*field);
+        *field = NULL;
+        return config_claim(C, id, key, line);
+    }
+    const char *text = config_scalar(C, key, line, v);
+    if (!text) return -1;
+    if (OPT[id].type == T_BOOL || id == TOPT_SINKHORN || id == TOPT_NORMALIZE) {
+        int b;
+        if (yaml_as_bool(v, &b))
+            return config_fail(C, line, "%s: expected true or false, found %s'%s'", key, v->quoted ? "the string " : "",
+                               text);
+        text = b ? "true" : "false";
+    }
+    if (opt_set_text(C->o, id, text, msg, sizeof msg)) return config_fail(C, line, "%s: %s", key, msg);
+    return config_claim(C, id, key, line);
+}
+
+static int is_no(const YamlNode *v) {
+    int b;
+    return (!yaml_as_bool(v, &b) && !b) || (v->kind == YAML_SCALAR && !strcmp(v->str, "no"));
+}
+
+static int config_special(Config *C, const ConfigKey *ck, const char *key, int line, const YamlNode *v) {
+    TrainOptions *o = C->o;
+    const char *s;
+    double x;
+    int b;
+    switch ((Special)ck->id) {
+    case SP_LOSS_TYPE: C->loss_type = v, C->loss_type_line = line; return 0;
+    case SP_PAIRWISE_TYPE: C->pairwise_type = v, C->pairwise_type_line = line; return 0;
+    case SP_ABLATION: C->ablation = v, C->ablation_line = line; return 0;
+    case SP_SAVE_STRATEGY: C->save_strategy = v, C->save_strategy_line = line; return 0;
+    case SP_EVAL_STRATEGY:
+        if (C->eval_strategy)
+            return config_fail(C, line, "%s repeats %s of line %d: keep one", key, C->eval_strategy_key,
+                               C->eval_strategy_line);
+        C->eval_strategy = v, C->eval_strategy_line = line, C->eval_strategy_key = ck->key;
+        return 0;
+    case SP_SCHEDULER:
+        if (!(s = config_scalar(C, key, line, v))) return -1;
+        if (!strcmp(s, "cosine")) o->schedule = SCHEDULE_COSINE;
+        else if (!strcmp(s, "linear")) o->schedule = SCHEDULE_LINEAR;
+        else if (!strcmp(s, "constant_with_warmup")) o->schedule = SCHEDULE_CONSTANT;
+        else if (!strcmp(s, "constant")) o->schedule = SCHEDULE_CONSTANT, C->constant_line = line;
+        else
+            return config_fail(C, line,
+                               "lr_scheduler_type '%s' is not implemented by ppa (cosine, linear, constant, "
+                               "constant_with_warmup)",
+                               s);
+        return config_claim(C, TOPT_SCHEDULE, ck->key, line);
+    case SP_MAX_STEPS:
+        if (config_set(C, TOPT_MAX_STEPS, ck->key, line, v)) return -1;
+        if (o->max_steps == -1) o->max_steps = 0; /* transformers: -1 = from the epochs */
+        return 0;
+    case SP_WARMUP_STEPS: {
+        long n;
+        if (!(s = config_scalar(C, key, line, v))) return -1;
+        if (text_long(s, &n) || n < 0) return config_fail(C, line, "warmup_steps: expected a whole number >= 0");
+        if (n > 0)
+            return config_fail(C, line,
+                               "warmup_steps %ld: ppa sets the warm-up as a share of the steps: use warmup_ratio", n);
+        return 0;
+    }
+    case SP_RESUME:
+        if (v->kind == YAML_NULL || (!yaml_as_bool(v, &b) && !b)) return 0;
+        if (!yaml_as_bool(v, &b))
+            return config_fail(C, line, "resume_from_checkpoint: true: ppa needs the checkpoint folder "
+                                        "(resume_from_checkpoint: DIR, or --resume DIR)");
+        return config_set(C, TOPT_RESUME, ck->key, line, v);
+    case SP_DATASET_MIXER:
+        if (v->kind != YAML_MAP)
+            return config_fail(C, line, "dataset_mixer: expected a mapping of data file to fraction, found %s",
+                               yaml_kind_name(v));
+        if (v->n != 1)
+            return config_fail(C, line, "dataset_mixer lists %d datasets: ppa trains on one data file (merge them "
+                                        "into one JSON Lines file)",
+                               v->n);
+        if (yaml_as_double(v->items[0], &x) || x != 1.0)
+            return config_fail(C, v->key_lines[0], "dataset_mixer: fraction %s of '%s': ppa uses the whole file "
+                                                   "(fraction 1.0); cut the file instead",
+                               v->items[0]->str ? v->items[0]->str : yaml_kind_name(v->items[0]), v->keys[0]);
+        free(o->data);
+        o->data = opt_strdup(v->keys[0]);
+        return config_claim(C, TOPT_DATA, ck->key, line);
+    case SP_OPTIM:
+        if (!(s = config_scalar(C, key, line, v))) return -1;
+        if (strcmp(s, "adamw_torch") && strcmp(s, "adamw_torch_fused") && strcmp(s, "adamw_hf"))
+            return config_fail(C, line, "optim '%s': ppa has one optimizer, AdamW (adamw_torch)", s);
+        return 0;
+    case SP_ADAM_BETA1:
+    case SP_ADAM_BETA2:
+    case SP_ADAM_EPSILON: {
+        double want = ck->id == SP_ADAM_BETA1 ? 0.9 : ck->id == SP_ADAM_BETA2 ? 0.999 : 1e-8;
+        if (yaml_as_double(v, &x)) return config_fail(C, line, "%s: expected a number", key);
+        if (fabs(x - want) > 1e-12 * want)
+            return config_fail(C, line, "%s %g: ppa's AdamW uses %s %g (torch's default), fixed", key, x, key, want);
+        return 0;
+    }
+    case SP_FALSE_ONLY:
+        if (v->kind == YAML_NULL || (!yaml_as_bool(v, &b) && !b)) return 0;
+        return config_fail(C, line, "%s: %s", key, ck->why);
+    case SP_TRUNCATION_MODE:
+        if (!(s = config_scalar(C, key, line, v))) return -1;
+        if (strcmp(s, "keep_end"))
+            return config_fail(C, line, "truncation_mode '%s': ppa keeps the end of a long prompt (keep_end)", s);
+        return 0;
+    case SP_REFUSED: return config_fail(C, line, "%s: %s", key, ck->why);
+    }
+    return 0;
+}
+
+static int unknown_key(Config *C, const char *key, int line) {
+    TextClosest c = {0};
+    for (size_t i = 0; i < PPA_ARRAY_LEN(KEYS); i++) text_closest_add(&c, key, KEYS[i].key);
+    for (int i = 0; i < TOPT_COUNT; i++)
+        if (opt_takes(CMD_TRAIN, (TrainOptId)i)) text_closest_add(&c, key, OPT[i].name);
+    if (c.best) return config_fail(C, line, "unknown key '%s' (did you mean '%s'?)", key, c.best);
+    return config_fail(C, line, "unknown key '%s' (ppa train --help lists the keys it reads)", key);
+}
+
+/* loss_type + pairwise_type, ablation_type, save/eval strategies: after all keys are known */
+static int config_finish(Config *C) {
+    TrainOptions *o = C->o;
+    char msg[512];
+    const char *pt = NULL;
+    if (C->pairwise_type) {
+        if (!(pt = config_scalar(C, "pairwise_type", C->pairwise_type_line, C->pairwise_type))) return -1;
+        if (!C->loss_type)
+            return config_fail(C, C->pairwise_type_line,
+                               "pairwise_type needs loss_type in the same file (or use ppa's keys: objective, pairs)");
+    }
+    if (C->loss_type) {
+        const char *lt = config_scalar(C, "loss_type", C->loss_type_line, C->loss_type);
+        if (!lt) return -1;
+        PpaObjective obj;
+        PpaPairs pairs = o->loss.pairs;
+        int used;
+        if (train_loss_type_map(lt, pt, &obj, &pairs, &used, msg, sizeof msg))
+            return config_fail(C, !strncmp(msg, "pairwise_type", 13) ? C->pairwise_type_line : C->loss_type_line,
+                               "%s", msg);
+        if (config_claim(C, TOPT_OBJECTIVE, "loss_type", C->loss_type_line)) return -1;
+        o->objective = obj;
+        if (pt && used && (obj == PPA_SIMPO || obj == PPA_IPO)) {
+            if (config_claim(C, TOPT_PAIRS, "pairwise_type", C->pairwise_type_line)) return -1;
+            o->loss.pairs = pairs;
+        }
+        if (pt && !used)
+            opt_note(o, "%s:%d: pairwise_type %s ignored: loss_type %s does not use it (as in the authors' trainer)",
+                 C->path, C->pairwise_type_line, pt, lt);
+    }
+    if (C->ablation) {
+        const char *a = config_scalar(C, "ablation_type", C->ablation_line, C->ablation);
+        if (!a) return -1;
+        int k = text_choice(a, ABLATIONS, 4);
+        if (k < 0)
+            return config_fail(C, C->ablation_line, "ablation_type '%s' is not one of none, no_power, top-4, scale", a);
+        /* the authors' NeuralNDCG ablations (objectives.md §3.1.5) */
+        TrainOptId id = k == 1 ? TOPT_GAIN : k == 2 ? TOPT_K : TOPT_SINKHORN;
+        if (k > 0) {
+            if (config_claim(C, id, "ablation_type", C->ablation_line)) return -1;
+            if (k == 1) o->loss.gain = PPA_GAIN_LINEAR;
+            if (k == 2) o->loss.k = 4;
+            if (k == 3) o->loss.sinkhorn = 0;
+        }
+    }
+    if (C->save_strategy) {
+        const YamlNode *v = C->save_strategy;
+        int line = C->save_strategy_line;
+        if (is_no(v)) {
+            if (o->origin[TOPT_SAVE_EVERY].from == TRAIN_FROM_CONFIG)
+                opt_note(o, "%s:%d: save_steps %ld ignored: save_strategy is \"no\"", C->path,
+                     o->origin[TOPT_SAVE_EVERY].line, o->save_every);
+            o->save_every = 0;
+            opt_set_origin(o, TOPT_SAVE_EVERY, TRAIN_FROM_CONFIG, line, "save_strategy");
+        } else if (v->kind == YAML_SCALAR && !strcmp(v->str, "steps")) {
+            if (o->origin[TOPT_SAVE_EVERY].from != TRAIN_FROM_CONFIG) { /* transformers' default save_steps */
+                o->save_every = 500;
+                opt_set_origin(o, TOPT_SAVE_EVERY, TRAIN_FROM_CONFIG, line, "save_strategy");
+            }
+        } else {
+            return config_fail(C, line, "save_strategy %s: ppa saves every save_steps steps (\"steps\") or not at all "
+                                        "(\"no\")",
+                               v->kind == YAML_SCALAR ? v->str : yaml_kind_name(v));
+        }
+    }
+    if (C->eval_strategy) {
+        const YamlNode *v = C->eval_strategy;
+        int line = C->eval_strategy_line;
+        if (is_no(v)) {
+            if (o->origin[TOPT_EVAL_EVERY].from == TRAIN_FROM_CONFIG)
+                opt_note(o, "%s:%d: eval_steps %ld ignored: %s is \"no\"", C->path, o->origin[TOPT_EVAL_EVERY].line,
+                     o->eval_every, C->eval_strategy_key);
+            o->eval_every = 0;
+            opt_set_origin(o, TOPT_EVAL_EVERY, TRAIN_FROM_CONFIG, line, C->eval_strategy_key);
+        } else if (v->kind == YAML_SCALAR && !strcmp(v->str, "steps")) {
+            if (o->origin[TOPT_EVAL_EVERY].from != TRAIN_FROM_CONFIG)
+                opt_note(o, "%s:%d: %s \"steps\" without eval_steps: ppa evaluates at the end only", C->path, line,
+                     C->eval_strategy_key);
+        } else {
+            return config_fail(C, line, "%s %s: ppa evaluates every eval_steps steps (\"steps\") or at the end "
+                                        "(\"no\")",
+                               C->eval_strategy_key, v->kind == YAML_SCALAR ? v->str : yaml_kind_name(v));
+        }
+    }
+    return 0;
+}
+
+int opt_apply_recipe(TrainOptions *o, int *constant_line, char *err, size_t errlen) {
+    YamlNode *root = yaml_load(o->config, err, errlen);
+    if (!root) return -1;
+    Config C = {.o = o, .path = o->config, .err = err, .errlen = errlen};
+    int rc = 0;
+    if (root->kind != YAML_MAP && root->kind != YAML_NULL) {
+        rc = config_fail(&C, root->line, "a config file is a mapping of 'key: value' lines, found %s",
+                         yaml_kind_name(root));
+        goto done;
+    }
+    for (int i = 0; i < root->n && !rc; i++) {
+        const char *key = root->keys[i];
+        int line = root->key_lines[i];
+        const YamlNode *v = root->items[i];
+        ConfigKey native;
+        const ConfigKey *ck = config_key(key, &native);
+        if (!ck) rc = unknown_key(&C, key, line);
+        else if (ck->kind == K_IGNORED) opt_note(o, "%s:%d: %s ignored: %s", C.path, line, key, ck->why);
+        else if (ck->kind == K_OPT) rc = config_set(&C, (TrainOptId)ck->id, ck->key, line, v);
+        else rc = config_special(&C, ck, key, line, v);
+    }
+    if (!rc) rc = config_finish(&C);
+    *constant_line = C.constant_line;
+done:
+    yaml_free(root);
+    return rc;
+}
+
+int opt_recipe_key_option(const char *key, TrainOptId *id) {
+    ConfigKey native;
+    const ConfigKey *ck = config_key(key, &native);
+    if (!ck || ck->kind != K_OPT) return 0;
+    *id = (TrainOptId)ck->id;
+    return 1;
+}
+
+const char *opt_recipe_keys(TrainOptId id, char *buf, size_t len) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < PPA_ARRAY_LEN(KEYS) && n < len; i++)
+        if (KEYS[i].kind == K_OPT && KEYS[i].id == (int)id)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", KEYS[i].key);
+    if (n < len) snprintf(buf + n, len - n, "%s%s", n ? ", " : "", OPT[id].name);
+    return buf;
+}
+
+void opt_recipe_help(FILE *f) {
+    const char *last_why = NULL;
+    for (size_t i = 0; i < PPA_ARRAY_LEN(KEYS); i++) {
+        if (KEYS[i].kind != K_IGNORED) continue;
+        if (!last_why || strcmp(last_why, KEYS[i].why)) {
+            if (last_why) fprintf(f, ": %s\n", last_why);
+            fprintf(f, "  %s", KEYS[i].key);
+        } else {
+            fprintf(f, ", %s", KEYS[i].key);
+        }
+        last_why = KEYS[i].why;
+    }
+    if (last_why) fprintf(f, ": %s\n", last_why);
+}

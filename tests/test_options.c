@@ -1,0 +1,234 @@
+/* test_options.c: the option table the model commands share
+ * (train/options.h): that it is well formed, that each command takes
+ * exactly its own flags, requires its own inputs and starts from its own
+ * defaults (sft), that --help lists exactly a command's flags with their
+ * defaults, and generate's one-letter and alias flags. `ppa train`'s own
+ * rules are in test_train_options.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "train/options.h"
+
+static const OptCommand CMDS[] = {CMD_TRAIN, CMD_SFT, CMD_SCORE, CMD_EVAL, CMD_LOGPROBS, CMD_GRAD, CMD_GENERATE};
+#define N_CMDS ((int)(sizeof CMDS / sizeof CMDS[0]))
+
+static char err[2048];
+
+/* options_parse of cmd with the arguments (NULL-terminated), stderr silenced */
+static TrainOptionsStatus parse(OptCommand cmd, TrainOptions *o, ...) {
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = (char *)options_command_name(cmd);
+    va_list ap;
+    va_start(ap, o);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) && argc < 63) argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    fflush(stderr);
+    FILE *saved = stderr;
+    stderr = fopen("/dev/null", "w");
+    TrainOptionsStatus st = options_parse(cmd, argc, argv, o, err, sizeof err);
+    fclose(stderr);
+    stderr = saved;
+    return st;
+}
+
+static char *help_of(OptCommand cmd) {
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    options_help(cmd, f);
+    fclose(f);
+    return text;
+}
+
+/* the flag of an option, as the help shows it: "--max-prompt-length" */
+static const char *flag(TrainOptId id, char *buf) {
+    sprintf(buf, "--%s", train_option_name(id));
+    for (char *c = buf + 2; *c; c++)
+        if (*c == '_') *c = '-';
+    if (id == TOPT_SINKHORN) strcpy(buf, "--no-sinkhorn");
+    return buf;
+}
+
+/* a flag at the start of a help line: "  --lr X" or "  --verbose" */
+static int help_has(const char *help, const char *f) {
+    for (const char *p = help; (p = strstr(p, f)); p++)
+        if (p >= help + 2 && p[-1] == ' ' && p[-2] == ' ' && (p[strlen(f)] == ' ' || p[strlen(f)] == '\n' || p[strlen(f)] == ','))
+            return 1;
+    return 0;
+}
+
+static void test_table(void) {
+    for (int i = 0; i < TOPT_COUNT; i++) {
+        int takers = 0;
+        for (int c = 0; c < N_CMDS; c++) takers += options_takes(CMDS[c], (TrainOptId)i);
+        CHECK(takers > 0, "option %s is taken by no command", train_option_name((TrainOptId)i));
+        for (int j = 0; j < i; j++)
+            CHECK(strcmp(train_option_name((TrainOptId)i), train_option_name((TrainOptId)j)),
+                  "option name %s twice", train_option_name((TrainOptId)i));
+    }
+    /* train takes every option of its record and nothing of the other commands' */
+    for (int i = 0; i < TOPT_COUNT; i++)
+        CHECK(options_takes(CMD_TRAIN, (TrainOptId)i) == (i <= TOPT_NORMALIZE), "train and %s",
+              train_option_name((TrainOptId)i));
+}
+
+/* --help of each command: exactly the flags it takes, each once */
+static void test_help(void) {
+    char f[64];
+    for (int c = 0; c < N_CMDS; c++) {
+        char *h = help_of(CMDS[c]);
+        for (int i = 0; i < TOPT_COUNT; i++) {
+            int want = options_takes(CMDS[c], (TrainOptId)i);
+            CHECK(help_has(h, flag((TrainOptId)i, f)) == want, "ppa %s --help %s %s", options_command_name(CMDS[c]),
+                  want ? "lacks" : "shows", f);
+        }
+        CHECK(!strstr(h, "(null)"), "ppa %s --help prints (null)", options_command_name(CMDS[c]));
+        free(h);
+    }
+    char *h = help_of(CMD_SFT);
+    CHECK(strstr(h, "peak learning rate (0.0001)") && strstr(h, "rows per optimizer step (8)"),
+          "sft's help shows sft's defaults:\n%s", h);
+    free(h);
+    h = help_of(CMD_GENERATE);
+    CHECK(strstr(h, "--n K, --num-samples, -n") != NULL, "generate's help names -n and --num-samples");
+    free(h);
+}
+
+/* each command refuses the flags of the others, and needs its own inputs */
+static void test_flags_per_command(void) {
+    TrainOptions o;
+    TrainOptionsStatus st = parse(CMD_SCORE, &o, "--model", "m", "--data", "d", "--out", "c", "--lr", "1", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "unknown option '--lr'"), "score --lr: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_SCORE, &o, "--model", "m", "--data", "d", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && !strcmp(err, "--out CACHE is required"), "score without --out: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_EVAL, &o, "--model", "m", "--data", "d", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && !strcmp(err, "--ref DIR is required"), "eval without --ref: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_EVAL, &o, "--model", "m", "--ref", "r", "--data", "d", "--k", "3", "--beta", "0.5", "--threads", "1",
+               NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.loss.k == 3 && o.beta == 0.5 && o.threads == 1, "eval --k --beta --threads: %s",
+          err);
+    train_options_free(&o);
+    st = parse(CMD_EVAL, &o, "--model", "m", "--ref", "r", "--data", "d", "--tau", "2", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "--tau"), "eval takes --k but not --tau: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_EVAL, &o, "--model", "m", "--ref", "r", "--data", "d", "--beta", "x", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && !strcmp(err, "--beta: cannot use 'x': expected a finite number"),
+          "eval --beta x: %s", err);
+    train_options_free(&o);
+    /* grad: --objective and --beta must be given; ipo's beta follows --beta */
+    st = parse(CMD_GRAD, &o, "--model", "m", "--data", "d", "--out", "g", "--beta", "0.2", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "--objective NAME is required") == err, "grad needs --objective: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_GRAD, &o, "--model", "m", "--data", "d", "--out", "g", "--objective", "ipo", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "--beta B is required") == err, "grad needs --beta: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_GRAD, &o, "--model", "m", "--data", "d", "--out", "g", "--objective", "ipo", "--beta", "0.2",
+               "--strict", "--no-sinkhorn", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.objective == PPA_IPO && o.loss.beta == 0.2 && o.strict && !o.loss.sinkhorn,
+          "grad: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_LOGPROBS, &o, "--model", "m", "--data", "d", "--objective", "ppa", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "--objective"), "logprobs takes no objective: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_LOGPROBS, &o, "--model", "m", "--data", "d", "--list-objectives", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR, "logprobs takes no --list-objectives");
+    train_options_free(&o);
+    st = parse(CMD_GRAD, &o, "--list-objectives", NULL);
+    CHECK(st == TRAIN_OPTIONS_LIST_OBJECTIVES, "grad --list-objectives");
+    train_options_free(&o);
+    st = parse(CMD_SCORE, &o, "--help", NULL);
+    CHECK(st == TRAIN_OPTIONS_HELP, "score --help");
+    train_options_free(&o);
+    st = parse(CMD_SCORE, &o, "--model", "m", "--data", "d", "--out", "c", "--config", "x.yaml", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "--config"), "only train reads recipes: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_SCORE, &o, "--model", "m", "--data", "d", "--out", "c", "--max-length", "64",
+               "--max-prompt-length", "64", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "--max-prompt-length must be in 1..max_length - 1 = 63"),
+          "score: the truncation rule: %s", err);
+    train_options_free(&o);
+}
+
+/* sft: 8 rows per step in one micro-batch unless told otherwise; no prompt length */
+static void test_sft(void) {
+    TrainOptions o;
+    TrainOptionsStatus st = parse(CMD_SFT, &o, "--model", "m", "--data", "d", "--out", "o", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.lr == 1e-4 && o.batch_size == 8 && o.micro_batch == 8 && o.grad_accum == 1 &&
+              o.warmup_ratio == 0,
+          "sft defaults: %s", err);
+    train_options_free(&o);
+    static const struct {
+        const char *flag1, *v1, *flag2, *v2;
+        int batch, micro, accum;
+    } CASES[] = {
+        {"--grad-accum", "2", NULL, NULL, 8, 4, 2},   {"--micro-batch", "4", NULL, NULL, 8, 4, 2},
+        {"--batch-size", "16", NULL, NULL, 16, 16, 1}, {"--batch-size", "16", "--micro-batch", "4", 16, 4, 4},
+        {"--micro-batch", "2", "--grad-accum", "3", 6, 2, 3},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        st = parse(CMD_SFT, &o, "--model", "m", "--data", "d", "--out", "o", CASES[i].flag1, CASES[i].v1, CASES[i].flag2,
+                   CASES[i].v2, NULL);
+        CHECK(st == TRAIN_OPTIONS_OK && o.batch_size == CASES[i].batch && o.micro_batch == CASES[i].micro &&
+                  o.grad_accum == CASES[i].accum,
+              "sft %s %s: %d = %d x %d (%s)", CASES[i].flag1, CASES[i].v1, o.batch_size, o.micro_batch, o.grad_accum,
+              err);
+        train_options_free(&o);
+    }
+    st = parse(CMD_SFT, &o, "--model", "m", "--data", "d", "--out", "o", "--micro-batch", "3", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "does not divide the default batch size 8"), "sft --micro-batch 3: %s",
+          err);
+    train_options_free(&o);
+    st = parse(CMD_SFT, &o, "--model", "m", "--data", "d", "--out", "o", "--max-length", "100", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.max_length == 100, "sft --max-length below the default prompt length: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_SFT, &o, "--model", "m", "--data", "d", "--out", "o", "--max-prompt-length", "10", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR, "sft takes no --max-prompt-length");
+    train_options_free(&o);
+}
+
+static void test_generate(void) {
+    TrainOptions o;
+    TrainOptionsStatus st = parse(CMD_GENERATE, &o, "--model", "m", "--prompts", "p", "-n", "3", "--temperature", "0.7",
+                                  "--top-p", "0.9", "--max-new-tokens", "5", "--seed", "7", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.n_samples == 3 && o.temperature == 0.7 && o.top_p == 0.9 &&
+              o.max_new_tokens == 5 && o.seed == 7 && !o.out,
+          "generate: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_GENERATE, &o, "--model", "m", "--prompts", "p", "--num-samples", "2", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.n_samples == 2, "--num-samples: %s", err);
+    train_options_free(&o);
+    static const char *const BAD[][2] = {{"--top-p", "0"}, {"--top-p", "1.5"}, {"--temperature", "-1"},
+                                        {"--temperature", "nan"}, {"--max-new-tokens", "0"}, {"-n", "0"},
+                                        {"--n", "x"}, {"--seed", "-1"}};
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        st = parse(CMD_GENERATE, &o, "--model", "m", "--prompts", "p", BAD[i][0], BAD[i][1], NULL);
+        CHECK(st == TRAIN_OPTIONS_ERROR && (strstr(err, BAD[i][0]) || strstr(err, "--n")), "generate %s %s: %s",
+              BAD[i][0], BAD[i][1], err);
+        train_options_free(&o);
+    }
+    st = parse(CMD_GENERATE, &o, "--model", "m", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && !strcmp(err, "--prompts FILE.jsonl is required"), "generate needs --prompts: %s",
+          err);
+    train_options_free(&o);
+    st = parse(CMD_GENERATE, &o, "--model", "m", "--prompts", "p", "-n", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "-n needs a value"), "-n without a value: %s", err);
+    train_options_free(&o);
+}
+
+int main(void) {
+    test_table();
+    test_help();
+    test_flags_per_command();
+    test_sft();
+    test_generate();
+    return check_report("test_options");
+}
