@@ -6,6 +6,10 @@
  * Not here: safetensors I/O, parameter buffers, kernels. Library code: bad
  * input returns -1 with "<file>: <field> ..." in err, never exits.
  *
+ * Defined in config.c (reading config.json), rope.c (its RoPE fields and
+ * the inverse frequencies), tensors.c (the tensor table and counts) and
+ * config_write.c (the writer, the comparison, the summary).
+ *
  * Decisions where formats.md e.3 is silent:
  *   - a missing size (vocab_size, hidden_size, intermediate_size,
  *     num_hidden_layers, num_attention_heads) is an error; every other field

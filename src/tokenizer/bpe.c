@@ -8,27 +8,10 @@
 
 #include "core/common.h"
 #include "tokenizer/internal.h"
+#include "tokenizer/text.h"
 
 #define CACHE_MAX_ENTRIES 200000
 #define CACHE_MAX_PIECE 64
-
-void intvec_push(IntVec *a, int x) {
-    if (a->n == a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 64;
-        a->v = xrealloc(a->v, sizeof(int) * a->cap);
-    }
-    a->v[a->n++] = x;
-}
-
-void bytebuf_put(ByteBuf *b, const void *p, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        while (b->n + n + 1 > b->cap) b->cap = b->cap ? 2 * b->cap : 256;
-        b->s = xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->n, p, n);
-    b->n += n;
-    b->s[b->n] = 0;
-}
 
 /* GPT-2's bytes_to_unicode: printable bytes map to themselves, the other 68
  * bytes to U+0100 + k in byte order. */

@@ -1,5 +1,6 @@
-/* internal.h: the pieces of the tokenizer: growable buffers, the BPE model,
- * normalizers and pre-tokenizers. tokenizer.c ties them together. */
+/* internal.h: the pieces of the tokenizer: the BPE model, normalizers and
+ * pre-tokenizers. tokenizer.c ties them together; the buffers and UTF-8
+ * helpers they share are in text.h, below both bpe.c and pretok.c. */
 #ifndef PPA_TOKENIZER_INTERNAL_H
 #define PPA_TOKENIZER_INTERNAL_H
 
@@ -9,18 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "tokenizer/strmap.h"
-
-typedef struct {
-    int *v;
-    size_t n, cap;
-} IntVec;
-void intvec_push(IntVec *a, int x);
-
-typedef struct {
-    char *s;
-    size_t n, cap;
-} ByteBuf;
-void bytebuf_put(ByteBuf *b, const void *p, size_t n);
+#include "tokenizer/text.h"
 
 /* ---- BPE model (bpe.c) ---- */
 typedef struct {
@@ -62,9 +52,5 @@ int pretok_is_byte_level(const PreTokenizer *p);
  * (offset, length) pairs to spans. first_segment: the segment starts the text
  * (Metaspace prepend_scheme "first"). */
 void pretok_split(const PreTokenizer *p, const char *s, size_t len, int first_segment, ByteBuf *buf, IntVec *spans);
-
-/* UTF-8 decoding of one code point at s[0..len); returns its length (1 for an invalid byte, *cp = 0xFFFD). */
-int utf8_next(const unsigned char *s, size_t len, uint32_t *cp);
-size_t utf8_put(uint32_t cp, char out[4]); /* 1-4 bytes */
 
 #endif

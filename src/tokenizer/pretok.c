@@ -10,25 +10,10 @@
 
 #include "core/common.h"
 #include "tokenizer/internal.h"
+#include "tokenizer/text.h"
 
 /* GPT-2's split, used by ByteLevel with use_regex = true */
 static const char GPT2_REGEX[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-int utf8_next(const unsigned char *s, size_t len, uint32_t *cp) {
-    utf8proc_int32_t c;
-    utf8proc_ssize_t n = utf8proc_iterate(s, (utf8proc_ssize_t)len, &c);
-    if (n <= 0) {
-        *cp = 0xFFFD;
-        return 1;
-    }
-    *cp = (uint32_t)c;
-    return (int)n;
-}
-
-size_t utf8_put(uint32_t cp, char out[4]) {
-    utf8proc_ssize_t n = utf8proc_encode_char((utf8proc_int32_t)cp, (utf8proc_uint8_t *)out);
-    return n > 0 ? (size_t)n : 0;
-}
 
 static const char *type_of(const cJSON *j) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");

@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/common.h"
-#include "tokenizer/internal.h"
+#include "tokenizer/text.h"
 
 static const char *const NAMES[] = {"none", "chatml", "llama3", "mistral", "zephyr", "llama2"};
 
