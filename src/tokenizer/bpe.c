@@ -8,7 +8,7 @@
 
 #include "core/common.h"
 #include "tokenizer/internal.h"
-#include "tokenizer/text.h"
+#include "tokenizer/buffers.h"
 
 #define CACHE_MAX_ENTRIES 200000
 #define CACHE_MAX_PIECE 64

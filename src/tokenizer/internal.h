@@ -1,6 +1,6 @@
 /* internal.h: the pieces of the tokenizer: the BPE model, normalizers and
  * pre-tokenizers. tokenizer.c ties them together; the buffers and UTF-8
- * helpers they share are in text.h, below both bpe.c and pretok.c. */
+ * helpers they share are in buffers.h, below both bpe.c and pretok.c. */
 #ifndef PPA_TOKENIZER_INTERNAL_H
 #define PPA_TOKENIZER_INTERNAL_H
 
@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "tokenizer/strmap.h"
-#include "tokenizer/text.h"
+#include "tokenizer/buffers.h"
 
 /* ---- BPE model (bpe.c) ---- */
 typedef struct {

@@ -10,7 +10,7 @@
 
 #include "core/common.h"
 #include "tokenizer/internal.h"
-#include "tokenizer/text.h"
+#include "tokenizer/buffers.h"
 
 /* GPT-2's split, used by ByteLevel with use_regex = true */
 static const char GPT2_REGEX[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";

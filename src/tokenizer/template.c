@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/common.h"
-#include "tokenizer/text.h"
+#include "tokenizer/buffers.h"
 
 static const char *const NAMES[] = {"none", "chatml", "llama3", "mistral", "zephyr", "llama2"};
 

@@ -1,7 +1,7 @@
-/* text.c: growable buffers and UTF-8 code points for the tokenizer (see
- * text.h). Defined here, once, so that bpe.c and pretok.c depend on this
+/* buffers.c: growable buffers and UTF-8 code points for the tokenizer (see
+ * buffers.h). Defined here, once, so that bpe.c and pretok.c depend on this
  * file and not on each other. */
-#include "tokenizer/text.h"
+#include "tokenizer/buffers.h"
 
 #include <string.h>
 #include <utf8proc.h>

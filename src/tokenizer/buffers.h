@@ -1,9 +1,9 @@
-/* text.h: the byte-level helpers every part of the tokenizer uses, below
+/* buffers.h: the byte-level helpers every part of the tokenizer uses, below
  * bpe.c, pretok.c, tokenizer.c and template.c: growable int and byte
  * buffers, and UTF-8 decoding and encoding of one code point (utf8proc).
  * Not here: normalization, Unicode classes, the byte-level (GPT-2) mapping. */
-#ifndef PPA_TOKENIZER_TEXT_H
-#define PPA_TOKENIZER_TEXT_H
+#ifndef PPA_TOKENIZER_BUFFERS_H
+#define PPA_TOKENIZER_BUFFERS_H
 
 #include <stddef.h>
 #include <stdint.h>
