@@ -818,7 +818,7 @@ static int apply_config(TrainOptions *o, int *constant_line, char *err, size_t e
     if (!rc) rc = config_finish(&C);
     *constant_line = C.constant_line;
 done:
-    yaml_free(root);
+    yaml_tree_free(root);
     return rc;
 }
 
