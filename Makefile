@@ -21,7 +21,7 @@ OMP     ?= -fopenmp
 # translation units, all built with the same flags
 CFLAGS  := -std=c17 $(OPT) $(OMP) $(SAN) -Wall -Wextra -Werror -Wno-psabi $(if $(OMP),,-Wno-unknown-pragmas) \
            -D_GNU_SOURCE -Iinclude -Isrc -MMD -MP
-LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lmvec -lm -ldl
+LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lyaml -lmvec -lm -ldl
 PYTHON  := /usr/bin/python3
 
 # the library is everything below the command line

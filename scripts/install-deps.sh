@@ -7,7 +7,8 @@ set -euo pipefail
 
 # libopenblas0-openmp: src/model/gemm.c dlopen()s it at run time (no -dev
 # package, no link flag); without it ppa falls back to a slow built-in kernel
-pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libopenblas0-openmp)
+# libyaml-dev: src/io/yaml.c reads --config recipes with libyaml's parser
+pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libopenblas0-openmp)
 # node and npm fetch the tokenizer fixtures and run the reference encoder;
 # machines that already have them (from NodeSource or similar) keep theirs
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

@@ -462,6 +462,18 @@ static void test_cli_overrides_config(void) {
     CHECK(st == TRAIN_OPTIONS_OK, "--model over a Hub name: %s", err);
     train_options_free(&o);
 
+    /* YAML the handbook's recipes do not use but libyaml reads: an anchor and its alias, a flow mapping */
+    write_config("seed: &n 7\n"
+                 "max_steps: *n\n"
+                 "dataset_mixer: {@D/data.jsonl: 1.0}\n"
+                 "learning_rate: >-\n  2.0e-6\n");
+    st = parse(&o, "--config", "@C", "--model", "m", "--out", "o", NULL);
+    snprintf(want, sizeof want, "%s/data.jsonl", dir);
+    CHECK(st == TRAIN_OPTIONS_OK && o.seed == 7 && o.max_steps == 7 && o.lr == 2e-6 && o.data && !strcmp(o.data, want),
+          "anchor, alias, flow mapping, block scalar: %s", err);
+    CHECK(o.origin[TOPT_MAX_STEPS].line == 2, "an alias value comes from its key's line");
+    train_options_free(&o);
+
     /* an empty config changes nothing */
     write_config("# nothing yet\n");
     st = parse(&o, "--config", "@C", MDO, NULL);
@@ -487,7 +499,9 @@ static void test_unknown_keys(void) {
         {"gradient_acumulation_steps: 4\n", "(did you mean 'gradient_accumulation_steps'?)", 1},
         {"lis_size: 4\n", "(did you mean 'list_size'?)", 1},
         {"completely_unrelated_thing: 4\n", "unknown key 'completely_unrelated_thing' (ppa train --help", 1},
-        {"dataset_mixture: {}\n", "flow mappings", 1}, /* a YAML error comes first, with its line */
+        {"dataset_mixture: x\nb: *nope\n", "undefined alias '*nope'", 2}, /* a YAML error comes first, with its line */
+        /* a flow mapping is read: the key is what is wrong */
+        {"dataset_mixture: {}\n", "unknown key 'dataset_mixture' (did you mean 'dataset_mixer'?)", 1},
         {"loss_type: dpo\nobjective: ppa\n", "loss_type sets the same option (objective) as objective on line 2", 1},
         {"lr: 1e-6\nlearning_rate: 2e-6\n", "learning_rate sets the same option (lr) as lr on line 1", 2},
         {"evaluation_strategy: steps\neval_strategy: steps\n", "eval_strategy repeats evaluation_strategy", 2},

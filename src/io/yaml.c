@@ -1,51 +1,75 @@
-/* yaml.c: the recipe subset of YAML described in yaml.h.
+/* yaml.c: the recipe reader of yaml.h on libyaml's event parser.
  *
- * The text is split into logical lines (indentation, content, line number);
- * blank and comment lines are dropped. A recursive descent then reads block
- * nodes by indentation: a "- " line starts a sequence, a "key:" line a
- * mapping, anything else is a one-line value (plain, quoted or a flow
- * sequence). A "- key: value" item is read by treating the text after "- "
- * as a line indented to its own column. The first problem stops the parse
- * with FILE:LINE and a message. */
+ * libyaml turns the text into events (scalar, alias, start and end of a
+ * list or mapping); one loop attaches each node where the event says, with
+ * the open lists and mappings on an explicit stack of YAML_MAX_DEPTH
+ * frames, so hostile nesting ends in a message, never a stack overflow.
+ * A new list or mapping is attached to its parent when it starts, so the
+ * partial tree always hangs from one root and one yaml_tree_free cleans up.
+ * Anchors and the keys of every mapping (duplicates) are found through one
+ * hash table. The first problem stops the parse with FILE:LINE and a
+ * message. */
 #include "io/yaml.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <yaml.h> /* libyaml's, from /usr/include: angle brackets skip src/io/ */
 
 #include "core/common.h"
+#include "core/hash.h"
 
 #define YAML_MAX_BYTES (16L << 20) /* a recipe is a few kB */
 
 typedef struct {
-    int indent; /* leading spaces */
-    char *s;    /* content after the indentation, trailing blanks removed */
-    int line;   /* 1-based */
-} Line;
+    char *name;
+    YamlNode *node;
+    int open;  /* a list or mapping still being read: an alias to it would contain itself */
+    int owned; /* the anchor of a key: the node lives here, not in the tree */
+} Anchor;
+
+/* key NULL = empty. owner: the mapping of a key, or NULL for an anchor name */
+typedef struct {
+    uint64_t h;
+    const void *owner;
+    const char *key;
+    int val; /* the key's index in its mapping, or the anchor's index */
+} Slot;
 
 typedef struct {
-    const char *name;
-    Line *lines;
-    int n, i;
+    YamlNode *node;  /* an open list or mapping */
+    char *key;       /* YAML_MAP: the key waiting for its value, or NULL */
+    int key_line;
+    int anchor;      /* its anchor's index, or -1 */
+} Frame;
+
+typedef struct {
+    const char *name, *text;
+    size_t len;
     char *err;
     size_t errlen;
-    int failed;
+    int failed, docs, depth;
+    YamlNode *root;
+    Frame stack[YAML_MAX_DEPTH];
+    Anchor *anchors;
+    int n_anchors;
+    Slot *slots;
+    size_t n_slots, cap_slots;
+    long nodes;
+    long bytes;
 } Parser;
-
-typedef struct {
-    char *p;
-    size_t n, cap;
-} Buf;
 
 static void fail(Parser *P, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void fail(Parser *P, int line, const char *fmt, ...) {
     if (P->failed) return; /* the first problem is the one to report */
     P->failed = 1;
     if (!P->errlen) return;
-    int k = snprintf(P->err, P->errlen, "%s:%d: ", P->name, line);
+    int k = line > 0 ? snprintf(P->err, P->errlen, "%s:%d: ", P->name, line)
+                     : snprintf(P->err, P->errlen, "%s: ", P->name);
     if (k < 0 || (size_t)k >= P->errlen) return;
     va_list ap;
     va_start(ap, fmt);
@@ -53,39 +77,16 @@ static void fail(Parser *P, int line, const char *fmt, ...) {
     va_end(ap);
 }
 
-static void buf_putc(Buf *b, char c) {
-    if (b->n + 2 > b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 32;
-        b->p = xrealloc(b->p, b->cap);
-    }
-    b->p[b->n++] = c;
-    b->p[b->n] = 0;
+static char *dup_text(const char *s, size_t n) {
+    char *d = xmalloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
 }
 
-static char *buf_take(Buf *b) {
-    if (!b->p) buf_putc(b, 0), b->n = 0; /* an empty string, not NULL */
-    char *p = b->p;
-    *b = (Buf){0};
-    return p;
-}
+static char *dup_str(const char *s) { return dup_text(s, strlen(s)); }
 
-static void buf_utf8(Buf *b, unsigned long cp) {
-    if (cp < 0x80) {
-        buf_putc(b, (char)cp);
-    } else if (cp < 0x800) {
-        buf_putc(b, (char)(0xC0 | (cp >> 6)));
-        buf_putc(b, (char)(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        buf_putc(b, (char)(0xE0 | (cp >> 12)));
-        buf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3F)));
-        buf_putc(b, (char)(0x80 | (cp & 0x3F)));
-    } else {
-        buf_putc(b, (char)(0xF0 | (cp >> 18)));
-        buf_putc(b, (char)(0x80 | ((cp >> 12) & 0x3F)));
-        buf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3F)));
-        buf_putc(b, (char)(0x80 | (cp & 0x3F)));
-    }
-}
+/* ---- the tree ---- */
 
 static YamlNode *node_new(YamlKind kind, int line) {
     YamlNode *n = xcalloc(1, sizeof *n);
@@ -94,10 +95,11 @@ static YamlNode *node_new(YamlKind kind, int line) {
     return n;
 }
 
-void yaml_free(YamlNode *node) {
+/* Recursive, but a tree is never deeper than YAML_MAX_DEPTH. */
+void yaml_tree_free(YamlNode *node) {
     if (!node) return;
     for (int i = 0; i < node->n; i++) {
-        yaml_free(node->items[i]);
+        yaml_tree_free(node->items[i]);
         if (node->keys) free(node->keys[i]);
     }
     free(node->items);
@@ -107,558 +109,362 @@ void yaml_free(YamlNode *node) {
     free(node);
 }
 
-static void seq_push(YamlNode *seq, YamlNode *item) {
-    seq->items = xrealloc(seq->items, sizeof(*seq->items) * (size_t)(seq->n + 1));
-    seq->items[seq->n++] = item;
+/* Room for one more entry: capacities double (4, 8, 16, ...), so huge flow
+ * lists cost amortised O(1) per item; the capacity follows from n alone. */
+static void grow(YamlNode *c) {
+    if (c->n != 0 && (c->n < 4 || (c->n & (c->n - 1)))) return;
+    size_t cap = c->n ? 2 * (size_t)c->n : 4;
+    c->items = xrealloc(c->items, cap * sizeof *c->items);
+    if (c->kind != YAML_MAP) return;
+    c->keys = xrealloc(c->keys, cap * sizeof *c->keys);
+    c->key_lines = xrealloc(c->key_lines, cap * sizeof *c->key_lines);
 }
 
-static void map_push(YamlNode *map, char *key, int key_line, YamlNode *value) {
-    size_t n = (size_t)map->n + 1;
-    map->items = xrealloc(map->items, sizeof(*map->items) * n);
-    map->keys = xrealloc(map->keys, sizeof(*map->keys) * n);
-    map->key_lines = xrealloc(map->key_lines, sizeof(*map->key_lines) * n);
-    map->items[map->n] = value;
-    map->keys[map->n] = key;
-    map->key_lines[map->n] = key_line;
-    map->n++;
+/* Appends an entry to a list (key unused) or a mapping. */
+static void push(YamlNode *c, char *key, int key_line, YamlNode *item) {
+    grow(c);
+    if (c->kind == YAML_MAP) c->keys[c->n] = key, c->key_lines[c->n] = key_line;
+    c->items[c->n++] = item;
 }
 
-static int is_blank(char c) { return c == ' ' || c == '\t'; }
-static int ends_token(char c) { return c == 0 || is_blank(c); } /* a tab here is then reported as a tab */
-static const char *skip_blanks(const char *s) {
-    while (*s == ' ') s++;
-    return s;
-}
-
-/* Tabs outside quotes: PyYAML (which reads the handbook's recipes) refuses them, so ppa does too. */
-static void fail_tab(Parser *P, int line) {
-    fail(P, line, "a tab character: YAML separates and indents with spaces (a tab may appear only inside quotes)");
-}
-static int is_seq_item(const char *s) { return s[0] == '-' && ends_token(s[1]); }
-
-static int hex_value(const char *s, int digits, unsigned long *out) {
-    unsigned long v = 0;
-    for (int i = 0; i < digits; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0) return -1;
-        v = v * 16 + (unsigned long)d;
+/* Counts a new node and its text against the limits; -1 after an error. */
+static int budget(Parser *P, int line, size_t bytes) {
+    P->bytes += (long)bytes;
+    if (++P->nodes > YAML_MAX_NODES) {
+        fail(P, line, "more than %d nodes: too large for a recipe (aliases count as copies)", YAML_MAX_NODES);
+        return -1;
     }
-    *out = v;
+    if (P->bytes > YAML_MAX_TEXT) {
+        fail(P, line, "more than %ld MiB of text: too large for a recipe (aliases count as copies)",
+             YAML_MAX_TEXT >> 20);
+        return -1;
+    }
     return 0;
 }
 
-/* "..." starting at s; *end is set past the closing quote. */
-static char *parse_double_quoted(Parser *P, int line, const char *s, const char **end) {
-    Buf b = {0};
-    const char *p = s + 1;
-    for (;;) {
-        char c = *p;
-        if (c == 0) {
-            fail(P, line, "a double-quoted string is not closed on its line (multi-line quoted values are not supported)");
-            goto bad;
-        }
-        if (c == '"') break;
-        if (c != '\\') {
-            buf_putc(&b, c);
-            p++;
-            continue;
-        }
-        char e = p[1];
-        int digits = 0;
-        p += 2;
-        switch (e) {
-        case '\\': buf_putc(&b, '\\'); break;
-        case '"': buf_putc(&b, '"'); break;
-        case '/': buf_putc(&b, '/'); break;
-        case ' ': buf_putc(&b, ' '); break;
-        case '\t': buf_putc(&b, '\t'); break;
-        case 't': buf_putc(&b, '\t'); break;
-        case 'n': buf_putc(&b, '\n'); break;
-        case 'r': buf_putc(&b, '\r'); break;
-        case 'a': buf_putc(&b, '\a'); break;
-        case 'b': buf_putc(&b, '\b'); break;
-        case 'e': buf_putc(&b, 0x1B); break;
-        case 'f': buf_putc(&b, '\f'); break;
-        case 'v': buf_putc(&b, '\v'); break;
-        case 'N': buf_utf8(&b, 0x85); break;
-        case '_': buf_utf8(&b, 0xA0); break;
-        case 'L': buf_utf8(&b, 0x2028); break;
-        case 'P': buf_utf8(&b, 0x2029); break;
-        case 'x': digits = 2; break;
-        case 'u': digits = 4; break;
-        case 'U': digits = 8; break;
-        case '0':
-            fail(P, line, "the escape \\0 (a NUL character) is not supported in a string");
-            goto bad;
-        case 0:
-            fail(P, line, "a double-quoted string ends in a lone backslash (multi-line quoted values are not supported)");
-            goto bad;
-        default:
-            fail(P, line, "unknown escape '\\%c' in a double-quoted string (write '\\\\' for a backslash)", e);
-            goto bad;
-        }
-        if (digits) {
-            unsigned long cp;
-            if (hex_value(p, digits, &cp)) {
-                fail(P, line, "the escape '\\%c' needs %d hexadecimal digits", e, digits);
-                goto bad;
-            }
-            if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-                fail(P, line, "the escape '\\%c%.*s' is not a character ppa accepts (NUL, a surrogate or beyond U+10FFFF)",
-                     e, digits, p);
-                goto bad;
-            }
-            buf_utf8(&b, cp);
-            p += digits;
-        }
-    }
-    *end = p + 1;
-    return buf_take(&b);
-bad:
-    free(b.p);
-    return NULL;
-}
-
-/* '...' starting at s ('' is a quote). */
-static char *parse_single_quoted(Parser *P, int line, const char *s, const char **end) {
-    Buf b = {0};
-    const char *p = s + 1;
-    for (;;) {
-        if (*p == 0) {
-            free(b.p);
-            fail(P, line, "a single-quoted string is not closed on its line (multi-line quoted values are not supported)");
-            return NULL;
-        }
-        if (*p == '\'') {
-            if (p[1] != '\'') break;
-            p++;
-        }
-        buf_putc(&b, *p++);
-    }
-    *end = p + 1;
-    return buf_take(&b);
-}
-
-/* A plain scalar: up to the end of the line or a " #" comment; inside a flow
- * sequence also up to ',' or ']'. A ": " inside it would start a mapping. */
-static char *parse_plain(Parser *P, int line, const char *s, int flow, const char **end) {
-    const char *p = s;
-    if (flow && *s == ':') { /* PyYAML refuses it; YAML 1.2 would read a plain ":x" */
-        fail(P, line, "a flow sequence item cannot start with ':': quote it");
+/* A deep copy of `src` under `depth` open lists and mappings (an alias). */
+static YamlNode *copy_tree(Parser *P, const YamlNode *src, int depth, int line) {
+    int nested = src->kind == YAML_SEQ || src->kind == YAML_MAP;
+    if (nested && depth >= YAML_MAX_DEPTH) {
+        fail(P, line, "nesting deeper than %d levels (through an alias)", YAML_MAX_DEPTH);
         return NULL;
     }
-    for (;; p++) {
-        char c = *p;
-        if (c == 0) break;
-        if (c == '\t') {
-            fail_tab(P, line);
+    if (budget(P, line, src->str ? strlen(src->str) : 0)) return NULL;
+    YamlNode *n = node_new(src->kind, src->line);
+    n->quoted = src->quoted;
+    if (src->str) n->str = dup_str(src->str);
+    for (int i = 0; i < src->n; i++) {
+        YamlNode *item = copy_tree(P, src->items[i], depth + 1, line);
+        if (!item || (src->keys && budget(P, line, strlen(src->keys[i])))) {
+            yaml_tree_free(item);
+            yaml_tree_free(n); /* holds items [0, i) */
             return NULL;
         }
-        if (c == '#' && p > s && is_blank(p[-1])) break;
-        if (c == ':' && (ends_token(p[1]) || (flow && (p[1] == ',' || p[1] == ']')))) {
-            fail(P, line, "': ' inside the value '%.*s': a mapping cannot start here (quote the value if the colon "
-                          "belongs to it)",
-                 (int)(p - s), s);
-            return NULL;
-        }
-        if (flow && (c == ',' || c == ']')) break;
-        if (flow && (c == '[' || c == '{' || c == '}' || c == '?')) { /* PyYAML ends a flow item at '?' */
-            fail(P, line, "'%c' inside a plain value of a flow sequence: quote the value", c);
-            return NULL;
-        }
+        push(n, src->keys ? dup_str(src->keys[i]) : NULL, src->keys ? src->key_lines[i] : 0, item);
     }
-    const char *q = p;
-    while (q > s && is_blank(q[-1])) q--;
-    Buf b = {0};
-    for (const char *t = s; t < q; t++) buf_putc(&b, *t);
-    *end = q; /* before the blanks, so that a " #" comment is seen as one */
-    return buf_take(&b);
+    return n;
+}
+
+/* ---- one table for anchors and for the keys of every mapping ---- */
+
+/* The slot of (owner, key): the entry, or the empty slot to fill. */
+static Slot *slot_find(Parser *P, const void *owner, const char *key) {
+    if (2 * (P->n_slots + 1) > P->cap_slots) { /* keep it at most half full */
+        size_t cap = P->cap_slots ? 2 * P->cap_slots : 64;
+        Slot *s = xcalloc(cap, sizeof *s);
+        for (size_t i = 0; i < P->cap_slots; i++) {
+            if (!P->slots[i].key) continue;
+            size_t j = P->slots[i].h & (cap - 1);
+            while (s[j].key) j = (j + 1) & (cap - 1);
+            s[j] = P->slots[i];
+        }
+        free(P->slots);
+        P->slots = s;
+        P->cap_slots = cap;
+    }
+    uint64_t h = hash64(key, strlen(key), (uint64_t)(uintptr_t)owner);
+    size_t j = h & (P->cap_slots - 1);
+    while (P->slots[j].key && !(P->slots[j].h == h && P->slots[j].owner == owner && !strcmp(P->slots[j].key, key)))
+        j = (j + 1) & (P->cap_slots - 1);
+    if (!P->slots[j].key) P->slots[j].h = h; /* the caller fills owner, key, val */
+    return &P->slots[j];
+}
+
+static void slot_fill(Parser *P, Slot *s, const void *owner, const char *key, int val) {
+    if (!s->key) P->n_slots++;
+    s->owner = owner;
+    s->key = key;
+    s->val = val;
+}
+
+/* Registers an anchor (a later one of the same name replaces it, as in YAML). */
+static int anchor_add(Parser *P, const unsigned char *name, YamlNode *node, int open, int owned) {
+    if (!name) return -1;
+    if (!(P->n_anchors & (P->n_anchors - 1)))
+        P->anchors = xrealloc(P->anchors, (size_t)(P->n_anchors ? 2 * P->n_anchors : 1) * sizeof *P->anchors);
+    Anchor *a = &P->anchors[P->n_anchors];
+    *a = (Anchor){dup_str((const char *)name), node, open, owned};
+    slot_fill(P, slot_find(P, NULL, a->name), NULL, a->name, P->n_anchors);
+    return P->n_anchors++;
+}
+
+static const Anchor *anchor_get(Parser *P, const char *name, int line) {
+    Slot *s = slot_find(P, NULL, name);
+    if (!s->key) {
+        fail(P, line, "found undefined alias '*%s' (no '&%s' before it)", name, name);
+        return NULL;
+    }
+    const Anchor *a = &P->anchors[s->val];
+    if (a->open) fail(P, line, "the alias '*%s' is inside the node it names (a recursive alias)", name);
+    return a->open ? NULL : a;
+}
+
+/* ---- events to nodes ---- */
+
+static int refuse_tag(Parser *P, const unsigned char *tag, int line) {
+    if (!tag) return 0;
+    fail(P, line, "tags are not supported (found '%s'): write the plain value", (const char *)tag);
+    return -1;
 }
 
 static int is_null_text(const char *s) {
     return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
 }
 
-static YamlNode *parse_value(Parser *P, int line, const char *s, int flow, const char **end);
-
-static YamlNode *parse_flow_seq(Parser *P, int line, const char *s, const char **end) {
-    YamlNode *seq = node_new(YAML_SEQ, line);
-    const char *p = skip_blanks(s + 1);
-    for (;;) {
-        p = skip_blanks(p);
-        if (*p == ']') break; /* empty, or after a trailing comma */
-        if (*p == 0 || *p == '#') {
-            fail(P, line, "a flow sequence '[' is not closed on its line (multi-line flow sequences are not supported)");
-            goto bad;
-        }
-        if (*p == ',') {
-            fail(P, line, "an empty item in a flow sequence (two commas, or a comma after '[')");
-            goto bad;
-        }
-        YamlNode *item = parse_value(P, line, p, 1, &p);
-        if (!item) goto bad;
-        seq_push(seq, item);
-        p = skip_blanks(p);
-        if (*p == ',') {
-            p++;
-            continue;
-        }
-        if (*p == ']') break;
-        if (*p == 0 || *p == '#') {
-            fail(P, line, "a flow sequence '[' is not closed on its line (multi-line flow sequences are not supported)");
-            goto bad;
-        }
-        fail(P, line, "expected ',' or ']' in a flow sequence, found '%c'%s", *p,
-             *p == ':' ? " (flow mappings are not supported)" : "");
-        goto bad;
+static YamlNode *scalar_node(Parser *P, const yaml_event_t *ev) {
+    int line = (int)ev->start_mark.line + 1;
+    const char *s = (const char *)ev->data.scalar.value;
+    size_t n = ev->data.scalar.length;
+    if (refuse_tag(P, ev->data.scalar.tag, line)) return NULL;
+    if (memchr(s, 0, n)) {
+        fail(P, line, "a NUL character (the escape \\0 or \\x00) in a string is not supported");
+        return NULL;
     }
-    *end = p + 1;
-    return seq;
-bad:
-    yaml_free(seq);
-    return NULL;
+    if (budget(P, line, n)) return NULL;
+    int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    if (plain && is_null_text(s)) return node_new(YAML_NULL, line);
+    YamlNode *node = node_new(YAML_SCALAR, line);
+    node->str = dup_text(s, n);
+    node->quoted = !plain;
+    return node;
 }
 
-/* One value starting at s (not blank): quoted, flow sequence or plain. */
-static YamlNode *parse_value(Parser *P, int line, const char *s, int flow, const char **end) {
-    char c = s[0];
-    switch (c) {
-    case '"':
-    case '\'': {
-        char *str = c == '"' ? parse_double_quoted(P, line, s, end) : parse_single_quoted(P, line, s, end);
-        if (!str) return NULL;
-        YamlNode *n = node_new(YAML_SCALAR, line);
-        n->str = str;
-        n->quoted = 1;
-        return n;
+/* Hangs a finished or just-started node under the open list or mapping. */
+static void attach(Parser *P, YamlNode *node) {
+    if (!P->depth) {
+        P->root = node; /* one root: a second document was refused at its start */
+        return;
     }
-    case '[': return parse_flow_seq(P, line, s, end);
-    case '{':
-        fail(P, line, "flow mappings ({...}) are not supported: write one 'key: value' per line, indented under the key");
-        return NULL;
-    case '&': fail(P, line, "anchors (&name) are not supported: write the value out"); return NULL;
-    case '*': fail(P, line, "aliases (*name) are not supported: write the value out"); return NULL;
-    case '!': fail(P, line, "tags (!name) are not supported: write the plain value"); return NULL;
-    case '|':
-    case '>':
-        fail(P, line, "block scalars ('%c') are not supported: write the value on one line (quoted if needed)", c);
-        return NULL;
-    case '%':
-    case '@':
-    case '`':
-    case ',':
-    case ']':
-    case '}': fail(P, line, "a plain value cannot start with '%c': quote it", c); return NULL;
-    default: break;
-    }
-    if ((c == '-' || c == '?') && ends_token(s[1])) {
-        if (c == '?') fail(P, line, "complex keys ('? ') are not supported");
-        else if (flow) fail(P, line, "'- ' inside a flow sequence: separate the items with commas");
-        else fail(P, line, "a list cannot start on the line of its key: put each '- item' on its own line below");
-        return NULL;
-    }
-    char *str = parse_plain(P, line, s, flow, end);
-    if (!str) return NULL;
-    YamlNode *n;
-    if (is_null_text(str)) {
-        n = node_new(YAML_NULL, line);
-        free(str);
+    Frame *f = &P->stack[P->depth - 1];
+    push(f->node, f->key, f->key_line, node); /* a mapping's key was read before */
+    f->key = NULL;
+}
+
+/* The key of the next entry of the mapping in frame f, from a scalar or an alias. */
+static void on_key(Parser *P, Frame *f, const yaml_event_t *ev) {
+    int line = (int)ev->start_mark.line + 1;
+    char *key = NULL;
+    if (ev->type == YAML_SCALAR_EVENT) {
+        YamlNode *k = scalar_node(P, ev); /* checks tag and NUL, counts it */
+        if (!k) return;
+        if (k->kind == YAML_NULL && !ev->data.scalar.length) {
+            fail(P, line, "a mapping entry with an empty key");
+            yaml_tree_free(k);
+            return;
+        }
+        key = dup_text((const char *)ev->data.scalar.value, ev->data.scalar.length); /* "null: 1" keeps its text */
+        if (ev->data.scalar.anchor) anchor_add(P, ev->data.scalar.anchor, k, 0, 1);
+        else yaml_tree_free(k);
     } else {
-        n = node_new(YAML_SCALAR, line);
-        n->str = str;
-    }
-    return n;
-}
-
-/* A whole value that must fill the rest of the line (a comment may follow). */
-static YamlNode *parse_inline(Parser *P, const Line *L, const char *s) {
-    const char *end;
-    YamlNode *v = parse_value(P, L->line, s, 0, &end);
-    if (!v) return NULL;
-    const char *p = skip_blanks(end);
-    if (*p == '\t') {
-        fail_tab(P, L->line);
-        yaml_free(v);
-        return NULL;
-    }
-    if (*p && !(*p == '#' && p > end)) {
-        fail(P, L->line, "unexpected text after the value: '%s'%s", p,
-             *p == ':' ? " (only plain or quoted scalars can be keys)" : "");
-        yaml_free(v);
-        return NULL;
-    }
-    return v;
-}
-
-/* Is s a "key: ..." entry? 1 with *key (malloc'd) and *rest (after the
- * colon), 0 if not, -1 after an error. */
-static int find_key(Parser *P, int line, const char *s, char **key, const char **rest) {
-    if (s[0] == '"' || s[0] == '\'') {
-        const char *end;
-        char *k = s[0] == '"' ? parse_double_quoted(P, line, s, &end) : parse_single_quoted(P, line, s, &end);
-        if (!k) return -1;
-        end = skip_blanks(end);
-        if (end[0] == ':' && ends_token(end[1])) {
-            *key = k;
-            *rest = end + 1;
-            return 1;
+        const Anchor *a = anchor_get(P, (const char *)ev->data.alias.anchor, line);
+        if (!a) return;
+        if (a->node->kind != YAML_SCALAR) {
+            fail(P, line, "the key '*%s' is %s: keys are plain or quoted text", a->name, yaml_kind_name(a->node));
+            return;
         }
-        free(k);
+        if (budget(P, line, strlen(a->node->str))) return; /* a long anchored text, reused as many keys */
+        key = dup_str(a->node->str);
+    }
+    Slot *s = slot_find(P, f->node, key);
+    if (s->key) {
+        fail(P, line, "duplicate key '%s' (first at line %d)", key, f->node->key_lines[s->val]);
+        free(key);
+        return;
+    }
+    slot_fill(P, s, f->node, key, f->node->n); /* the index the entry will have */
+    f->key = key;
+    f->key_line = line;
+}
+
+static void on_start(Parser *P, const yaml_event_t *ev) {
+    int line = (int)ev->start_mark.line + 1;
+    int map = ev->type == YAML_MAPPING_START_EVENT;
+    if (refuse_tag(P, map ? ev->data.mapping_start.tag : ev->data.sequence_start.tag, line)) return;
+    if (P->depth == YAML_MAX_DEPTH) {
+        fail(P, line, "nesting deeper than %d levels", YAML_MAX_DEPTH);
+        return;
+    }
+    if (budget(P, line, 0)) return;
+    YamlNode *node = node_new(map ? YAML_MAP : YAML_SEQ, line);
+    attach(P, node);
+    const unsigned char *anchor = map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
+    P->stack[P->depth++] = (Frame){node, NULL, 0, anchor_add(P, anchor, node, 1, 0)};
+}
+
+/* One event; returns 1 at the end of the stream. */
+static int on_event(Parser *P, const yaml_event_t *ev) {
+    int line = (int)ev->start_mark.line + 1;
+    Frame *top = P->depth ? &P->stack[P->depth - 1] : NULL;
+    int want_key = top && top->node->kind == YAML_MAP && !top->key;
+    YamlNode *node = NULL;
+    switch (ev->type) {
+    case YAML_STREAM_END_EVENT: return 1;
+    case YAML_DOCUMENT_START_EVENT:
+        if (P->docs++) fail(P, line, "a second document starts here: ppa reads one YAML document per file");
         return 0;
-    }
-    if (s[0] == '?' && ends_token(s[1])) {
-        fail(P, line, "complex keys ('? ') are not supported");
-        return -1;
-    }
-    if (strchr("[{&*!|>%@`,]}", s[0]) || is_seq_item(s)) return 0;
-    for (const char *p = s; *p; p++) {
-        if (*p == '\t') {
-            fail_tab(P, line);
-            return -1;
+    case YAML_SCALAR_EVENT:
+    case YAML_ALIAS_EVENT:
+        if (want_key) {
+            on_key(P, top, ev);
+            return 0;
         }
-        if (*p == '#' && p > s && is_blank(p[-1])) return 0;
-        if (*p == ':' && ends_token(p[1])) {
-            const char *q = p;
-            while (q > s && is_blank(q[-1])) q--;
-            if (q == s) {
-                fail(P, line, "a mapping entry with an empty key");
-                return -1;
-            }
-            Buf b = {0};
-            for (const char *t = s; t < q; t++) buf_putc(&b, *t);
-            *key = buf_take(&b);
-            *rest = p + 1;
-            return 1;
+        if (ev->type == YAML_SCALAR_EVENT) {
+            node = scalar_node(P, ev);
+            if (node && ev->data.scalar.anchor) anchor_add(P, ev->data.scalar.anchor, node, 0, 0);
+        } else {
+            const Anchor *a = anchor_get(P, (const char *)ev->data.alias.anchor, line);
+            node = a ? copy_tree(P, a->node, P->depth, line) : NULL;
         }
+        if (node) attach(P, node);
+        return 0;
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT:
+        if (want_key) fail(P, line, "a %s as a key (complex key): keys are plain or quoted text",
+                           ev->type == YAML_MAPPING_START_EVENT ? "mapping" : "list");
+        else on_start(P, ev);
+        return 0;
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        if (top->anchor >= 0) P->anchors[top->anchor].open = 0;
+        P->depth--;
+        return 0;
+    default: return 0; /* stream start, document end */
     }
+}
+
+/* ---- libyaml's errors, with YAML's lines ---- */
+
+/* Length of the line break at p (CRLF, CR, LF, NEL, LS, PS), 0 if none. */
+static size_t break_len(const unsigned char *p, const unsigned char *end) {
+    if (*p == '\r') return p + 1 < end && p[1] == '\n' ? 2 : 1;
+    if (*p == '\n') return 1;
+    if (*p == 0xC2 && p + 1 < end && p[1] == 0x85) return 2;
+    if (*p == 0xE2 && p + 2 < end && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9)) return 3;
     return 0;
 }
 
-/* After a one-line value at block indentation `indent`: the next line must
- * not be indented deeper (that would be a multi-line value). */
-static int check_continuation(Parser *P, int indent, int value_line) {
-    if (P->i < P->n && P->lines[P->i].indent > indent) {
-        fail(P, P->lines[P->i].line,
-             "indented under line %d, which already has its value (multi-line values are not supported; a nested "
-             "block needs 'key:' with nothing after the colon)",
-             value_line);
-        return 0;
+/* The 1-based line of byte offset `off`, counted as libyaml counts. */
+static int line_at(const char *text, size_t off) {
+    const unsigned char *p = (const unsigned char *)text, *end = p + off;
+    int line = 1;
+    while (p < end) {
+        size_t b = break_len(p, end);
+        line += b > 0;
+        p += b ? b : 1;
     }
-    return 1;
+    return line;
 }
 
-static YamlNode *parse_node(Parser *P, int indent);
-
-static YamlNode *parse_seq(Parser *P, int indent) {
-    YamlNode *seq = node_new(YAML_SEQ, P->lines[P->i].line);
-    while (P->i < P->n) {
-        Line *L = &P->lines[P->i];
-        if (L->indent < indent) break;
-        if (L->indent > indent) {
-            fail(P, L->line, "unexpected indentation (the list above is indented by %d)", indent);
-            goto bad;
-        }
-        if (!is_seq_item(L->s)) break;
-        const char *rest = skip_blanks(L->s + 1);
-        YamlNode *item;
-        if (*rest == 0 || *rest == '#') {
-            int line = L->line;
-            P->i++;
-            if (P->i < P->n && P->lines[P->i].indent > indent) item = parse_node(P, P->lines[P->i].indent);
-            else item = node_new(YAML_NULL, line);
-        } else {
-            char *key = NULL;
-            const char *after;
-            int k = is_seq_item(rest) ? 1 : find_key(P, L->line, rest, &key, &after);
-            free(key);
-            if (k < 0) goto bad;
-            if (k > 0) { /* "- key: value" or "- - item": a block at the column of rest */
-                L->indent += (int)(rest - L->s);
-                L->s = (char *)rest;
-                item = parse_node(P, L->indent);
-            } else {
-                item = parse_inline(P, L, rest);
-                if (item) {
-                    P->i++;
-                    if (!check_continuation(P, indent, L->line)) yaml_free(item), item = NULL;
-                }
-            }
-        }
-        if (!item) goto bad;
-        seq_push(seq, item);
-    }
-    return seq;
-bad:
-    yaml_free(seq);
-    return NULL;
+/* The last line that holds text: libyaml puts errors at the end of the
+ * stream on the line after it. */
+static int last_line(const Parser *P) {
+    const unsigned char *t = (const unsigned char *)P->text;
+    size_t n = P->len;
+    int ends_in_break = n && (t[n - 1] == '\n' || t[n - 1] == '\r' ||
+                              (n >= 2 && t[n - 2] == 0xC2 && t[n - 1] == 0x85) ||                          /* NEL */
+                              (n >= 3 && t[n - 3] == 0xE2 && t[n - 2] == 0x80 && (t[n - 1] | 1) == 0xA9)); /* LS, PS */
+    int lines = line_at(P->text, n) - ends_in_break;
+    return lines > 1 ? lines : 1;
 }
 
-static YamlNode *parse_map(Parser *P, int indent) {
-    YamlNode *map = node_new(YAML_MAP, P->lines[P->i].line);
-    while (P->i < P->n) {
-        Line *L = &P->lines[P->i];
-        if (L->indent < indent) break;
-        if (L->indent > indent) {
-            fail(P, L->line, "unexpected indentation (the mapping above is indented by %d)", indent);
-            goto bad;
-        }
-        if (is_seq_item(L->s)) {
-            fail(P, L->line, "a '- ' item among the keys of a mapping: a list must be the value of a key ('key:' alone "
-                             "on the line above)");
-            goto bad;
-        }
-        char *key;
-        const char *rest;
-        int k = find_key(P, L->line, L->s, &key, &rest);
-        if (k < 0) goto bad;
-        if (k == 0) {
-            const char *colon = strchr(L->s, ':');
-            fail(P, L->line, "expected 'key: value', found '%s'%s", L->s,
-                 colon && colon[1] && !is_blank(colon[1]) ? " (YAML needs a space after the colon)" : "");
-            goto bad;
-        }
-        int dup = yaml_find(map, key);
-        if (dup >= 0) {
-            fail(P, L->line, "duplicate key '%s' (first at line %d)", key, map->key_lines[dup]);
-            free(key);
-            goto bad;
-        }
-        int key_line = L->line;
-        rest = skip_blanks(rest);
-        YamlNode *v;
-        if (*rest == 0 || *rest == '#') {
-            P->i++;
-            if (P->i < P->n && P->lines[P->i].indent > indent) v = parse_node(P, P->lines[P->i].indent);
-            else if (P->i < P->n && P->lines[P->i].indent == indent && is_seq_item(P->lines[P->i].s))
-                v = parse_seq(P, indent); /* "key:" then "- item" lines at the key's own indentation */
-            else v = node_new(YAML_NULL, key_line);
-        } else {
-            v = parse_inline(P, L, rest);
-            if (v) {
-                P->i++;
-                if (!check_continuation(P, indent, key_line)) yaml_free(v), v = NULL;
-            }
-        }
-        if (!v) {
-            free(key);
-            goto bad;
-        }
-        map_push(map, key, key_line, v);
+/* The byte at libyaml's mark (0-based line, column in characters), or -1. */
+static int byte_at_mark(const Parser *P, const yaml_mark_t *m) {
+    const unsigned char *p = (const unsigned char *)P->text, *end = p + P->len;
+    if (P->len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) p += 3; /* libyaml's marks skip the byte order mark */
+    for (size_t line = 0; line < m->line && p < end; p++) {
+        size_t b = break_len(p, end);
+        if (b) line++, p += b - 1;
     }
-    return map;
-bad:
-    yaml_free(map);
-    return NULL;
+    for (size_t col = 0; p < end; p++) /* UTF-8 continuation bytes are not characters */
+        if ((*p & 0xC0) != 0x80 && col++ == m->column) return *p;
+    return -1;
 }
 
-static YamlNode *parse_node(Parser *P, int indent) {
-    Line *L = &P->lines[P->i];
-    if (is_seq_item(L->s)) return parse_seq(P, indent);
-    char *key = NULL;
-    const char *rest;
-    int k = find_key(P, L->line, L->s, &key, &rest);
-    free(key);
-    if (k < 0) return NULL;
-    if (k > 0) return parse_map(P, indent);
-    YamlNode *v = parse_inline(P, L, L->s);
-    if (!v) return NULL;
-    P->i++;
-    if (!check_continuation(P, indent, L->line)) {
-        yaml_free(v);
-        return NULL;
+static void fail_libyaml(Parser *P, const yaml_parser_t *yp) {
+    int last = last_line(P);
+    if (yp->error == YAML_MEMORY_ERROR) {
+        fail(P, 0, "libyaml ran out of memory");
+    } else if (yp->error == YAML_READER_ERROR) { /* bad encoding: a byte offset, no mark */
+        char val[32] = "";
+        if (yp->problem_value >= 0) snprintf(val, sizeof val, " (0x%X)", (unsigned)yp->problem_value);
+        int line = line_at(P->text, yp->problem_offset < P->len ? yp->problem_offset : P->len);
+        fail(P, line < last ? line : last, "%s%s", yp->problem, val);
+    } else {
+        char ctx[160] = "";
+        if (yp->context)
+            snprintf(ctx, sizeof ctx, " (%s at line %d)", yp->context,
+                     (int)yp->context_mark.line + 1 < last ? (int)yp->context_mark.line + 1 : last);
+        int tab = yp->encoding == YAML_UTF8_ENCODING && yp->problem && !strstr(yp->problem, "tab") &&
+                  byte_at_mark(P, &yp->problem_mark) == '\t'; /* libyaml's text rarely says why */
+        int line = (int)yp->problem_mark.line + 1;
+        fail(P, line < last ? line : last, "%s%s%s", yp->problem ? yp->problem : "unknown libyaml error", ctx,
+             tab ? "; a tab in the indentation: YAML indents with spaces only" : "");
     }
-    return v;
+}
+
+/* ---- parse and load ---- */
+
+static void parser_free(Parser *P) {
+    for (int i = 0; i < P->depth; i++) free(P->stack[i].key);
+    for (int i = 0; i < P->n_anchors; i++) {
+        if (P->anchors[i].owned) yaml_tree_free(P->anchors[i].node);
+        free(P->anchors[i].name);
+    }
+    free(P->anchors);
+    free(P->slots);
 }
 
 YamlNode *yaml_parse(const char *text, size_t len, const char *name, char *err, size_t errlen) {
-    Parser P = {.name = name, .err = err, .errlen = errlen};
+    if (!len) text = ""; /* no arithmetic on a NULL pointer below */
+    Parser P = {.name = name, .text = text, .len = len, .err = err, .errlen = errlen};
     if (errlen) err[0] = 0;
     const char *nul = memchr(text, 0, len);
-    if (nul) {
-        int line = 1;
-        for (const char *p = text; p < nul; p++) line += *p == '\n';
-        fail(&P, line, "a NUL byte: this is not a text file");
+    if (nul) { /* libyaml would stop there too, with a vaguer message */
+        fail(&P, line_at(text, (size_t)(nul - text)), "a NUL byte: this is not a text file");
         return NULL;
     }
-    char *buf = xmalloc(len + 1);
-    memcpy(buf, text, len);
-    buf[len] = 0;
-    char *p = buf;
-    if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) p += 3; /* UTF-8 byte order mark */
-    int cap = 0, line = 0, doc_start = 0, doc_end = 0;
-    YamlNode *root = NULL;
-    while (p) {
-        line++;
-        char *nl = strchr(p, '\n');
-        if (nl) *nl = 0;
-        char *next = nl ? nl + 1 : NULL;
-        size_t n = strlen(p);
-        if (n && p[n - 1] == '\r') p[--n] = 0;
-        int indent = 0;
-        while (p[indent] == ' ') indent++;
-        char *c = p + indent;
-        const char *first = c;
-        while (is_blank(*first)) first++;
-        if (*first == 0 || *first == '#') { /* blank or comment line */
-            p = next;
-            continue;
-        }
-        if (first != c) {
-            fail(&P, line, "a tab in the indentation: YAML indents with spaces only");
-            goto done;
-        }
-        while (n > (size_t)indent && p[n - 1] == ' ') p[--n] = 0;
-        if (indent == 0 && !strncmp(c, "---", 3) && ends_token(c[3])) {
-            const char *after = skip_blanks(c + 3);
-            if (P.n > 0 || doc_start || doc_end) {
-                fail(&P, line, "a second document starts here: ppa reads one YAML document per file");
-                goto done;
-            }
-            if (*after && *after != '#') {
-                fail(&P, line, "text after '---': put the content on the lines below the document start");
-                goto done;
-            }
-            doc_start = line;
-            p = next;
-            continue;
-        }
-        if (indent == 0 && !strncmp(c, "...", 3) && ends_token(c[3])) {
-            if (!doc_end) doc_end = line;
-            p = next;
-            continue;
-        }
-        if (doc_end) {
-            fail(&P, line, "text after the document end marker '...' of line %d", doc_end);
-            goto done;
-        }
-        if (indent == 0 && c[0] == '%') {
-            fail(&P, line, "directives (%%YAML, %%TAG) are not supported: remove the line");
-            goto done;
-        }
-        if (P.n == cap) {
-            cap = cap ? 2 * cap : 64;
-            P.lines = xrealloc(P.lines, sizeof(*P.lines) * (size_t)cap);
-        }
-        P.lines[P.n++] = (Line){indent, c, line};
-        p = next;
+    yaml_parser_t yp;
+    if (!yaml_parser_initialize(&yp)) {
+        fail(&P, 0, "libyaml ran out of memory");
+        return NULL;
     }
-    if (P.n == 0) {
-        root = node_new(YAML_NULL, 1);
-        goto done;
+    yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
+    for (int done = 0; !done && !P.failed;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&yp, &ev)) {
+            fail_libyaml(&P, &yp);
+            break;
+        }
+        done = on_event(&P, &ev);
+        yaml_event_delete(&ev);
     }
-    root = parse_node(&P, P.lines[0].indent);
-    if (root && P.i < P.n) {
-        fail(&P, P.lines[P.i].line, "unexpected content: the document's top-level %s (line %d) has ended",
-             yaml_kind_name(root), root->line);
-        yaml_free(root);
-        root = NULL;
+    yaml_parser_delete(&yp);
+    parser_free(&P);
+    if (P.failed) {
+        yaml_tree_free(P.root);
+        return NULL;
     }
-done:
-    if (P.failed) yaml_free(root), root = NULL;
-    free(P.lines);
-    free(buf);
-    return root;
+    return P.root ? P.root : node_new(YAML_NULL, 1); /* no document, or only comments */
 }
 
 YamlNode *yaml_load(const char *path, char *err, size_t errlen) {
@@ -667,34 +473,20 @@ YamlNode *yaml_load(const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    Buf b = {0};
-    char chunk[4096];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (b.n + got > (size_t)YAML_MAX_BYTES) {
-            snprintf(err, errlen, "%s: larger than %ld bytes: not a recipe file", path, YAML_MAX_BYTES);
-            fclose(f);
-            free(b.p);
-            return NULL;
-        }
-        if (b.n + got + 1 > b.cap) {
-            b.cap = (b.n + got + 1) * 2;
-            b.p = xrealloc(b.p, b.cap);
-        }
-        memcpy(b.p + b.n, chunk, got);
-        b.n += got;
-    }
+    char *buf = xmalloc(YAML_MAX_BYTES + 1);
+    size_t n = fread(buf, 1, YAML_MAX_BYTES + 1, f);
     int bad = ferror(f);
     fclose(f);
-    if (bad) {
-        snprintf(err, errlen, "%s: read error", path);
-        free(b.p);
-        return NULL;
-    }
-    YamlNode *root = yaml_parse(b.p ? b.p : "", b.n, path, err, errlen);
-    free(b.p);
+    YamlNode *root = NULL;
+    if (bad) snprintf(err, errlen, "%s: read error", path);
+    else if (n > (size_t)YAML_MAX_BYTES)
+        snprintf(err, errlen, "%s: larger than %ld bytes: not a recipe file", path, YAML_MAX_BYTES);
+    else root = yaml_parse(buf, n, path, err, errlen);
+    free(buf);
     return root;
 }
+
+/* ---- lookups and typed views ---- */
 
 int yaml_find(const YamlNode *map, const char *key) {
     if (!map || map->kind != YAML_MAP) return -1;
@@ -729,6 +521,8 @@ int yaml_as_bool(const YamlNode *node, int *out) {
     }
     return -1;
 }
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 int yaml_as_double(const YamlNode *node, double *out) {
     if (!node || node->kind != YAML_SCALAR) return -1;

@@ -495,7 +495,7 @@ int opt_apply_recipe(TrainOptions *o, int *constant_line, char *err, size_t errl
     if (!rc) rc = config_finish(&C);
     *constant_line = C.constant_line;
 done:
-    yaml_free(root);
+    yaml_tree_free(root);
     return rc;
 }
 
