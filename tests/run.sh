@@ -39,5 +39,6 @@ run bash tests/test_cli.sh "$ppa"
 run bash tests/test_train_cli.sh "$ppa"
 run bash tests/test_judge.sh "$ppa"
 run bash tests/test_generate.sh "$ppa"
+run bash tests/test_hostile.sh "$ppa"
 echo "$build: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

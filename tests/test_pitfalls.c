@@ -210,6 +210,22 @@ static void test_labels(void) {
         else
             CHECK(st == PPA_OK && r.n_valid == 3, "%s: label -1 is a real label, not padding", name(obj));
     }
+    /* a label whose gain overflows (2^2000) is refused, not turned into a NaN loss; 1000 still works */
+    double big[3] = {0, 2000, 1}, top[3] = {1000, 1, 0};
+    for (int obj = 0; obj < PPA_N_OBJECTIVES; obj++) {
+        PpaListResult r;
+        PpaStatus st = ppa_loss_list((PpaObjective)obj, &o, 3, s, big, NULL, g, &r);
+        int gain = ppa_objective_uses_gain((PpaObjective)obj);
+        CHECK(gain ? st == PPA_ERR_LABEL_TOO_LARGE && r.bad_index == 1 : st == PPA_OK && isfinite(r.loss),
+              "%s and label 2000", name(obj));
+        CHECK(ppa_label_check((PpaObjective)obj, 2000) == (gain ? PPA_ERR_LABEL_TOO_LARGE : PPA_OK) &&
+                  ppa_label_check((PpaObjective)obj, -1) == (gain ? PPA_ERR_NEGATIVE_LABEL : PPA_OK) &&
+                  ppa_label_check((PpaObjective)obj, INFINITY) == PPA_ERR_NONFINITE_LABEL,
+              "%s: ppa_label_check agrees with the loss", name(obj));
+        st = ppa_loss_list((PpaObjective)obj, &o, 3, s, top, NULL, g, &r);
+        CHECK(st == PPA_OK && isfinite(r.loss) && isfinite(g[0]) && isfinite(g[1]) && isfinite(g[2]),
+              "%s: label 1000 gives a finite loss and gradient", name(obj));
+    }
     double zero[3] = {0, 0, 0};
     const PpaObjective gains[3] = {PPA_NEURAL_NDCG, PPA_APPROX_NDCG, PPA_LAMBDA};
     for (int k = 0; k < 3; k++) {

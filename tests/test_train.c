@@ -99,7 +99,7 @@ static void test_step0_zero(void) {
     }
     CHECK(zero, "policy = reference: every s is exactly +0 (pitfall 9)");
     StepSums sums = {0};
-    MicroLists mb = {NL, L.rows, L.lab, L.refp};
+    MicroLists mb = {NL, L.rows, L.lab, L.refp, NULL};
     sp = spec(PPA_DPO_ALL_PAIRS);
     CHECK(micro_step(m, &mb, &sp, 1.0, 0, &sums, NULL, err, sizeof err) == 0, "step: %s", err);
     CHECK_NEAR(sums.loss / sums.lists, log(2.0), 0, 1e-15, "dpo at step 0 is ln 2");
@@ -119,13 +119,13 @@ static void test_accumulation(void) {
     char err[256];
     StepSums a = {0}, b = {0};
     model_zero_grads(m);
-    MicroLists all = {NL, L.rows, L.lab, L.refp};
+    MicroLists all = {NL, L.rows, L.lab, L.refp, NULL};
     micro_step(m, &all, &sp, 1.0 / NL, 1, &a, NULL, err, sizeof err);
     float *g1 = malloc(sizeof(float) * n);
     memcpy(g1, model_grads(m), sizeof(float) * n);
     model_zero_grads(m);
     for (int l = 0; l < NL; l++) {
-        MicroLists one = {1, L.rows + l, L.lab + l, L.refp + l};
+        MicroLists one = {1, L.rows + l, L.lab + l, L.refp + l, NULL};
         micro_step(m, &one, &sp, 1.0 / NL, 1, &b, NULL, err, sizeof err);
     }
     const float *g2 = model_grads(m);
@@ -150,7 +150,7 @@ static void test_objective_learns(PpaObjective obj) {
     AdamW opt;
     adamw_init(&opt, model_n_params(m));
     AdamWConfig ac = {0.9, 0.999, 1e-8, 0.0};
-    MicroLists mb = {NL, L.rows, L.lab, L.refp};
+    MicroLists mb = {NL, L.rows, L.lab, L.refp, NULL};
     char err[256];
     double first = 0, last = 0, acc0 = 0, acc1 = 0;
     for (int step = 0; step <= 30; step++) {
@@ -291,7 +291,7 @@ static void test_cached_reference_step0(const char *dir) {
         const double *lv[2] = {live[0], live[1]};
         for (int r = 0, at = 0; r < 2; r++)
             for (int k = 0; k < ml.rows[r].n_resp; k++) live[r][k] = lp[at++];
-        MicroLists ml2 = {ml.n, ml.rows, ml.labels, lv};
+        MicroLists ml2 = {ml.n, ml.rows, ml.labels, lv, ml.lines};
         micro_step(pol, &ml2, &sp, 1.0, 0, &b, NULL, err, sizeof err);
         loss_live += b.loss;
     }

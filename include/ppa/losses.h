@@ -64,7 +64,13 @@ typedef enum {
     PPA_ERR_NEGATIVE_LABEL, /* gain-based objectives and the NDCG metric */
     PPA_ERR_BAD_OPTION,
     PPA_ERR_LIST_TOO_LONG, /* neural_ndcg: more than PPA_NEURAL_MAX_ITEMS valid items */
+    PPA_ERR_LABEL_TOO_LARGE, /* gain-based objectives: a label above PPA_MAX_GAIN_LABEL */
 } PpaStatus;
+
+/* The largest label of a gain-based objective: 2^psi - 1 summed over the
+ * longest list (1024 items) stays finite (2^1000 x 1024 < DBL_MAX), so a label
+ * on another scale (2000, 1e308) is refused instead of giving a NaN loss. */
+#define PPA_MAX_GAIN_LABEL 1000.0
 
 /* NeuralSort keeps n x n matrices per list: lists longer than this are refused. */
 #define PPA_NEURAL_MAX_ITEMS 1024
@@ -96,6 +102,10 @@ int ppa_objective_parse(const char *name, PpaObjective *out);
 /* 1 if the objective uses gains 2^psi - 1 and so rejects negative labels. */
 int ppa_objective_uses_gain(PpaObjective obj);
 const char *ppa_status_string(PpaStatus st);
+/* Whether a label is usable with an objective (finite; for gain-based ones
+ * in [0, PPA_MAX_GAIN_LABEL]), so that a data file can be checked whole
+ * before any work is done. */
+PpaStatus ppa_label_check(PpaObjective obj, double psi);
 
 /* One list, float64. grad[n] receives d loss / d s (0 for masked items); it
  * may be NULL. mask may be NULL (every item valid unless psi is NaN). */

@@ -89,6 +89,11 @@ int cmd_logprobs(int argc, char **argv) {
         double *lp = xmalloc(sizeof(double) * (size_t)n);
         int *nt = xmalloc(sizeof(int) * (size_t)n), g = 0;
         batch_free(forward_rows(L.model, &L.data, r0, r1, lp, nt));
+        for (int r = r0, g = 0; r < r1; g += L.data.rows[r++].n_resp)
+            for (int k = 0; k < L.data.rows[r].n_resp; k++)
+                if (!isfinite(lp[g + k])) /* JSON has no NaN: refuse rather than print one */
+                    ppa_die(2, "logprobs: %s:%ld: response %d: the log-probability is not finite (%g): the model's "
+                               "weights hold NaN or Inf", o.data, L.data.rows[r].line, k + 1, lp[g + k]);
         for (int r = r0; r < r1; r++) {
             fputs("{\"logps\": [", stdout);
             for (int k = 0; k < L.data.rows[r].n_resp; k++) printf(k ? ", %.17g" : "%.17g", lp[g + k]);

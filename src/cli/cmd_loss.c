@@ -66,6 +66,10 @@ static int process_line(const char *line, PpaObjective obj, const PpaLossOptions
             snprintf(err, errlen, "%s", ppa_status_string(st));
         return -1;
     }
+    if (!isfinite(r.loss)) { /* finite inputs with checked labels give a finite loss: say so rather than print null */
+        snprintf(err, errlen, "the loss is not finite (objective %s)", ppa_objective_name(obj));
+        return -1;
+    }
     PpaListMetrics met;
     ppa_metrics_list(o, n, b->s, b->psi, NULL, &met);
 

@@ -198,6 +198,7 @@ static int train_main(TrainOptions *o) {
     PrepArgs pa = prep_args(o, policy);
     Prepared p;
     prep_load(&p, &pa, "train");
+    prep_check_labels(&p, o->objective, o->data, "train");
     RefCache ref = {0};
     int need_ref = !o->reference_free && o->objective != PPA_SIMPO;
     char *cache = o->ref_cache ? strdup(o->ref_cache) : join(o->out, "reference.cache");
@@ -209,6 +210,7 @@ static int train_main(TrainOptions *o) {
         PrepArgs ea = pa;
         ea.data = o->eval_data;
         prep_load(&ev.p, &ea, "train (eval data)");
+        prep_check_labels(&ev.p, o->objective, o->eval_data, "train (eval data)");
         char *ecache = join(o->out, "reference.eval.cache");
         prep_reference(&ev.ref, &ev.p, &ea, o->ref ? o->ref : o->model, ecache, o->verbose);
         free(ecache);

@@ -1,6 +1,7 @@
 /* prep.c: data and reference cache loading shared by train, score and eval. */
 #include "cli/prep.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,18 @@ void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
     char prefix[64];
     snprintf(prefix, sizeof prefix, "ppa %s: ", who);
     prep_stats_print(stderr, &p->stats, prefix);
+}
+
+void prep_check_labels(const Prepared *p, PpaObjective obj, const char *path, const char *who) {
+    for (int r = 0; r < p->data.n; r++) {
+        const DataRow *x = &p->data.rows[r];
+        for (int k = 0; k < x->n_resp; k++) {
+            PpaStatus st = isnan(x->scores[k]) ? PPA_OK : ppa_label_check(obj, x->scores[k]);
+            if (st != PPA_OK)
+                ppa_die(2, "%s: %s:%ld: response %d: label %g: %s (objective %s)", who, path, x->line, k + 1,
+                        x->scores[k], ppa_status_string(st), ppa_objective_name(obj));
+        }
+    }
 }
 
 void prep_free(Prepared *p) {

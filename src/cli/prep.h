@@ -38,6 +38,10 @@ PrepArgs prep_args(const TrainOptions *o, const Model *m);
 /* Reads and prepares; dies with a message (exit 2) on bad input. */
 void prep_load(Prepared *p, const PrepArgs *a, const char *who);
 void prep_free(Prepared *p);
+/* Every label of the prepared rows against the objective (negative or too
+ * large for a gain, infinite): the first bad one dies with FILE:LINE before
+ * any work is done. Missing labels (NaN) are masked and fine. */
+void prep_check_labels(const Prepared *p, PpaObjective obj, const char *path, const char *who);
 /* The key of a reference cache for p's rows and reference model ref. */
 RefKey prep_refkey(const Prepared *p, Model *ref, const PrepArgs *a);
 /* Loads the cache at path if it exists and matches (else dies naming the

@@ -30,6 +30,7 @@ static inline PpaStatus item_status(int gain_based, double s, double psi) {
     if (!isfinite(psi)) return PPA_ERR_NONFINITE_LABEL;
     if (!isfinite(s)) return PPA_ERR_NONFINITE_SCORE;
     if (gain_based && psi < 0) return PPA_ERR_NEGATIVE_LABEL;
+    if (gain_based && psi > PPA_MAX_GAIN_LABEL) return PPA_ERR_LABEL_TOO_LARGE;
     return PPA_OK;
 }
 

@@ -53,6 +53,8 @@ int ppa_objective_uses_gain(PpaObjective obj) {
     return obj == PPA_NEURAL_NDCG || obj == PPA_APPROX_NDCG || obj == PPA_LAMBDA;
 }
 
+PpaStatus ppa_label_check(PpaObjective obj, double psi) { return item_status(ppa_objective_uses_gain(obj), 0.0, psi); }
+
 const char *ppa_status_string(PpaStatus st) {
     switch (st) {
     case PPA_OK: return "ok";
@@ -61,6 +63,7 @@ const char *ppa_status_string(PpaStatus st) {
     case PPA_ERR_NEGATIVE_LABEL: return "a label is negative, but gains 2^psi - 1 need labels >= 0";
     case PPA_ERR_BAD_OPTION: return "bad option";
     case PPA_ERR_LIST_TOO_LONG: return "the list has more than 1024 valid items, too many for neural_ndcg";
+    case PPA_ERR_LABEL_TOO_LARGE: return "a label is above 1000, where the gain 2^psi - 1 of a list can overflow";
     }
     return "unknown status";
 }

@@ -104,6 +104,7 @@ struct TrainData {
     int *lens, **resp;
     double *labels, *ref;
     const double **lab_p, **ref_p;
+    long *lines; /* [rows] data file line of each list, for messages */
     int cap_rows, cap_items;
 };
 
@@ -130,6 +131,7 @@ TrainData *train_data_new(const DataSet *ds, int list_size, uint64_t seed) {
 void train_data_free(TrainData *d) {
     if (!d) return;
     free(d->perm), free(d->rows), free(d->lens), free(d->resp), free(d->labels), free(d->ref), free(d->lab_p), free(d->ref_p);
+    free(d->lines);
     free(d);
 }
 
@@ -186,6 +188,7 @@ static void reserve(TrainData *d, int n, int items) {
         d->rows = xrealloc(d->rows, sizeof(Row) * (size_t)n);
         d->lab_p = xrealloc(d->lab_p, sizeof(double *) * (size_t)n);
         d->ref_p = xrealloc(d->ref_p, sizeof(double *) * (size_t)n);
+        d->lines = xrealloc(d->lines, sizeof(long) * (size_t)n);
     }
     if (items > d->cap_items) {
         d->cap_items = items;
@@ -215,9 +218,9 @@ void train_data_take(TrainData *d, long epoch, long cursor, int n, const RefCach
             d->ref[at + k] = ref ? ref->logp[ref->offset[r] + idx[k]] : 0.0;
         }
         d->rows[i] = (Row){x->prompt_len, x->prompt, m, d->lens + at, (const int *const *)(d->resp + at)};
-        d->lab_p[i] = d->labels + at, d->ref_p[i] = d->ref + at;
+        d->lab_p[i] = d->labels + at, d->ref_p[i] = d->ref + at, d->lines[i] = x->line;
         at += m;
     }
     free(idx);
-    *out = (MicroLists){n, d->rows, d->lab_p, ref ? d->ref_p : NULL};
+    *out = (MicroLists){n, d->rows, d->lab_p, ref ? d->ref_p : NULL, d->lines};
 }

@@ -17,6 +17,13 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
+/* 1 if the loss, every d loss / d s and every s are finite */
+static int finite_list(int n, const double *loss, const double *g, const double *s) {
+    int ok = isfinite(*loss);
+    for (int i = 0; i < n; i++) ok &= isfinite(g[i]) && isfinite(s[i]);
+    return ok;
+}
+
 void scores_of(const ScoreSpec *sp, int n, const double *lp, const double *ref, const int *ntok, double *s,
                double *ds_dlp) {
     int mean = sp->obj == PPA_SIMPO || sp->obj == PPA_IPO;
@@ -77,8 +84,16 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
         scores_of(sp, K, lp + at, mb->ref ? mb->ref[r] : NULL, ntok + at, s, ds);
         PpaListResult res;
         PpaStatus st = ppa_loss_list(sp->obj, &lo, K, s, mb->labels[r], NULL, g, &res);
+        char where[64];
+        if (mb->lines) snprintf(where, sizeof where, "the list of data line %ld", mb->lines[r]);
+        else snprintf(where, sizeof where, "list %d", r);
         if (st != PPA_OK) {
-            rc = fail(err, errlen, "list %d: %s (response %d)", r, ppa_status_string(st), res.bad_index);
+            rc = fail(err, errlen, "%s: %s (response %d)", where, ppa_status_string(st), res.bad_index + 1);
+            break;
+        }
+        if (!finite_list(K, &res.loss, g, s)) { /* the weights (or the reference) hold NaN or Inf */
+            rc = fail(err, errlen, "%s: the loss or its gradient is not finite (loss %g); nothing was updated", where,
+                      res.loss);
             break;
         }
         sums->loss += res.loss, sums->lists++;

@@ -27,6 +27,7 @@ typedef struct {
     const Row *rows;              /* [n] */
     const double *const *labels;  /* [n][K_r] */
     const double *const *ref;     /* [n][K_r] reference log-probs (unused when reference-free) */
+    const long *lines;            /* [n] data file line of each list, for messages; may be NULL */
 } MicroLists;
 
 /* Sums over the lists of a step, for the log (means are taken when printed). */
@@ -45,8 +46,10 @@ void scores_of(const ScoreSpec *sp, int n, const double *lp, const double *ref, 
 /* Forward (and backward when backward != 0, adding weight * d loss / d params
  * into the gradients) of the lists; adds to sums. lambdas (may be NULL):
  * [sum of K_r] receives d loss / d s for each response (unweighted).
- * Returns 0, or -1 with err (a bad list: non-finite scores, negative labels
- * for a gain objective, ...). */
+ * Returns 0, or -1 with err (a bad list: non-finite scores or loss or
+ * d loss / d s, negative labels for a gain objective, ...), naming the
+ * list's data line when mb->lines is given; then nothing was added to the
+ * gradients. */
 int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weight, int backward, StepSums *sums,
                double *lambdas, char *err, size_t errlen);
 

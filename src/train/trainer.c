@@ -111,6 +111,21 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
     return 0;
 }
 
+/* the index of the first non-finite parameter, or -1 */
+static long first_nonfinite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return (long)i;
+    return -1;
+}
+
+/* a NaN model is never saved as a success: the weights are checked before every checkpoint and at the end */
+static int weights_finite(Model *m, long step, char *err, size_t errlen) {
+    long i = first_nonfinite(model_params(m), model_n_params(m));
+    if (i < 0) return 1;
+    snprintf(err, errlen, "after step %ld parameter %ld is not finite: nothing was saved", step, i);
+    return 0;
+}
+
 int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, TrainState *st, const TrainPlan *p,
               char *err, size_t errlen) {
     size_t n_params = model_n_params(policy);
@@ -124,9 +139,19 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
         double ts = timer_now();
         StepLog sl;
         if (run_step(policy, data, ref, st, p, &sl, err, errlen)) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errlen, "step %ld: %s", st->step + 1, why);
             rc = -1;
         } else {
             double gnorm = grad_norm(model_grads(policy), n_params); /* clipping happens inside the AdamW pass */
+            if (!isfinite(gnorm)) {
+                snprintf(err, errlen, "step %ld: the gradient norm is not finite (%g): the weights or the data hold "
+                                      "NaN or Inf; nothing was updated", st->step + 1, gnorm);
+                rc = -1;
+                free(sl.lambdas), free(sl.lam_k);
+                break;
+            }
             double lr = schedule_lr(p->schedule, p->lr, st->step, p->warmup_steps, p->total_steps);
             adamw_step(opt, model_params(policy), model_grads(policy), clip_scale(gnorm, p->clip_grad), decay, lr, &ac);
             st->step++;
@@ -142,12 +167,15 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 st->threads = gemm_threads();
                 free(st->options), st->options = p->options_json ? strdup(p->options_json) : NULL;
                 char path[4096];
-                if (state_save(p->out, policy, opt, st, p->tokenizer_dir, path, sizeof path, err, errlen)) rc = -1;
+                if (!weights_finite(policy, st->step, err, errlen) ||
+                    state_save(p->out, policy, opt, st, p->tokenizer_dir, path, sizeof path, err, errlen))
+                    rc = -1;
                 else if (p->progress) fprintf(stderr, "%sppa train: saved %s\n", isatty(2) ? "\n" : "", path);
             }
         }
         free(sl.lambdas), free(sl.lam_k);
     }
     free(decay);
+    if (!rc && !weights_finite(policy, st->step, err, errlen)) rc = -1;
     return rc;
 }

@@ -47,7 +47,10 @@ typedef struct {
 
 /* Runs from st (step, epoch, cursor; zeros for a fresh run) to total_steps.
  * opt: AdamW over the policy's parameters (moments loaded when resuming).
- * Returns 0, or -1 with err. */
+ * A non-finite list loss, d loss / d s or gradient norm stops the run
+ * before the update (naming the step and the list's data line), and the
+ * weights are checked finite before every checkpoint and at the end, so a
+ * NaN model is never saved. Returns 0, or -1 with err. */
 int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, TrainState *st, const TrainPlan *plan,
               char *err, size_t errlen);
 
