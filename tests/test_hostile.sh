@@ -20,6 +20,15 @@ expect "loss: label 1000 is fine and finite" grep -q '^{"loss": -' "$tmp/out"
 echo '{"scores": [1, 2], "labels": [2000, 1]}' | "$ppa" loss --objective dpo > "$tmp/out" 2> "$tmp/err"
 expect "loss: dpo uses no gain, so 2000 is fine" grep -q '^{"loss": 1.31' "$tmp/out"
 
+# -- a 20,000-item list: refused at once by approx_ndcg (n x n memory), computed by listmle (O(n) memory)
+awk 'BEGIN { printf "{\"scores\": ["; for (i = 0; i < 20000; i++) printf "%s%.4f", i ? ", " : "", (i * 7919 % 1000) / 1000;
+  printf "], \"labels\": ["; for (i = 0; i < 20000; i++) printf "%s%d", i ? ", " : "", i % 5; print "]}" }' > "$tmp/long.jsonl"
+"$ppa" loss --objective approx_ndcg --input "$tmp/long.jsonl" > "$tmp/out" 2> "$tmp/err"
+expect "loss: approx_ndcg refuses 20,000 items (exit 2)" test $? -eq 2
+expect "loss: and says why" grep -q "more than 1024 valid items" "$tmp/err"
+"$ppa" loss --objective listmle --input "$tmp/long.jsonl" > "$tmp/out" 2> "$tmp/err"
+expect "loss: listmle takes 20,000 items" grep -q '^{"loss": [0-9]' "$tmp/out"
+
 # -- ppa train: bad labels are found before any step, with the data line
 tiny_model_files "$tmp"
 "$ppa" init --config "$tmp/config.json" --tokenizer "$tmp/tokenizer.json" --out "$tmp/m" --seed 7 --init-std 0.3 > /dev/null

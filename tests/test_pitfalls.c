@@ -2,6 +2,7 @@
  * shared/spec/pitfalls.md that concern the loss layer (13, 14, 17, 18, 20,
  * 21, 22), step-0 closed forms (objectives.md 4), option parsing, and the
  * batched entry point (same bits as one list at a time, any thread count). */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +321,22 @@ static void test_batch(void) {
     PpaListResult r;
     CHECK(ppa_loss_list(PPA_NEURAL_NDCG, &o, N, ls, lp, NULL, lg, &r) == PPA_ERR_LIST_TOO_LONG, "long list refused");
     CHECK(ppa_loss_list(PPA_LISTMLE, &o, N, ls, lp, NULL, lg, &r) == PPA_OK, "long lists are fine elsewhere");
+    /* approx_ndcg's n x n sigmoids: the same limit, in both APIs; masked items do not count */
+    CHECK(ppa_loss_list(PPA_APPROX_NDCG, &o, N, ls, lp, NULL, lg, &r) == PPA_ERR_LIST_TOO_LONG,
+          "approx_ndcg: long list refused");
+    static unsigned char valid[N];
+    for (int i = 0; i < N; i++) valid[i] = i > 0;
+    CHECK(ppa_loss_list(PPA_APPROX_NDCG, &o, N, ls, lp, valid, lg, &r) == PPA_OK && r.n_valid == N - 1 &&
+              isfinite(r.loss),
+          "approx_ndcg: 1024 valid items of 1025 are fine");
+    static float fs[2 * N], fp[2 * N], fgl[2 * N], fl[2];
+    for (int i = 0; i < 2 * N; i++) fs[i] = (float)ls[i % N], fp[i] = (float)lp[i % N];
+    for (int i = N; i < 2 * N; i++) fp[i] = i % N ? fp[i] : NAN; /* list 1 has one missing label: 1024 valid */
+    st = ppa_loss_batch(PPA_APPROX_NDCG, &o, 2, N, fs, fp, NULL, fl, fgl, NULL, &bad_list);
+    CHECK(st == PPA_ERR_LIST_TOO_LONG && bad_list == 0, "approx_ndcg batch: the long list named");
+    CHECK(ppa_objective_max_items(PPA_APPROX_NDCG) == PPA_NEURAL_MAX_ITEMS &&
+              ppa_objective_max_items(PPA_DPO_ALL_PAIRS) == INT_MAX,
+          "the limits are stated");
 }
 
 static void test_options(void) {

@@ -63,7 +63,7 @@ typedef enum {
     PPA_ERR_NONFINITE_LABEL,
     PPA_ERR_NEGATIVE_LABEL, /* gain-based objectives and the NDCG metric */
     PPA_ERR_BAD_OPTION,
-    PPA_ERR_LIST_TOO_LONG, /* neural_ndcg: more than PPA_NEURAL_MAX_ITEMS valid items */
+    PPA_ERR_LIST_TOO_LONG, /* neural_ndcg, approx_ndcg: more than PPA_NEURAL_MAX_ITEMS valid items */
     PPA_ERR_LABEL_TOO_LARGE, /* gain-based objectives: a label above PPA_MAX_GAIN_LABEL */
 } PpaStatus;
 
@@ -72,7 +72,9 @@ typedef enum {
  * on another scale (2000, 1e308) is refused instead of giving a NaN loss. */
 #define PPA_MAX_GAIN_LABEL 1000.0
 
-/* NeuralSort keeps n x n matrices per list: lists longer than this are refused. */
+/* NeuralSort (neural_ndcg) and approx_ndcg keep n x n matrices per list:
+ * lists with more valid items than this are refused (PPA_ERR_LIST_TOO_LONG)
+ * before that memory is taken. The other objectives use O(n) memory. */
 #define PPA_NEURAL_MAX_ITEMS 1024
 
 typedef struct {
@@ -102,6 +104,8 @@ int ppa_objective_parse(const char *name, PpaObjective *out);
 /* 1 if the objective uses gains 2^psi - 1 and so rejects negative labels. */
 int ppa_objective_uses_gain(PpaObjective obj);
 const char *ppa_status_string(PpaStatus st);
+/* The most valid items a list may have for the objective (INT_MAX: no limit). */
+int ppa_objective_max_items(PpaObjective obj);
 /* Whether a label is usable with an objective (finite; for gain-based ones
  * in [0, PPA_MAX_GAIN_LABEL]), so that a data file can be checked whole
  * before any work is done. */

@@ -43,7 +43,7 @@ static void prepare_all(PpaObjective obj, int B, int K, const float *s, const fl
             }
             idx[j] = i;
         }
-        if (st == PPA_OK && obj == PPA_NEURAL_NDCG && nv > PPA_NEURAL_MAX_ITEMS) st = PPA_ERR_LIST_TOO_LONG;
+        if (st == PPA_OK && nv > ppa_objective_max_items(obj)) st = PPA_ERR_LIST_TOO_LONG;
         p->n[b] = st == PPA_OK ? nv : 0;
         p->status[b] = st;
     }
@@ -136,7 +136,8 @@ static void generic_batch(PpaObjective obj, const PpaLossOptions *o, const Prepa
     int K = p->K;
 #pragma omp parallel
     {
-        double *work = xmalloc(sizeof(double) * ((size_t)K * K + 4 * (size_t)K)), *ds = work + (size_t)K * K + 2 * K;
+        size_t sq = (size_t)approx_square(obj, K); /* lists past the limit were refused in prepare_all */
+        double *work = xmalloc(sizeof(double) * (sq + 4 * (size_t)K)), *ds = work + sq + 2 * K;
         double *dpsi = ds + K;
         int *order = xmalloc(sizeof(int) * (size_t)K), iters;
 #pragma omp for schedule(dynamic, 256)

@@ -34,6 +34,13 @@ static inline PpaStatus item_status(int gain_based, double s, double psi) {
     return PPA_OK;
 }
 
+/* The n x n scratch (in doubles) approx_ndcg needs for lists of up to n
+ * valid items, capped at the longest list it accepts; 0 for the others. */
+static inline long approx_square(PpaObjective obj, int n) {
+    long m = n < PPA_NEURAL_MAX_ITEMS ? n : PPA_NEURAL_MAX_ITEMS;
+    return obj == PPA_APPROX_NDCG ? m * m : 0;
+}
+
 /* ---- gains, discounts, ideal DCG (ndcg.c) ---- */
 double ndcg_gain(PpaGain gain, double psi);
 double ndcg_discount(PpaDiscount d, int r); /* r = 1-based rank position */

@@ -1,6 +1,7 @@
 /* objective.c: the public objectives API: names and options, list
  * preparation (mask, validation, stable sort by label), dispatch to the
  * per-objective kernels, metrics, and the batched multi-threaded entry. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,7 @@ const char *ppa_status_string(PpaStatus st) {
     case PPA_ERR_NONFINITE_LABEL: return "a label is infinite";
     case PPA_ERR_NEGATIVE_LABEL: return "a label is negative, but gains 2^psi - 1 need labels >= 0";
     case PPA_ERR_BAD_OPTION: return "bad option";
-    case PPA_ERR_LIST_TOO_LONG: return "the list has more than 1024 valid items, too many for neural_ndcg";
+    case PPA_ERR_LIST_TOO_LONG: return "the list has more than 1024 valid items, too many for neural_ndcg and approx_ndcg";
     case PPA_ERR_LABEL_TOO_LARGE: return "a label is above 1000, where the gain 2^psi - 1 of a list can overflow";
     }
     return "unknown status";
@@ -215,17 +216,22 @@ double loss_prepared(PpaObjective obj, const PpaLossOptions *o, int n, const dou
     }
 }
 
-/* One allocation for a list's preparation and scratch. */
+/* One allocation for a list's preparation and scratch; approx_ndcg's n x n
+ * part is taken only once the valid items are counted and within the limit. */
 typedef struct {
-    int *idx, *order;          /* [n] each */
-    double *s, *psi, *g, *work; /* [n], [n], [n], [n * n + 2n] */
+    int *idx, *order;           /* [n] each */
+    double *s, *psi, *g, *work; /* [n], [n], [n], [2n] (or approx_ndcg's [nv * nv + 2 nv]) */
 } ListBuffers;
 
 static ListBuffers list_buffers(int n) {
-    size_t m = (size_t)(n > 0 ? n : 1), nd = 5 * m + m * m;
+    size_t m = (size_t)(n > 0 ? n : 1), nd = 5 * m;
     double *d = xmalloc(sizeof(double) * nd + sizeof(int) * 2 * m);
     int *i = (int *)(d + nd);
     return (ListBuffers){i, i + m, d, d + m, d + 2 * m, d + 3 * m};
+}
+
+int ppa_objective_max_items(PpaObjective obj) {
+    return obj == PPA_NEURAL_NDCG || obj == PPA_APPROX_NDCG ? PPA_NEURAL_MAX_ITEMS : INT_MAX;
 }
 
 PpaStatus ppa_loss_list(PpaObjective obj, const PpaLossOptions *o, int n, const double *s, const double *psi,
@@ -235,16 +241,20 @@ PpaStatus ppa_loss_list(PpaObjective obj, const PpaLossOptions *o, int n, const 
         for (int i = 0; i < n; i++) grad[i] = 0.0;
     ListBuffers b = list_buffers(n);
     PpaStatus st = prepare(ppa_objective_uses_gain(obj), n, s, psi, mask, b.idx, &r.n_valid, &r.bad_index);
-    if (st == PPA_OK && obj == PPA_NEURAL_NDCG && r.n_valid > PPA_NEURAL_MAX_ITEMS) st = PPA_ERR_LIST_TOO_LONG;
+    if (st == PPA_OK && r.n_valid > ppa_objective_max_items(obj)) st = PPA_ERR_LIST_TOO_LONG;
+    double *square = NULL;
     if (st == PPA_OK && r.n_valid >= 2) {
         for (int i = 0; i < r.n_valid; i++) {
             b.s[i] = s[b.idx[i]];
             b.psi[i] = psi[b.idx[i]];
         }
+        if (obj == PPA_APPROX_NDCG)
+            b.work = square = xmalloc(sizeof(double) * (size_t)(approx_square(obj, r.n_valid) + 2 * r.n_valid));
         r.loss = loss_prepared(obj, o, r.n_valid, b.s, b.psi, b.g, &r.sinkhorn_iters, b.work, b.order);
         if (grad)
             for (int i = 0; i < r.n_valid; i++) grad[b.idx[i]] = b.g[i];
     }
+    free(square);
     free(b.s);
     if (res) *res = r;
     return st;
