@@ -71,6 +71,19 @@ static int batch_responses(const DataSet *d, int r0, int r1) {
     return n;
 }
 
+/* 1 with "FILE:LINE: response K: ..." in msg if a log-prob of rows [r0, r1) is not finite */
+static int first_nonfinite(const DataSet *d, int r0, int r1, const double *lp, const char *path, char *msg,
+                           size_t len) {
+    for (int r = r0, g = 0; r < r1; g += d->rows[r++].n_resp)
+        for (int k = 0; k < d->rows[r].n_resp; k++)
+            if (!isfinite(lp[g + k])) {
+                snprintf(msg, len, "%s:%ld: response %d: the log-probability is not finite (%g): the model's weights "
+                                   "hold NaN or Inf", path, d->rows[r].line, k + 1, lp[g + k]);
+                return 1;
+            }
+    return 0;
+}
+
 static const char LOGPROBS_USAGE[] =
     "usage: ppa logprobs --model DIR --data FILE.jsonl [options]\n"
     "\n"
@@ -89,11 +102,11 @@ int cmd_logprobs(int argc, char **argv) {
         double *lp = xmalloc(sizeof(double) * (size_t)n);
         int *nt = xmalloc(sizeof(int) * (size_t)n), g = 0;
         batch_free(forward_rows(L.model, &L.data, r0, r1, lp, nt));
-        for (int r = r0, g = 0; r < r1; g += L.data.rows[r++].n_resp)
-            for (int k = 0; k < L.data.rows[r].n_resp; k++)
-                if (!isfinite(lp[g + k])) /* JSON has no NaN: refuse rather than print one */
-                    ppa_die(2, "logprobs: %s:%ld: response %d: the log-probability is not finite (%g): the model's "
-                               "weights hold NaN or Inf", o.data, L.data.rows[r].line, k + 1, lp[g + k]);
+        char bad[512];
+        if (first_nonfinite(&L.data, r0, r1, lp, o.data, bad, sizeof bad)) { /* JSON has no NaN: refuse to print one */
+            free(lp), free(nt), unload(&L), train_options_free(&o);
+            ppa_die(2, "logprobs: %s", bad);
+        }
         for (int r = r0; r < r1; r++) {
             fputs("{\"logps\": [", stdout);
             for (int k = 0; k < L.data.rows[r].n_resp; k++) printf(k ? ", %.17g" : "%.17g", lp[g + k]);
