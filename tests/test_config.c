@@ -645,13 +645,13 @@ static void test_refusals(void) {
     refuse(json_with("model_type", "\"qwen2\"", "num_key_value_heads", "4", "use_sliding_window", "\"no\"", NULL),
            "use_sliding_window", "true or false");
     /* text */
-    refuse("{\"model_type\": \"llama\", \"vocab_size\": 256,\n \"hidden_size\": }", "invalid JSON at line 2", NULL);
-    refuse("{\"model_type\": \"llama\"} x", "invalid JSON", NULL);
+    refuse("{\"model_type\": \"llama\", \"vocab_size\": 256,\n \"hidden_size\": }", "line 2: invalid JSON", NULL);
+    refuse("{\"model_type\": \"llama\"} x", "content after the JSON value", NULL);
     refuse("", "invalid JSON", NULL);
     refuse("[1, 2]", "top level is not an object", NULL);
-    refuse("{\"model_type\": \"llama\", \"vocab_size\": 256, \"vocab_size\": 512}", "vocab_size appears twice", NULL);
+    refuse("{\"model_type\": \"llama\", \"vocab_size\": 256, \"vocab_size\": 512}", "duplicate key \"vocab_size\"", NULL);
     refuse(json_with("rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2, \"factor\": 3}", NULL),
-           "rope_scaling.factor appears twice", NULL);
+           "duplicate key \"factor\"", NULL);
 }
 
 /* A tiny error buffer truncates the message and never overflows (ASan). */

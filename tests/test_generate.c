@@ -129,7 +129,7 @@ static void test_decoder_matches_engine(Model *m, const char *name) {
 }
 
 static GenOptions opts(int max_new, double T, double top_p, int K, uint64_t seed) {
-    return (GenOptions){max_new, T, top_p, K, seed, NULL, 0, NULL, NULL};
+    return (GenOptions){max_new, T, top_p, K, seed, NULL, 0, NULL, 0, NULL, NULL};
 }
 
 static int gen(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample *out) {

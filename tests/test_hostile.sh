@@ -61,4 +61,39 @@ expect "train: names the step and the list" grep -q "step 1: the list of data li
 expect "train: no model written" test ! -e "$tmp/o_nan/config.json" -a ! -e "$tmp/o_nan/model.safetensors"
 expect "train: no log line for the failed step" test ! -s "$tmp/o_nan/train_log.jsonl"
 
+# -- strict JSON at every edge: refused with FILE:LINE, never read differently
+lp() { "$ppa" logprobs --model "$tmp/m" --template none "$@"; }
+bad_line() { # bad_line DESCRIPTION LINE2 EXPECTED: the second line of a data file is refused, named
+  { head -1 "$tmp/good.jsonl"; printf '%s\n' "$2"; } > "$tmp/strict.jsonl"
+  lp --data "$tmp/strict.jsonl" > /dev/null 2> "$tmp/err"
+  local st=$?
+  if [ $st -eq 2 ] && grep -q "strict.jsonl:2: .*$3" "$tmp/err"; then ok; else bad "$1 (status $st: $(tail -1 "$tmp/err"))"; fi
+}
+bad_line "duplicate key" '{"prompt": "q", "responses": ["a", "b"], "scores": [1, 0], "scores": [0, 1]}' 'duplicate key "scores"'
+bad_line "trailing garbage" '{"prompt": "q", "responses": ["a", "b"], "scores": [1, 0]} x' "content after the JSON value"
+bad_line "NUL in a string" '{"prompt": "q\u0000hidden", "responses": ["a", "b"], "scores": [1, 0]}' "a string holds NUL"
+bad_line "an id of 3.5" '{"id": 3.5, "prompt": "q", "responses": ["a", "b"], "scores": [1, 0]}' '"id" must be a whole number'
+{ head -1 "$tmp/good.jsonl"; printf '{"prompt": "q", "responses": ["a", "b"],\0 "scores": [1, 0]}\n'; } > "$tmp/nul.jsonl"
+lp --data "$tmp/nul.jsonl" > /dev/null 2> "$tmp/err"
+expect "a NUL byte in a line is refused (exit 2)" test $? -eq 2
+expect "and named" grep -q "nul.jsonl:2: a NUL byte" "$tmp/err"
+lp --data "$tmp/nul.jsonl" --skip-invalid > "$tmp/out" 2> "$tmp/err"
+expect "--skip-invalid skips it and goes on" test "$(wc -l < "$tmp/out")" -eq 1
+# lines have a limit: a line that never ends stops at it
+awk 'BEGIN { printf "{\"prompt\": \""; for (i = 0; i < 3000; i++) printf "x"; print "\", \"responses\": [\"a\", \"b\"]}" }' > "$tmp/long_line.jsonl"
+lp --data "$tmp/long_line.jsonl" --max-line-bytes 2048 > /dev/null 2> "$tmp/err"
+expect "a line over --max-line-bytes is refused (exit 2)" test $? -eq 2
+expect "with its line and the limit" grep -q "long_line.jsonl:1: a line longer than 2048 bytes" "$tmp/err"
+timeout 20 "$ppa" logprobs --model "$tmp/m" --data /dev/zero --max-line-bytes 1048576 > /dev/null 2> "$tmp/err"
+expect "--data /dev/zero stops at the line limit" grep -q "/dev/zero:1: a line longer than 1048576 bytes" "$tmp/err"
+# tokenizer.json: ids and booleans are typed
+cp -r "$tmp/m" "$tmp/tk"
+sed -i 's/"\\u0041": 65/"\\u0041": 65.5/' "$tmp/tk/tokenizer.json"
+lp --model "$tmp/tk" --data "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
+expect "a vocab id of 65.5 is refused" grep -q 'model.vocab: "A" must be a whole number in \[0, 1000000000\], found 65.5' "$tmp/err"
+cp "$tmp/m/tokenizer.json" "$tmp/tk/tokenizer.json"
+sed -i 's/"special": true/"special": "true"/' "$tmp/tk/tokenizer.json"
+lp --model "$tmp/tk" --data "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
+expect "a boolean written as a string is refused" grep -q '"special" must be true or false, found "true"' "$tmp/err"
+
 report

@@ -112,7 +112,7 @@ static void test_errors(Tokenizer *tok) {
         {"{\"prompt\": \"x\", \"responses\": [\"a\"], \"scores\": [\"high\"]}", "not a finite number"},
         {"{\"responses\": [\"a\"]}", "no prompt"},
         {"{\"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}], \"responses\": [\"b\"]}", "role"},
-        {"[1, 2]", "not an object"},
+        {"[1, 2]", "must be a JSON object"},
         {"{\"prompt\": \"x\", \"responses\": [3]}", "responses[0]"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -29,7 +29,8 @@ static void load_all(Loaded *L, const char *model_dir, const char *data, const c
     char err[4096];
     if (verbose) fprintf(stderr, "ppa: matrix products: %s\n", gemm_backend());
     if (!(L->model = model_load(model_dir, err, sizeof err))) ppa_die(2, "%s", err);
-    L->tok = tokenizer_load(model_dir, err, sizeof err); /* absent: pre-tokenized rows only */
+    L->tok = tokenizer_load_folder(model_dir, err, sizeof err); /* absent: pre-tokenized rows only */
+    if (!L->tok && err[0]) ppa_die(2, "%s", err);
     const ModelConfig *c = model_config(L->model);
     DataOptions o = {L->tok, TEMPLATE_NONE, c->n_eos ? c->eos_token_ids[0] : -1, c->vocab_size, skip, strict};
     if (template) {

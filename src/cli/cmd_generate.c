@@ -59,6 +59,7 @@ typedef struct {
     Tokenizer *tok;
     PromptSet ps;
     int stop[MODEL_MAX_EOS + 1], n_stop;
+    int *banned, n_banned; /* ids whose text holds a NUL byte: no reader of ppa's takes such text */
     long tokens, responses; /* written so far */
     int done;               /* prompts written so far */
     long sampled;           /* tokens sampled so far (progress) */
@@ -142,7 +143,8 @@ static int write_all(FILE *f, const void *ctx) {
     Run *r = (Run *)ctx;
     const GenArgs *a = r->a;
     int K = a->n, tty = isatty(2);
-    GenOptions o = {a->max_new_tokens, a->temperature, a->top_p, K, a->seed, r->stop, r->n_stop, tty ? progress : NULL, r};
+    GenOptions o = {a->max_new_tokens, a->temperature, a->top_p, K, a->seed, r->stop, r->n_stop, r->banned, r->n_banned,
+                    tty ? progress : NULL, r};
     r->t0 = timer_now();
     for (int p0 = 0; p0 < r->ps.n;) {
         int p1 = group_end(r, p0), np = p1 - p0;
@@ -169,10 +171,26 @@ static int write_all(FILE *f, const void *ctx) {
     return ferror(f) ? -1 : 0;
 }
 
+/* Text with a NUL byte would be refused when read back (JSON readers cut C
+ * strings there), so tokens that decode to one are never generated. */
+static void ban_nul_tokens(Run *r, int V) {
+    if (!r->tok) return;
+    for (int id = 0; id < V; id++) {
+        size_t len;
+        char *t = tokenizer_decode(r->tok, &id, 1, 0, &len);
+        if (t && memchr(t, 0, len)) {
+            r->banned = xrealloc(r->banned, sizeof(int) * (size_t)(r->n_banned + 1));
+            r->banned[r->n_banned++] = id;
+        }
+        free(t);
+    }
+}
+
 static void load(Run *r, const GenArgs *a) {
     char err[4096];
     if (!(r->model = model_load(a->model_dir, err, sizeof err))) ppa_die(2, "%s", err);
-    r->tok = tokenizer_load(a->model_dir, err, sizeof err); /* absent: pre-tokenized prompts only */
+    r->tok = tokenizer_load_folder(a->model_dir, err, sizeof err); /* absent: pre-tokenized prompts only */
+    if (!r->tok && err[0]) ppa_die(2, "generate: %s", err);
     const ModelConfig *c = model_config(r->model);
     TemplateKind tpl = TEMPLATE_NONE;
     if (a->template_name) {
@@ -191,6 +209,7 @@ static void load(Run *r, const GenArgs *a) {
     for (int i = 0; i < r->n_stop; i++) fprintf(stderr, i ? ", %d" : "%d", r->stop[i]);
     fprintf(stderr, "], temperature %g%s, top-p %g, n %d, max-new-tokens %d, seed %llu\n", a->temperature,
             a->temperature > 0 ? "" : " (greedy)", a->top_p, a->n, a->max_new_tokens, (unsigned long long)a->seed);
+    ban_nul_tokens(r, c->vocab_size);
     PromptOptions po = {r->tok, tpl, c->vocab_size, decoder_model_max_len(c), a->skip_invalid};
     if (prompts_read(&r->ps, a->prompts, &po, err, sizeof err)) ppa_die(2, "%s", err);
 }
@@ -218,6 +237,7 @@ int cmd_generate(int argc, char **argv) {
     if (r.ps.skipped) fprintf(stderr, "; skipped %ld of %ld lines", r.ps.skipped, r.ps.skipped + r.ps.n);
     fputc('\n', stderr);
     prompts_free(&r.ps);
+    free(r.banned);
     tokenizer_free(r.tok);
     model_free(r.model);
     train_options_free(&opts);

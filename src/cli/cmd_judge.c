@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/common.h"
 #include "io/atomic.h"
+#include "io/json.h"
 #include "io/jsonl.h"
 #include "judge/afinn.h"
 #include "judge/vader.h"
@@ -113,9 +114,11 @@ static int judge_all(FILE *out, const void *ctx) {
     char *line;
     int rc = 0;
     while (!rc && jsonl_next(&rd, &line)) {
-        cJSON *row = cJSON_Parse(line);
-        if (!row || !cJSON_IsObject(row)) {
-            snprintf(g->why, sizeof g->why, "%s", row ? "a line must be a JSON object" : "invalid JSON");
+        cJSON *row = json_parse(line, rd.len, g->why, sizeof g->why);
+        if (!row) {
+            rc = -1;
+        } else if (!cJSON_IsObject(row)) {
+            snprintf(g->why, sizeof g->why, "a line must be a JSON object");
             rc = -1;
         } else if (judge_row(g, row)) {
             rc = -1;

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/objective_flags.h"
 #include "core/common.h"
+#include "io/json.h"
 #include "io/jsonl.h"
 
 static const char HELP[] =
@@ -33,11 +34,12 @@ typedef struct {
 } Buffers;
 
 /* Parses and evaluates one line; prints the result, or returns -1 with err set. */
-static int process_line(const char *line, PpaObjective obj, const PpaLossOptions *o, Buffers *b, FILE *out,
-                        char *err, size_t errlen) {
-    cJSON *root = cJSON_Parse(line);
-    if (!root || !cJSON_IsObject(root)) {
-        snprintf(err, errlen, root ? "a line must be a JSON object" : "invalid JSON");
+static int process_line(const char *line, size_t len, PpaObjective obj, const PpaLossOptions *o, Buffers *b,
+                        FILE *out, char *err, size_t errlen) {
+    cJSON *root = json_parse(line, len, err, errlen);
+    if (!root) return -1;
+    if (!cJSON_IsObject(root)) {
+        snprintf(err, errlen, "a line must be a JSON object");
         cJSON_Delete(root);
         return -1;
     }
@@ -125,7 +127,7 @@ int cmd_loss(int argc, char **argv) {
     char *line, err[512];
     while (jsonl_next(&rd, &line)) {
         lines++;
-        if (process_line(line, obj, &o, &b, stdout, err, sizeof err) == 0) continue;
+        if (process_line(line, rd.len, obj, &o, &b, stdout, err, sizeof err) == 0) continue;
         if (!skip) ppa_die(2, "%s:%ld: %s", rd.name, rd.line, err);
         fprintf(stderr, "ppa: %s:%ld: skipped: %s\n", rd.name, rd.line, err);
         skipped++;

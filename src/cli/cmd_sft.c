@@ -82,7 +82,8 @@ int cmd_sft(int argc, char **argv) {
     char err[4096];
     Model *m = model_load(a.model, err, sizeof err);
     if (!m) ppa_die(2, "%s", err);
-    Tokenizer *tok = tokenizer_load(a.model, err, sizeof err);
+    Tokenizer *tok = tokenizer_load_folder(a.model, err, sizeof err);
+    if (!tok && err[0]) ppa_die(2, "sft: %s", err);
     const ModelConfig *cfg = model_config(m);
     DataOptions o = {tok, TEMPLATE_NONE, cfg->n_eos ? cfg->eos_token_ids[0] : -1, cfg->vocab_size, a.skip_invalid, 0};
     if (a.template && template_parse(a.template, &o.tpl)) ppa_die(2, "sft: unknown template '%s'", a.template);

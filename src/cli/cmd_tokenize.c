@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "core/common.h"
+#include "io/json.h"
 #include "io/jsonl.h"
 #include "tokenizer/template.h"
 
@@ -171,10 +172,10 @@ int cmd_tokenize(int argc, char **argv) {
     long lines = 0, skipped = 0;
     while (jsonl_next(&rd, &line)) {
         lines++;
-        cJSON *root = cJSON_Parse(line);
+        cJSON *root = json_parse(line, rd.len, err, sizeof err);
         int rc = -1;
-        if (!cJSON_IsObject(root)) snprintf(err, sizeof err, "invalid JSON or not an object");
-        else rc = o.decode ? decode_line(&o, root, err, sizeof err) : encode_line(&o, root, err, sizeof err);
+        if (root && !cJSON_IsObject(root)) snprintf(err, sizeof err, "a line must be a JSON object");
+        else if (root) rc = o.decode ? decode_line(&o, root, err, sizeof err) : encode_line(&o, root, err, sizeof err);
         cJSON_Delete(root);
         if (!rc) continue;
         if (!skip) ppa_die(2, "%s:%ld: %s", rd.name, rd.line, err);

@@ -14,6 +14,7 @@
 #include "core/common.h"
 #include "core/hash.h"
 #include "core/timer.h"
+#include "io/jsonl.h"
 #include "model/gemm.h"
 
 void prep_threads(int n) {
@@ -42,6 +43,7 @@ void prep_options(OptCommand cmd, const char *usage, int argc, char **argv, Trai
         exit(0);
     }
     prep_threads(o->threads);
+    jsonl_set_max_line((size_t)o->max_line_bytes);
 }
 
 PrepArgs prep_args(const TrainOptions *o, const Model *m) {
@@ -53,7 +55,8 @@ PrepArgs prep_args(const TrainOptions *o, const Model *m) {
 void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
     char err[4096];
     memset(p, 0, sizeof *p);
-    p->tok = tokenizer_load(a->model_dir, err, sizeof err);
+    p->tok = tokenizer_load_folder(a->model_dir, err, sizeof err);
+    if (!p->tok && err[0]) ppa_die(2, "%s: %s", who, err);
     DataOptions o = {p->tok, TEMPLATE_NONE, a->eos_id, a->vocab_size, a->skip_invalid, 0};
     if (a->template_name) {
         if (template_parse(a->template_name, &o.tpl))

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "io/json.h"
 #include "io/jsonl.h"
 
 /* the aliases of rows.c (formats.md a.2) */
@@ -106,11 +107,13 @@ done:
     return rc;
 }
 
-static int read_prompt(const char *line, PromptRow *r, const PromptOptions *o, char *err, size_t errlen) {
-    cJSON *j = cJSON_Parse(line);
+static int read_prompt(const char *line, size_t len, PromptRow *r, const PromptOptions *o, char *err, size_t errlen) {
+    cJSON *j = json_parse(line, len, err, errlen);
     int rc = -1;
     const cJSON *id, *ids;
-    if (!cJSON_IsObject(j)) snprintf(err, errlen, "invalid JSON or not an object");
+    if (!j) {
+        /* json_parse said why */
+    } else if (!cJSON_IsObject(j)) snprintf(err, errlen, "a prompt line must be a JSON object");
     else if (!pick(j, ID, &id, err, errlen)) {
         ids = cJSON_GetObjectItemCaseSensitive(j, "prompt_ids");
         rc = ids ? read_ids(ids, r, o, err, errlen) : read_text(j, r, o, err, errlen);
@@ -131,10 +134,10 @@ static void prompt_free(PromptRow *r) {
     memset(r, 0, sizeof *r);
 }
 
-static int parse_prompt(const char *line, long lineno, void *item, void *ctx, char *msg, size_t msglen) {
+static int parse_prompt(const char *line, size_t len, long lineno, void *item, void *ctx, char *msg, size_t msglen) {
     PromptRow *r = item;
     r->line = lineno;
-    return read_prompt(line, r, ctx, msg, msglen);
+    return read_prompt(line, len, r, ctx, msg, msglen);
 }
 
 static void free_prompt_item(void *item) { prompt_free(item); }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "io/json.h"
 #include "io/jsonl.h"
 
 /* The field of a row under its canonical name or one alias (formats.md a.2):
@@ -336,15 +337,22 @@ static int read_plain_text(const cJSON *text, DataRow *r, const DataOptions *o, 
     return 0;
 }
 
-static int read_row(const char *line, DataRow *r, const DataOptions *o, long *fixes, char *err, size_t errlen) {
-    cJSON *j = cJSON_Parse(line);
+static int read_row(const char *line, size_t len, DataRow *r, const DataOptions *o, long *fixes, char *err,
+                    size_t errlen) {
+    cJSON *j = json_parse(line, len, err, errlen);
+    if (!j) return -1;
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
-        return snprintf(err, errlen, "invalid JSON or not an object"), -1;
+        return snprintf(err, errlen, "a row must be a JSON object"), -1;
     }
     const cJSON *id;
     int rc = pick(j, ID, &id, err, errlen);
+    long num_id;
     if (!rc && cJSON_IsString(id)) r->id = strdup(id->valuestring);
+    else if (!rc && id && !cJSON_IsNull(id)) { /* a number id must be whole: 3.5 is not read as 3 */
+        rc = json_whole(id, id->string, 0, 9007199254740992.0, &num_id, err, errlen);
+        if (!rc && asprintf(&r->id, "%ld", num_id) < 0) r->id = NULL;
+    }
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text");
     if (!rc)
         rc = cJSON_GetObjectItemCaseSensitive(j, "prompt_ids") ? read_pretokenized(j, r, o, err, errlen)
@@ -365,11 +373,11 @@ typedef struct {
     long *fixes;
 } ReadCtx;
 
-static int parse_row(const char *line, long lineno, void *item, void *ctx, char *msg, size_t msglen) {
+static int parse_row(const char *line, size_t len, long lineno, void *item, void *ctx, char *msg, size_t msglen) {
     const ReadCtx *c = ctx;
     DataRow *r = item;
     r->line = lineno;
-    if (read_row(line, r, c->o, c->fixes, msg, msglen)) return -1;
+    if (read_row(line, len, r, c->o, c->fixes, msg, msglen)) return -1;
     if (!r->id) { /* the id defaults to the line number */
         char num[32];
         snprintf(num, sizeof num, "%ld", lineno);

@@ -41,6 +41,13 @@ static int is_stop(const GenOptions *o, int id) {
     return 0;
 }
 
+/* the banned ids of the logits rows in use get probability 0 */
+static void ban_tokens(float *logits, const int *row, int n, int V, const GenOptions *o) {
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < o->n_banned; b++)
+            if (o->banned[b] >= 0 && o->banned[b] < V) logits[(size_t)row[i] * V + o->banned[b]] = -INFINITY;
+}
+
 /* tok[i] = the next token of slot slot[i], from logits row row[i]; one
  * stream per slot, so the threads' split does not matter */
 static void sample_rows(int *tok, const float *logits, const int *row, const int *slot, int n, int V, const GenOptions *o,
@@ -102,6 +109,7 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
     }
     int n_active = rc ? 0 : S;
     while (n_active > 0) {
+        ban_tokens(logits, row, n_active, V, o);
         sample_rows(tok, logits, row, slot, n_active, V, o, rng);
         if (o->on_tokens) o->on_tokens(o->ctx, n_active);
         int n_feed = 0;

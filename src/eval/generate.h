@@ -29,6 +29,8 @@ typedef struct {
     uint64_t seed;
     const int *stop;    /* [n_stop] ids that end a response */
     int n_stop;
+    const int *banned;  /* [n_banned] ids never generated (their text holds a NUL byte, which no reader takes) */
+    int n_banned;
     /* optional: called after each round of sampling with the number of
      * tokens just sampled (progress lines) */
     void (*on_tokens)(void *ctx, int n);

@@ -10,24 +10,49 @@
 
 #include "core/common.h"
 
-void jsonl_init(JsonlReader *r, FILE *f, const char *name) { *r = (JsonlReader){f, name, 0, NULL, 0}; }
+static size_t max_line = JSONL_MAX_LINE_DEFAULT;
+
+void jsonl_set_max_line(size_t bytes) { max_line = bytes ? bytes : JSONL_MAX_LINE_DEFAULT; }
+
+void jsonl_init(JsonlReader *r, FILE *f, const char *name) { *r = (JsonlReader){f, name, 0, 0, max_line, NULL, 0}; }
+
+/* One line into r->buf (without its newline), at most r->max_line bytes; -1 at end of input. */
+static long read_line(JsonlReader *r) {
+    size_t n = 0;
+    int c, any = 0;
+    while ((c = getc_unlocked(r->f)) != EOF) {
+        any = 1;
+        if (c == '\n') break;
+        if (n == r->max_line)
+            ppa_die(2, "%s:%ld: a line longer than %zu bytes (raise the limit with --max-line-bytes)", r->name,
+                    r->line + 1, r->max_line);
+        if (n + 1 >= r->cap) {
+            r->cap = r->cap ? 2 * r->cap : 4096;
+            if (r->cap > r->max_line + 1) r->cap = r->max_line + 1;
+            if (r->cap < n + 2) r->cap = n + 2;
+            r->buf = xrealloc(r->buf, r->cap);
+        }
+        r->buf[n++] = (char)c;
+    }
+    if (ferror(r->f)) ppa_die(1, "%s:%ld: read error: %s", r->name, r->line + 1, strerror(errno));
+    if (!any) return -1;
+    if (!r->buf) r->buf = xmalloc(r->cap = 1);
+    r->buf[n] = 0;
+    return (long)n;
+}
 
 int jsonl_next(JsonlReader *r, char **line) {
-    for (;;) {
-        errno = 0;
-        ssize_t len = getline(&r->buf, &r->cap, r->f);
-        if (len < 0) {
-            if (ferror(r->f)) ppa_die(1, "%s:%ld: read error: %s", r->name, r->line + 1, strerror(errno));
-            return 0;
-        }
+    long len;
+    while ((len = read_line(r)) >= 0) {
         r->line++;
         size_t i = 0;
-        while (r->buf[i] == ' ' || r->buf[i] == '\t' || r->buf[i] == '\r' || r->buf[i] == '\n') i++;
-        if (r->buf[i]) {
-            *line = r->buf;
+        while (i < (size_t)len && (r->buf[i] == ' ' || r->buf[i] == '\t' || r->buf[i] == '\r')) i++;
+        if (i < (size_t)len) {
+            *line = r->buf, r->len = (size_t)len;
             return 1;
         }
     }
+    return 0;
 }
 
 int jsonl_read_all(const char *path, size_t size, JsonlParseFn parse, void (*free_item)(void *), void *ctx,
@@ -43,7 +68,7 @@ int jsonl_read_all(const char *path, size_t size, JsonlParseFn parse, void (*fre
         if (*n == cap) *items = xrealloc(*items, size * (size_t)(cap = cap ? 2 * cap : 64));
         char *item = (char *)*items + size * (size_t)*n;
         memset(item, 0, size);
-        if (!parse(line, rd.line, item, ctx, msg, sizeof msg)) {
+        if (!parse(line, rd.len, rd.line, item, ctx, msg, sizeof msg)) {
             (*n)++;
             continue;
         }

@@ -8,17 +8,27 @@
 
 #include <cjson/cJSON.h>
 
+/* The longest line a reader takes unless told otherwise (--max-line-bytes):
+ * a line that never ends (--data /dev/zero) must not grow without bound. */
+#define JSONL_MAX_LINE_DEFAULT (256L << 20)
+
 typedef struct {
     FILE *f;
     const char *name; /* for messages: a path, or "stdin" */
     long line;        /* 1-based number of the line last returned */
+    size_t len;       /* bytes of the line last returned (it may hold NUL bytes: json_parse refuses them) */
+    size_t max_line;  /* longer lines are fatal */
     char *buf;
     size_t cap;
 } JsonlReader;
 
+/* The line limit of the readers made from now on (0: the default). */
+void jsonl_set_max_line(size_t bytes);
+
 void jsonl_init(JsonlReader *r, FILE *f, const char *name);
-/* Next line that is not blank; *line points into the reader's buffer.
- * Returns 1, or 0 at end of input. Read errors are fatal. */
+/* Next line that is not blank; *line points into the reader's buffer and
+ * r->len is its length. Returns 1, or 0 at end of input. Read errors and a
+ * line longer than r->max_line are fatal (exit status 1 and 2). */
 int jsonl_next(JsonlReader *r, char **line);
 void jsonl_free(JsonlReader *r);
 
@@ -28,7 +38,8 @@ void jsonl_free(JsonlReader *r);
  * "path:LINE: message" in err, or, with skip_invalid, is reported on stderr
  * ("ppa: path:LINE: skipped: message"), counted in *skipped, and passed over.
  * Returns 0, or -1 with nothing allocated. */
-typedef int (*JsonlParseFn)(const char *line, long lineno, void *item, void *ctx, char *msg, size_t msglen);
+typedef int (*JsonlParseFn)(const char *line, size_t len, long lineno, void *item, void *ctx, char *msg,
+                            size_t msglen);
 int jsonl_read_all(const char *path, size_t size, JsonlParseFn parse, void (*free_item)(void *), void *ctx,
                    int skip_invalid, void **items, int *n, long *skipped, char *err, size_t errlen);
 

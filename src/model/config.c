@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/common.h"
+#include "io/json.h"
 #include "model/config_internal.h"
 
 /* ---- model types and their transformers class defaults ---------------- */
@@ -152,16 +153,6 @@ int config_get_string(const Ctx *x, const cJSON *obj, const char *prefix, const 
     }
     *out = it->valuestring;
     return 1;
-}
-
-/* Python's json keeps the last of duplicate keys and cJSON the first; a file
- * that relies on either is refused rather than read differently. */
-int config_check_duplicates(const Ctx *x, const cJSON *obj, const char *prefix) {
-    for (const cJSON *a = obj->child; a; a = a->next)
-        for (const cJSON *b = a->next; b; b = b->next)
-            if (a->string && b->string && !strcmp(a->string, b->string))
-                return config_fail(x, "%s%s appears twice (expected each key once)", prefix, a->string);
-    return 0;
 }
 
 /* ---- the parts of the config ---------------------------------------------- */
@@ -385,7 +376,6 @@ static int parse_sliding(const Ctx *x, const cJSON *root, ModelConfig *c) {
 
 static int parse_root(const Ctx *x, const cJSON *root, ModelConfig *c) {
     if (!cJSON_IsObject(root)) return config_fail(x, "the top level is not an object (expected a config.json object)");
-    if (config_check_duplicates(x, root, "") < 0) return -1;
     if (config_member(root, "quantization_config"))
         return config_fail(x, "quantization_config: quantized checkpoints are not supported (expected float32, "
                               "float16 or bfloat16 weights)");
@@ -399,16 +389,9 @@ static int parse_root(const Ctx *x, const cJSON *root, ModelConfig *c) {
 int model_config_parse(ModelConfig *c, const char *json_text, const char *name, char *err, size_t errlen) {
     const Ctx x = {name ? name : "config.json", err, errlen};
     memset(c, 0, sizeof *c);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(json_text, &end, 1);
-    if (!root) {
-        int line = 1, col = 1;
-        for (const char *p = json_text; end && p < end && *p; p++) {
-            if (*p == '\n') line++, col = 1;
-            else col++;
-        }
-        return config_fail(&x, "invalid JSON at line %d, column %d (expected a config.json object)", line, col);
-    }
+    char msg[512];
+    cJSON *root = json_parse(json_text, strlen(json_text), msg, sizeof msg); /* duplicate keys refused there */
+    if (!root) return config_fail(&x, "%s (expected a config.json object)", msg);
     int rc = parse_root(&x, root, c);
     cJSON_Delete(root);
     return rc;

@@ -50,7 +50,6 @@ int config_get_double(const Ctx *x, const cJSON *obj, const char *prefix, const 
 int config_get_string(const Ctx *x, const cJSON *obj, const char *prefix, const char *key, const char *expect,
                       const char **out);
 /* Refuses an object that has a key twice (Python keeps the last, cJSON the first). */
-int config_check_duplicates(const Ctx *x, const cJSON *obj, const char *prefix);
 
 /* "dir/config.json" when path is a folder, else a copy of path (malloc'd). */
 char *config_path(const char *path);

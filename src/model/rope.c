@@ -60,7 +60,6 @@ static int parse_rope_dict(const Ctx *x, const cJSON *d, const char *key, RopeCo
     char prefix[32];
     snprintf(prefix, sizeof prefix, "%s.", key);
     if (!cJSON_IsObject(d)) return config_fail(x, "%s is not an object (expected an object or null)", key);
-    if (config_check_duplicates(x, d, prefix) < 0) return -1;
     for (const cJSON *it = d->child; it; it = it->next)
         if (cJSON_IsObject(it))
             return config_fail(x, "%s.%s: per-layer-type RoPE is not supported (expected one flat RoPE object)", key,

@@ -8,6 +8,7 @@
 
 #include "core/common.h"
 #include "tokenizer/internal.h"
+#include "io/json.h"
 #include "tokenizer/buffers.h"
 
 #define CACHE_MAX_ENTRIES 200000
@@ -117,17 +118,22 @@ int bpe_load(Bpe *m, const cJSON *model, int byte_level, char *err, size_t errle
         snprintf(err, errlen, "model.vocab must be an object");
         return -1;
     }
+    char msg[256];
     for (const cJSON *it = vocab->child; it; it = it->next) {
-        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 1e9) {
-            snprintf(err, errlen, "model.vocab[\"%s\"] is not a token id", it->string);
+        long id;
+        if (json_whole(it, it->string, 0, 1e9, &id, msg, sizeof msg)) { /* 3.5 is not read as 3 */
+            snprintf(err, errlen, "model.vocab: %s", msg);
             return -1;
         }
-        strmap_put(&m->vocab, it->string, strlen(it->string), it->valueint);
+        strmap_put(&m->vocab, it->string, strlen(it->string), (int)id);
     }
     m->byte_level = byte_level;
-    m->byte_fallback = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"));
-    m->fuse_unk = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "fuse_unk"));
-    m->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
+    if (json_bool(model, "byte_fallback", &m->byte_fallback, msg, sizeof msg) ||
+        json_bool(model, "fuse_unk", &m->fuse_unk, msg, sizeof msg) ||
+        json_bool(model, "ignore_merges", &m->ignore_merges, msg, sizeof msg)) {
+        snprintf(err, errlen, "model: %s", msg);
+        return -1;
+    }
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     m->unk_id = cJSON_IsString(unk) ? strmap_get(&m->vocab, unk->valuestring, strlen(unk->valuestring)) : -1;
     for (int b = 0; b < 256; b++) {

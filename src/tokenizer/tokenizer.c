@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "core/common.h"
+#include "io/json.h"
 #include "tokenizer/internal.h"
 
 typedef struct {
@@ -86,15 +87,24 @@ static int load_added(Tokenizer *t, const cJSON *list, char *err, size_t errlen)
     t->added = xcalloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(AddedToken));
     for (const cJSON *it = cJSON_IsArray(list) ? list->child : NULL; it; it = it->next) {
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(it, "content"), *id = cJSON_GetObjectItemCaseSensitive(it, "id");
-        if (!cJSON_IsString(c) || !c->valuestring[0] || !cJSON_IsNumber(id) || id->valuedouble < 0) {
+        char msg[256];
+        long idv;
+        int single = 0, normalized = 0, special = 0, lstrip = 0, rstrip = 0;
+        if (!cJSON_IsString(c) || !c->valuestring[0] || !id) {
             snprintf(err, errlen, "added_tokens: entry %d lacks a content string or an id", t->n_added);
             return -1;
         }
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "single_word"))) {
+        if (json_whole(id, "id", 0, 1e9, &idv, msg, sizeof msg) || json_bool(it, "single_word", &single, msg, sizeof msg) ||
+            json_bool(it, "normalized", &normalized, msg, sizeof msg) || json_bool(it, "special", &special, msg, sizeof msg) ||
+            json_bool(it, "lstrip", &lstrip, msg, sizeof msg) || json_bool(it, "rstrip", &rstrip, msg, sizeof msg)) {
+            snprintf(err, errlen, "added token \"%s\": %s", c->valuestring, msg);
+            return -1;
+        }
+        if (single) {
             snprintf(err, errlen, "added token \"%s\": single_word = true is not supported", c->valuestring);
             return -1;
         }
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "normalized")) && t->norm) {
+        if (normalized && t->norm) {
             snprintf(err, errlen, "added token \"%s\": normalized = true with a normalizer is not supported",
                      c->valuestring);
             return -1;
@@ -102,10 +112,8 @@ static int load_added(Tokenizer *t, const cJSON *list, char *err, size_t errlen)
         AddedToken *a = &t->added[t->n_added++];
         a->content = strdup(c->valuestring);
         a->len = strlen(a->content);
-        a->id = id->valueint;
-        a->special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "special"));
-        a->lstrip = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "lstrip"));
-        a->rstrip = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "rstrip"));
+        a->id = (int)idv;
+        a->special = special, a->lstrip = lstrip, a->rstrip = rstrip;
         t->added_first[(unsigned char)a->content[0]] = 1;
     }
     qsort(t->added, (size_t)t->n_added, sizeof(AddedToken), cmp_added);
@@ -256,6 +264,15 @@ static void load_config(Tokenizer *t, const char *file) {
     free(text);
 }
 
+Tokenizer *tokenizer_load_folder(const char *dir, char *err, size_t errlen) {
+    char file[4096];
+    struct stat st;
+    snprintf(file, sizeof file, "%s/tokenizer.json", dir);
+    if (errlen) err[0] = 0;
+    if (stat(file, &st) && errno == ENOENT) return NULL;
+    return tokenizer_load(dir, err, errlen);
+}
+
 Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen) {
     char file[4096];
     struct stat st;
@@ -264,10 +281,15 @@ Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen) {
     size_t len;
     char *text = read_file(file, &len, err, errlen);
     if (!text) return NULL;
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    char why[512];
+    cJSON *root = json_parse(text, len, why, sizeof why);
     free(text);
+    if (!root) {
+        snprintf(err, errlen, "%s: %s", file, why);
+        return NULL;
+    }
     if (!cJSON_IsObject(root)) {
-        snprintf(err, errlen, "%s: not a JSON object (invalid JSON?)", file);
+        snprintf(err, errlen, "%s: not a JSON object", file);
         cJSON_Delete(root);
         return NULL;
     }

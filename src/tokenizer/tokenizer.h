@@ -13,6 +13,10 @@ typedef struct Tokenizer Tokenizer;
 
 /* path: a tokenizer.json, or a model folder holding one. NULL on error. */
 Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen);
+/* A model folder's tokenizer: NULL with err "" when the folder has no
+ * tokenizer.json (pre-tokenized rows only), NULL with the reason when it has
+ * one that cannot be read: a broken file is never taken for an absent one. */
+Tokenizer *tokenizer_load_folder(const char *dir, char *err, size_t errlen);
 void tokenizer_free(Tokenizer *t);
 
 /* Encodes UTF-8 text. add_special: run the post-processor (BOS for Llama 3

@@ -74,6 +74,7 @@ typedef enum {
     TOPT_EVAL_DATA,
     TOPT_EVAL_EVERY,
     TOPT_THREADS,
+    TOPT_MAX_LINE_BYTES,
     TOPT_VERBOSE,
     TOPT_TAU,
     TOPT_ALPHA,
@@ -167,6 +168,7 @@ typedef struct {
     int log_lambdas;        /* log the per-response d loss / d s of every list */
     long eval_every;        /* evaluate every N steps; 0 = only at the end (with eval_data) */
     int threads;            /* compute threads; 0 = all cores */
+    long max_line_bytes;    /* longest JSON Lines line read, 256 MiB (io/jsonl.h) */
     int verbose;
 
     /* other commands */

@@ -10,6 +10,7 @@
 
 #include "core/common.h"
 #include "core/text.h"
+#include "io/jsonl.h"
 #include "losses/objective_opts.h"
 #include "train/options_internal.h"
 
@@ -83,6 +84,8 @@ const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_EVAL_EVERY, "eval_every", "eval-every", T_LONG, eval_every, CMD_TRAIN, 0, S_IO, "N",
       "evaluate every N steps, 0: at the end"),
     F(TOPT_THREADS, "threads", "threads", T_INT, threads, MODEL_CMDS, 0, S_RUN, "N", "compute threads, 0: all cores"),
+    F(TOPT_MAX_LINE_BYTES, "max_line_bytes", "max-line-bytes", T_LONG, max_line_bytes, MODEL_CMDS, 0, S_RUN, "N",
+      "longest line of a JSON Lines input; a longer one stops the run"),
     F(TOPT_VERBOSE, "verbose", "verbose", T_BOOL, verbose, CMD_TRAIN | CMD_LOGPROBS | CMD_GRAD, 0, S_RUN, NULL,
       "say more on stderr (resolved options, kernels)"),
     L(TOPT_TAU, "tau", "tau", LOSS_CMDS),
@@ -173,6 +176,7 @@ void options_default(OptCommand cmd, TrainOptions *o) {
     o->max_new_tokens = 128;
     o->top_p = 1.0;
     o->n_samples = 1;
+    o->max_line_bytes = JSONL_MAX_LINE_DEFAULT;
     if (cmd == CMD_SFT) { /* next-token training of a small model: ppa's demo settings */
         o->lr = 1e-4;
         o->batch_size = 8, o->micro_batch = 8, o->grad_accum = 1;

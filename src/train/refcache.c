@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "io/json.h"
 #include "core/hash.h"
 #include "io/atomic.h"
 
@@ -149,7 +150,8 @@ static int parse_int(const cJSON *j, const char *key, int *out) {
 }
 
 static int parse_header(RefCache *c, const char *line, int *n_resp) {
-    cJSON *j = cJSON_Parse(line);
+    char why[256];
+    cJSON *j = json_parse(line, strlen(line), why, sizeof why);
     const cJSON *t = j ? cJSON_GetObjectItemCaseSensitive(j, "template") : NULL;
     int bad = !j || parse_hex(j, "weights", &c->key.weights) || parse_hex(j, "tokens", &c->key.tokens) ||
               parse_hex(j, "data_file", &c->key.data_file) || !cJSON_IsString(t) ||

@@ -1,0 +1,170 @@
+/* json.c: strict JSON texts (json.h): a scan for what cJSON lets through,
+ * then cJSON. */
+#include "io/json.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+
+typedef struct {
+    const char *p; /* the key as written, between its quotes */
+    size_t len;
+    long line;
+} Key;
+
+typedef struct {
+    const char *text;
+    size_t len;
+    int multiline; /* prefix messages with "line N: " */
+    Key *keys;     /* the keys of the open objects, innermost last */
+    size_t n_keys, cap_keys;
+    char *err;
+    size_t errlen;
+} Scan;
+
+static int fail(Scan *S, long line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(Scan *S, long line, const char *fmt, ...) {
+    int k = S->multiline ? snprintf(S->err, S->errlen, "line %ld: ", line) : 0;
+    if (k < 0 || (size_t)k >= S->errlen) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(S->err + k, S->errlen - (size_t)k, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int key_cmp(const void *a, const void *b) {
+    const Key *x = a, *y = b;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    int c = memcmp(x->p, y->p, x->len);
+    return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* the keys of one object, keys[first..n): none twice */
+static int check_keys(Scan *S, size_t first) {
+    size_t n = S->n_keys - first;
+    Key *k = S->keys + first;
+    qsort(k, n, sizeof *k, key_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (k[i].len == k[i - 1].len && !memcmp(k[i].p, k[i - 1].p, k[i].len)) {
+            int shown = k[i].len > 64 ? 64 : (int)k[i].len;
+            if (S->multiline)
+                return fail(S, k[i].line, "duplicate key \"%.*s\" (first at line %ld)", shown, k[i].p, k[i - 1].line);
+            return fail(S, 1, "duplicate key \"%.*s\"", shown, k[i].p);
+        }
+    S->n_keys = first;
+    return 0;
+}
+
+static void add_key(Scan *S, const char *p, size_t len, long line) {
+    if (S->n_keys == S->cap_keys) {
+        S->cap_keys = S->cap_keys ? 2 * S->cap_keys : 64;
+        S->keys = xrealloc(S->keys, sizeof(Key) * S->cap_keys);
+    }
+    S->keys[S->n_keys++] = (Key){p, len, line};
+}
+
+/* A string from its opening quote at *i; *i ends on the closing quote (or len). */
+static int scan_string(Scan *S, size_t *i, long *line, int is_key) {
+    const char *t = S->text;
+    size_t j = *i + 1;
+    while (j < S->len && t[j] != '"') {
+        if (t[j] == 0) return fail(S, *line, "a NUL byte in a string");
+        if (t[j] == '\n') ++*line;
+        if (t[j] == '\\' && j + 1 < S->len) {
+            if (t[j + 1] == 'u' && j + 6 <= S->len && !memcmp(t + j + 2, "0000", 4))
+                return fail(S, *line, "a string holds NUL (\\u0000)");
+            j += 2;
+            continue;
+        }
+        j++;
+    }
+    if (is_key && j < S->len) add_key(S, t + *i + 1, j - *i - 1, *line);
+    *i = j;
+    return 0;
+}
+
+static int scan(Scan *S) {
+    char is_obj[JSON_MAX_DEPTH];
+    size_t first[JSON_MAX_DEPTH];
+    int depth = 0;
+    long line = 1;
+    char prev = 0; /* the last character outside strings that is not blank */
+    for (size_t i = 0; i < S->len; i++) {
+        char c = S->text[i];
+        if (c == '\n') line++;
+        else if (c == 0) return fail(S, line, "a NUL byte");
+        else if (c == '"') {
+            if (scan_string(S, &i, &line, depth > 0 && is_obj[depth - 1] && (prev == '{' || prev == ','))) return -1;
+        } else if (c == '{' || c == '[') {
+            if (depth == JSON_MAX_DEPTH) return fail(S, line, "nesting deeper than %d levels", JSON_MAX_DEPTH);
+            is_obj[depth] = c == '{', first[depth] = S->n_keys, depth++;
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            depth--;
+            if (is_obj[depth] && check_keys(S, first[depth])) return -1;
+        }
+        if (c != ' ' && c != '\t' && c != '\r' && c != '\n') prev = c;
+    }
+    return 0;
+}
+
+static long line_of(const char *text, const char *at) {
+    long line = 1;
+    for (const char *p = text; p < at; p++) line += *p == '\n';
+    return line;
+}
+
+cJSON *json_parse(const char *text, size_t len, char *err, size_t errlen) {
+    size_t body = len;
+    while (body > 0 && (text[body - 1] == '\n' || text[body - 1] == '\r' || text[body - 1] == ' ' || text[body - 1] == '\t'))
+        body--;
+    Scan S = {text, len, memchr(text, '\n', body) != NULL, NULL, 0, 0, err, errlen};
+    int bad = scan(&S);
+    free(S.keys);
+    if (bad) return NULL;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        long line = at && at >= text && at <= text + len ? line_of(text, at) : 1;
+        fail(&S, line, "invalid JSON");
+        return NULL;
+    }
+    while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
+    if (end < text + len) {
+        fail(&S, line_of(text, end), "content after the JSON value");
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+int json_whole(const cJSON *v, const char *field, double lo, double hi, long *out, char *err, size_t errlen) {
+    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(x >= lo && x <= hi) || x != floor(x)) {
+        char *text = v ? cJSON_PrintUnformatted(v) : NULL;
+        snprintf(err, errlen, "\"%s\" must be a whole number in [%.0f, %.0f], found %s", field, lo, hi,
+                 text ? text : "nothing");
+        free(text);
+        return -1;
+    }
+    *out = (long)x;
+    return 0;
+}
+
+int json_bool(const cJSON *obj, const char *field, int *out, char *err, size_t errlen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, field);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsBool(v)) {
+        char *text = cJSON_PrintUnformatted(v);
+        snprintf(err, errlen, "\"%s\" must be true or false, found %s", field, text ? text : "?");
+        free(text);
+        return -1;
+    }
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
