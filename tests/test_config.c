@@ -270,7 +270,9 @@ static void test_qwen2_0_5b(void) {
     CHECK(c.rms_norm_eps == 1e-6 && c.max_position_embeddings == 32768, "eps, max positions");
     CHECK(c.sliding_window == 0 && c.max_window_layers == 21, "use_sliding_window false: no window (mwl 21 kept)");
     char err[256];
-    CHECK(model_config_check_seq_len(&c, 100000, err, sizeof err) == 0, "no window: any length");
+    CHECK(model_config_check_seq_len(&c, 32768, err, sizeof err) == 0, "no window: any length within the positions");
+    CHECK(model_config_check_seq_len(&c, 32769, err, sizeof err) == -1 && strstr(err, "longer than the model's 32768 positions"),
+          "never past the positions: %s", err);
 
     ModelTensorSpec *t;
     int n = model_tensor_table(&c, &t);

@@ -83,13 +83,15 @@ expect "--out writes the file" cmp -s "$tmp/out.jsonl" "$tmp/g1"
 expect "--out leaves stdout empty" test ! -s "$tmp/stdout"
 expect "--out leaves no temporary file" test "$(ls "$tmp" | grep -c 'out.jsonl.tmp')" -eq 0
 
-# -- the output is a data file: ppa logprobs scores it as it is
-"$ppa" logprobs --model "$tmp/m" --data "$tmp/s1" > "$tmp/lp" 2> "$tmp/err"
+# -- the output is a data file: ppa logprobs scores it as it is (short responses: the random model's bytes are
+# not valid UTF-8, and their text takes more tokens when read back, which must still fit the 64 positions)
+"$ppa" generate --model "$tmp/m" --prompts "$tmp/p.jsonl" --max-new-tokens 10 -n 3 --temperature 1 --seed 7 > "$tmp/s6" 2> /dev/null
+"$ppa" logprobs --model "$tmp/m" --data "$tmp/s6" > "$tmp/lp" 2> "$tmp/err"
 expect "ppa logprobs accepts the output" test $? -eq 0
 expect "ppa logprobs: one line per prompt" test "$(wc -l < "$tmp/lp")" -eq $n_prompts
 expect "pre-tokenized responses are scored as generated" \
-  test "$(sed -n 3p "$tmp/lp" | sed -E 's/.*"n_tokens": (\[[^]]*\]).*/\1/')" = "$(sed -n 3p "$tmp/s1" | sed -E 's/.*"n_tokens": (\[[^]]*\]).*/\1/')"
-sed -E 's/"finished": \[[^]]*\]/"scores": [3, 2, 1]/' "$tmp/s1" > "$tmp/scored.jsonl"
+  test "$(sed -n 3p "$tmp/lp" | sed -E 's/.*"n_tokens": (\[[^]]*\]).*/\1/')" = "$(sed -n 3p "$tmp/s6" | sed -E 's/.*"n_tokens": (\[[^]]*\]).*/\1/')"
+sed -E 's/"finished": \[[^]]*\]/"scores": [3, 2, 1]/' "$tmp/s6" > "$tmp/scored.jsonl"
 "$ppa" logprobs --model "$tmp/m" --data "$tmp/scored.jsonl" > /dev/null 2> "$tmp/err"
 expect "with scores added too" test $? -eq 0
 

@@ -61,6 +61,17 @@ expect "train: names the step and the list" grep -q "step 1: the list of data li
 expect "train: no model written" test ! -e "$tmp/o_nan/config.json" -a ! -e "$tmp/o_nan/model.safetensors"
 expect "train: no log line for the failed step" test ! -s "$tmp/o_nan/train_log.jsonl"
 
+# -- the model's positions: never run past them (logprobs refuses, train cuts by its rule and says so)
+awk 'BEGIN { printf "{\"prompt\": \""; for (i = 0; i < 1000000; i++) printf "x"; print "\", \"responses\": [\"a\", \"b\"], \"scores\": [1, 0]}" }' > "$tmp/huge.jsonl"
+timeout 60 "$ppa" logprobs --model "$tmp/m" --template none --data "$tmp/huge.jsonl" > /dev/null 2> "$tmp/err"
+expect "logprobs: a 1 MB prompt is refused (exit 2)" test $? -eq 2
+expect "logprobs: with its length and the limit" grep -q "a sequence of 1000002 tokens is longer than the model's 64 positions" "$tmp/err"
+awk 'BEGIN { for (r = 0; r < 4; r++) { printf "{\"prompt\": \"q%d ", r; for (i = 0; i < 80; i++) printf "x";
+  printf "\", \"responses\": [\"a\", \"bb\", \"c\"], \"scores\": [0.%d, 0.5, 0.1]}\n", r } }' > "$tmp/longrows.jsonl"
+train --data "$tmp/longrows.jsonl" --out "$tmp/o_long" > /dev/null 2> "$tmp/err"
+expect "train: rows longer than the positions are cut, not refused" test -s "$tmp/o_long/config.json"
+expect "train: and it says so" grep -q "max-length 1024 is more than the model's 64 positions: rows are cut to 64 tokens, prompts to 32" "$tmp/err"
+
 # -- strict JSON at every edge: refused with FILE:LINE, never read differently
 lp() { "$ppa" logprobs --model "$tmp/m" --template none "$@"; }
 bad_line() { # bad_line DESCRIPTION LINE2 EXPECTED: the second line of a data file is refused, named

@@ -96,6 +96,12 @@ int cmd_sft(int argc, char **argv) {
     if (data_read(&d, a.data, &o, err, sizeof err)) ppa_die(2, "%s", err);
     if (d.skipped) fprintf(stderr, "ppa sft: skipped %ld invalid lines of %s (--skip-invalid)\n", d.skipped, a.data);
     if (!d.n) ppa_die(2, "sft: %s has no rows", a.data);
+    int pos = cfg->max_position_embeddings;
+    if (pos >= 2 && a.max_length > pos) { /* never past the positions */
+        fprintf(stderr, "ppa sft: note: --max-length %d is more than the model's %d positions: rows are cut to %d\n",
+                a.max_length, pos, pos);
+        a.max_length = pos;
+    }
     truncate_rows(&d, a.max_length);
 
     long steps_per_epoch = (d.n + a.batch - 1) / a.batch, total = a.max_steps > 0 ? a.max_steps : a.epochs * steps_per_epoch;

@@ -48,8 +48,16 @@ void prep_options(OptCommand cmd, const char *usage, int argc, char **argv, Trai
 
 PrepArgs prep_args(const TrainOptions *o, const Model *m) {
     const ModelConfig *c = model_config(m);
-    return (PrepArgs){o->model, o->data, o->template_name, o->skip_invalid, o->max_length, o->max_prompt_length,
-                      c->vocab_size, c->n_eos ? c->eos_token_ids[0] : -1};
+    int len = o->max_length, plen = o->max_prompt_length, pos = c->max_position_embeddings;
+    if (pos >= 2 && len > pos) { /* rows never run past the positions: cut to them, the prompt's share kept */
+        plen = (int)((long)plen * pos / len);
+        plen = plen < 1 ? 1 : plen > pos - 1 ? pos - 1 : plen;
+        fprintf(stderr, "ppa %s: note: --max-length %d is more than the model's %d positions: rows are cut to %d "
+                        "tokens, prompts to %d\n", options_command_name(o->cmd), len, pos, pos, plen);
+        len = pos;
+    }
+    return (PrepArgs){o->model, o->data, o->template_name, o->skip_invalid, len, plen, c->vocab_size,
+                      c->n_eos ? c->eos_token_ids[0] : -1};
 }
 
 void prep_load(Prepared *p, const PrepArgs *a, const char *who) {

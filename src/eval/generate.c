@@ -76,6 +76,8 @@ static int take_token(GenSample *s, int tok, int prompt_len, int limit, const Ge
 int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample *out, char *err, size_t errlen) {
     const ModelConfig *c = model_config(m);
     const int K = o->n_samples, V = c->vocab_size, limit = decoder_model_max_len(c);
+    /* a response cut by the length ends one position short, so that the end-of-turn token a reader adds still fits */
+    const int cap = limit - 1;
     if (check_options(o, err, errlen)) return -1;
     if (n < 1) return 0;
     int max_len = 1; /* tokens fed: the prompt and every generated token but the last */
@@ -99,7 +101,7 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
         rc = decoder_prefill(d, i * K, p[i].ids, p[i].len, logits + (size_t)i * K * V, err, errlen);
         if (rc) break;
         decoder_fork(d, i * K, i * K, K);
-        int room = limit - p[i].len < o->max_new_tokens ? limit - p[i].len : o->max_new_tokens;
+        int room = cap - p[i].len < o->max_new_tokens ? cap - p[i].len : o->max_new_tokens;
         for (int j = 0; j < K; j++) {
             int s = i * K + j;
             sample_stream(&rng[s], o->seed, p[i].stream, (uint64_t)j);
@@ -115,7 +117,7 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
         int n_feed = 0;
         for (int a = 0; a < n_active; a++) {
             int s = slot[a];
-            if (take_token(&out[s], tok[a], p[s / K].len, limit, o)) feed[n_feed] = tok[a], slot[n_feed++] = s;
+            if (take_token(&out[s], tok[a], p[s / K].len, cap, o)) feed[n_feed] = tok[a], slot[n_feed++] = s;
         }
         if (!n_feed) break;
         if ((rc = decoder_step(d, feed, slot, n_feed, logits, err, errlen))) break;

@@ -451,6 +451,11 @@ int model_config_load(ModelConfig *c, const char *path, char *err, size_t errlen
 }
 
 int model_config_check_seq_len(const ModelConfig *c, int T, char *err, size_t errlen) {
+    if (c->max_position_embeddings > 0 && T > c->max_position_embeddings) {
+        snprintf(err, errlen, "a sequence of %d tokens is longer than the model's %d positions (max_position_embeddings)",
+                 T, c->max_position_embeddings);
+        return -1;
+    }
     if (!c->sliding_window || T <= c->sliding_window) return 0;
     snprintf(err, errlen,
              "a sequence of %d tokens exceeds the %s sliding window of %d (ppa computes full causal attention, which "

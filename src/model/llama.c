@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/common.h"
 #include "io/safetensors.h"
@@ -242,7 +243,7 @@ static int count_rows(const Model *m, const Row *rows, int n_rows, int *T, int *
 
 /* Carves the activations out of the model's arena (grown when needed; the
  * forward writes every element before it is read, so nothing is cleared). */
-static void alloc_activations(Model *m, Batch *b) {
+static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
     const ModelConfig *c = &m->c;
     size_t T = (size_t)b->T, L = (size_t)c->num_hidden_layers, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
@@ -258,6 +259,13 @@ static void alloc_activations(Model *m, Batch *b) {
     };
     size_t total = 0;
     for (size_t i = 0; i < PPA_ARRAY_LEN(parts); i++) total += (parts[i].n + 15) & ~(size_t)15; /* 64-byte steps */
+    double need = 4.0 * (double)total, have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (have > 0 && need > have) { /* refused before xmalloc dies on it */
+        snprintf(err, errlen, "a batch of %d tokens needs %.1f GB of activations, more than this machine's %.1f GB: "
+                 "use fewer lists per micro-batch, a shorter --max-length or a smaller list size", b->T, need / 1e9,
+                 have / 1e9);
+        return -1;
+    }
     if (total > m->arena_n) {
         free(m->arena);
         m->arena = xmalloc(sizeof(float) * total);
@@ -270,6 +278,7 @@ static void alloc_activations(Model *m, Batch *b) {
     }
     ALLOC(b->logp_t, b->n_tgt);
     rope_table(b->cs, m->inv_freq, b->n_pos, c->head_dim);
+    return 0;
 }
 
 Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen) {
@@ -299,7 +308,10 @@ Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen
         }
     }
     b->rows[n_rows] = t;
-    alloc_activations(m, b);
+    if (alloc_activations(m, b, err, errlen)) {
+        batch_free(b);
+        return NULL;
+    }
     return b;
 }
 
