@@ -61,6 +61,11 @@ expect "train: names the step and the list" grep -q "step 1: the list of data li
 expect "train: no model written" test ! -e "$tmp/o_nan/config.json" -a ! -e "$tmp/o_nan/model.safetensors"
 expect "train: no log line for the failed step" test ! -s "$tmp/o_nan/train_log.jsonl"
 
+"$ppa" sft --model "$tmp/nan" --data "$tmp/good.jsonl" --template none --out "$tmp/sft_nan" --max-steps 1 > "$tmp/out" 2> "$tmp/err"
+expect "sft: NaN weights exit 2" test $? -eq 2
+expect "sft: names the step" grep -q "sft: step 1: the loss is not finite" "$tmp/err"
+expect "sft: no model and no nan in its log" sh -c "test ! -e '$tmp/sft_nan/config.json' && ! grep -qi nan '$tmp/out'"
+
 # -- the model's positions: never run past them (logprobs refuses, train cuts by its rule and says so)
 awk 'BEGIN { printf "{\"prompt\": \""; for (i = 0; i < 1000000; i++) printf "x"; print "\", \"responses\": [\"a\", \"b\"], \"scores\": [1, 0]}" }' > "$tmp/huge.jsonl"
 timeout 60 "$ppa" logprobs --model "$tmp/m" --template none --data "$tmp/huge.jsonl" > /dev/null 2> "$tmp/err"

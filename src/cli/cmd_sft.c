@@ -2,6 +2,7 @@
  * text rows or prompt/response rows (the prompt masked), writing a model
  * folder. The loss of a step is the mean negative log-probability over all
  * scored tokens of the step, so micro-batching changes nothing but memory. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,12 @@ static double sft_micro_step(Model *m, const DataSet *d, const int *idx, int n, 
     return -sum;
 }
 
+static int params_finite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
 int cmd_sft(int argc, char **argv) {
     TrainOptions opts;
     prep_options(CMD_SFT, USAGE, argc, argv, &opts);
@@ -117,6 +124,7 @@ int cmd_sft(int argc, char **argv) {
             a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
             gemm_backend());
     double t0 = timer_now();
+    int failed = 0;
     for (long step = 0; step < total; step++) {
         long epoch = step / steps_per_epoch, at = (step % steps_per_epoch) * a.batch;
         if (step % steps_per_epoch == 0) { /* a seeded order per epoch */
@@ -136,11 +144,27 @@ int cmd_sft(int argc, char **argv) {
         model_zero_grads(m);
         for (int i = 0; i < n; i += a.micro) nll += sft_micro_step(m, &d, perm + at + i, n - i < a.micro ? n - i : a.micro, tokens);
         double gnorm = grad_norm(model_grads(m), n_params), lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
+        if (!isfinite(nll) || !isfinite(gnorm)) { /* never update with, print or save a NaN */
+            snprintf(err, sizeof err, "sft: step %ld: the %s is not finite (%g): the weights or the data hold NaN or Inf; "
+                     "nothing was updated or saved", step + 1, isfinite(nll) ? "gradient norm" : "loss",
+                     isfinite(nll) ? gnorm : nll);
+            failed = 1;
+            break;
+        }
         adamw_step(&opt, model_params(m), model_grads(m), clip_scale(gnorm, a.clip), decay, lr, &ac);
         double dt = timer_now() - ts;
         printf("{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
                "\"tokens_per_s\": %.1f}\n", step + 1, epoch + 1, nll / tokens, lr, gnorm, tokens, tokens / dt);
         fflush(stdout);
+    }
+    if (!failed && !params_finite(model_params(m), n_params)) {
+        snprintf(err, sizeof err, "sft: the weights are not finite after the last step: nothing was saved");
+        failed = 1;
+    }
+    if (failed) {
+        free(perm), free(decay), adamw_free(&opt), data_free(&d), tokenizer_free(tok), model_free(m);
+        train_options_free(&opts);
+        ppa_die(2, "%s", err);
     }
     fprintf(stderr, "ppa sft: %ld steps in %.1f s\n", total, timer_now() - t0);
     struct stat sb;
