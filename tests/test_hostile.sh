@@ -88,6 +88,7 @@ bad_line() { # bad_line DESCRIPTION LINE2 EXPECTED: the second line of a data fi
 bad_line "duplicate key" '{"prompt": "q", "responses": ["a", "b"], "scores": [1, 0], "scores": [0, 1]}' 'duplicate key "scores"'
 bad_line "trailing garbage" '{"prompt": "q", "responses": ["a", "b"], "scores": [1, 0]} x' "content after the JSON value"
 bad_line "NUL in a string" '{"prompt": "q\u0000hidden", "responses": ["a", "b"], "scores": [1, 0]}' "a string holds NUL"
+bad_line "invalid UTF-8, named in its field" "$(printf '{"prompt": "q", "responses": ["a", "b\xfe"], "scores": [1, 0]}')" '"responses"\[1\]: invalid UTF-8 at byte 1 of the string'
 bad_line "an id of 3.5" '{"id": 3.5, "prompt": "q", "responses": ["a", "b"], "scores": [1, 0]}' '"id" must be a whole number'
 { head -1 "$tmp/good.jsonl"; printf '{"prompt": "q", "responses": ["a", "b"],\0 "scores": [1, 0]}\n'; } > "$tmp/nul.jsonl"
 lp --data "$tmp/nul.jsonl" > /dev/null 2> "$tmp/err"

@@ -46,6 +46,13 @@ static void test_texts(void) {
     REFUSE("{\"a\": 1,}", "invalid JSON", "cJSON's own errors stay");
     REFUSE("{\n\"a\": 1,\n\"b\": }", "line 3: invalid JSON", "the line of a syntax error");
     REFUSE("", "invalid JSON", "empty text");
+    /* UTF-8: named by the field's path and the byte within the string, never an offset in some rendered text */
+    ACCEPT("{\"a\": \"h\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"}", "2-, 3- and 4-byte characters");
+    REFUSE("{\"r\": [\"x\", \"y\xfe\"]}", "\"r\"[1]: invalid UTF-8 at byte 1 of the string", "a stray byte, with its path");
+    REFUSE("{\"m\": [{\"c\": \"ab\xc0\xaf\"}]}", "\"m\"[0].\"c\": invalid UTF-8 at byte 2", "an overlong form");
+    REFUSE("{\"a\": \"\xed\xa0\x80\"}", "invalid UTF-8 at byte 0", "a surrogate");
+    REFUSE("{\"a\": \"\xf4\x90\x80\x80\"}", "invalid UTF-8 at byte 0", "past U+10FFFF");
+    REFUSE("{\"k\xff\": 1}", "(its key)", "a key");
     /* nesting: deep enough for real files, not for a stack bomb */
     char deep[2 * 600 + 1];
     for (int i = 0; i < 600; i++) deep[i] = '[', deep[1199 - i] = ']';

@@ -118,6 +118,43 @@ static long line_of(const char *text, const char *at) {
     return line;
 }
 
+/* The length of the UTF-8 sequence at s (overlong forms, surrogates and code points past U+10FFFF refused), or 0. */
+static int utf8_len(const unsigned char *s) {
+    if (s[0] < 0x80) return 1;
+    int n = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
+    if (!n || s[0] > 0xF4) return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) return 0;
+    if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))) return 0;
+    return n;
+}
+
+/* every string (keys too) valid UTF-8; a bad one named by its path and byte */
+static int check_utf8(const cJSON *node, char *path, size_t at, char *err, size_t errlen) {
+    int index = 0;
+    for (const cJSON *it = node; it; it = it->next, index++) {
+        size_t n = at;
+        if (n < 200)
+            n += it->string ? (size_t)snprintf(path + n, 256 - n, "%s\"%.40s\"", n ? "." : "", it->string)
+                            : (size_t)snprintf(path + n, 256 - n, "[%d]", index);
+        const char *strs[2] = {it->string, cJSON_IsString(it) ? it->valuestring : NULL};
+        for (int k = 0; k < 2; k++)
+            for (size_t i = 0; strs[k] && strs[k][i];) {
+                int l = utf8_len((const unsigned char *)strs[k] + i);
+                if (!l) {
+                    snprintf(err, errlen, "%s%s: invalid UTF-8 at byte %zu%s", path[0] ? path : "the text",
+                             k ? "" : " (its key)", i, k ? " of the string" : "");
+                    return -1;
+                }
+                i += (size_t)l;
+            }
+        if (it->child && check_utf8(it->child, path, n, err, errlen)) return -1;
+        path[at] = 0;
+    }
+    return 0;
+}
+
 cJSON *json_parse(const char *text, size_t len, char *err, size_t errlen) {
     size_t body = len;
     while (body > 0 && (text[body - 1] == '\n' || text[body - 1] == '\r' || text[body - 1] == ' ' || text[body - 1] == '\t'))
@@ -137,6 +174,12 @@ cJSON *json_parse(const char *text, size_t len, char *err, size_t errlen) {
     while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
     if (end < text + len) {
         fail(&S, line_of(text, end), "content after the JSON value");
+        cJSON_Delete(root);
+        return NULL;
+    }
+    char path[256] = "";
+    if (check_utf8(root->child, path, 0, err, errlen) ||
+        (cJSON_IsString(root) && check_utf8(root, path, 0, err, errlen))) { /* named in the field, not in a rendered prompt */
         cJSON_Delete(root);
         return NULL;
     }
