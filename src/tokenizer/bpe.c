@@ -118,7 +118,7 @@ int bpe_load(Bpe *m, const cJSON *model, int byte_level, char *err, size_t errle
         return -1;
     }
     for (const cJSON *it = vocab->child; it; it = it->next) {
-        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 1e9) {
+        if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0 && it->valuedouble < TOKENIZER_MAX_ID)) {
             snprintf(err, errlen, "model.vocab[\"%s\"] is not a token id", it->string);
             return -1;
         }
@@ -239,6 +239,14 @@ static void add_symbol(Symbols *s, int id) {
     s->n++;
 }
 
+/* 1 if every byte of a character has a <0xNN> token: byte fallback takes
+ * all of them or none (tokenizers' BPE falls back to unk otherwise) */
+static int bytes_known(const Bpe *m, const char *p, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (m->byte_id[(unsigned char)p[k]] < 0) return 0;
+    return 1;
+}
+
 /* Characters (or byte-level bytes) to initial symbols. */
 static void initial_symbols(const Bpe *m, const char *p, size_t len, Symbols *s) {
     s->n = 0;
@@ -254,7 +262,7 @@ static void initial_symbols(const Bpe *m, const char *p, size_t len, Symbols *s)
         if (id >= 0) {
             add_symbol(s, id);
             last_unk = 0;
-        } else if (m->byte_fallback && m->byte_id[(unsigned char)p[i]] >= 0) {
+        } else if (m->byte_fallback && bytes_known(m, p + i, n)) {
             for (size_t k = 0; k < n; k++) add_symbol(s, m->byte_id[(unsigned char)p[i + k]]);
             last_unk = 0;
         } else if (m->unk_id >= 0 && !(m->fuse_unk && last_unk)) {
