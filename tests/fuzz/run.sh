@@ -15,6 +15,13 @@ seconds=${2:-600}
 shift 2 2>/dev/null
 only=" $* "
 cd "$(dirname "$0")/../.."
+# the harnesses' temporary files (tests/fuzz/fuzz_common.h), in memory when
+# possible; a crashing input leaves its folder behind, removed here with the rest
+base=/dev/shm
+[ -w "$base" ] || base=${TMPDIR:-/tmp}
+TMPDIR=$(mktemp -d "$base/ppa-fuzz-run.XXXXXX") || exit 1
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 failed=()
 start=$SECONDS
 for bin in "$build"/fuzz/fuzz_*; do
