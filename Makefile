@@ -1,8 +1,12 @@
 # ppa: one static library (libppa.a) and one binary (ppa) at the repository root.
 #   make            library and binary
 #   make test       install missing Debian packages, build, run every test
-#                   (optimised OpenMP build, then ASan+UBSan build without OpenMP)
+#                   (optimised OpenMP build, then ASan+UBSan build without OpenMP,
+#                   then a short fuzz run: make fuzz-quick)
 #   make asan       only the sanitizer build and its tests
+#   make fuzz       libFuzzer harnesses of the input parsers (tests/fuzz/), each for
+#                   FUZZ_SECONDS (600) after replaying its committed seeds and regressions
+#   make fuzz-quick the same for 5 s each (what make test runs)
 #   make bench      ppa against PyTorch, same run (needs python3-torch)
 #   make goldens    regenerate tests/fixtures from the PyTorch reference scripts
 #   make fixtures   fetch tokenizer files, the sentiment word lists and the Brown corpus
@@ -23,6 +27,12 @@ CFLAGS  := -std=c17 $(OPT) $(OMP) $(SAN) -Wall -Wextra -Werror -Wno-psabi $(if $
            -D_GNU_SOURCE -Iinclude -Isrc -MMD -MP
 LDLIBS  := -lcjson -lpcre2-8 -lutf8proc -lyaml -lmvec -lm -ldl
 PYTHON  := /usr/bin/python3
+# libFuzzer: clang-14 goes with Debian 12's libclang-rt-14-dev, which holds
+# the fuzzer runtime; the harnesses see the library built with the same
+# sanitizers, so a finding inside it is reported where it happens
+FUZZ_CC      ?= clang-14
+FUZZ_SAN     := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_SECONDS ?= 600
 
 # the library is everything below the command line
 LIB_SRC := $(sort $(filter-out src/cli/%,$(wildcard src/*/*.c)))
@@ -30,6 +40,7 @@ CLI_SRC := $(sort $(wildcard src/cli/*.c))
 TESTS   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/test_*.c)))
 LIB     := $(BUILD)/libppa.a
 BIN     := $(if $(filter build,$(BUILD)),ppa,$(BUILD)/ppa)
+FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 
 all: $(BIN) $(TESTS)
 
@@ -52,6 +63,13 @@ $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
 
+# only meaningful with the flags fuzz-build gives (clang, FUZZ_SAN)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(LIB) -o $@ $(LDLIBS)
+
+fuzzers: $(FUZZERS)
+
 deps:
 	@bash scripts/install-deps.sh
 
@@ -64,10 +82,20 @@ test: deps fixtures
 	$(MAKE) --no-print-directory all
 	bash tests/run.sh build ./ppa
 	$(MAKE) --no-print-directory asan
+	$(MAKE) --no-print-directory fuzz-quick
 
 asan:
 	$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -march=native -fno-omit-frame-pointer" OMP= SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" all
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 bash tests/run.sh build-asan build-asan/ppa
+
+fuzz-build:
+	$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) OPT="-O1 -g -fno-omit-frame-pointer" OMP= SAN="$(FUZZ_SAN)" fuzzers
+
+fuzz: fuzz-build
+	bash tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+fuzz-quick: fuzz-build
+	bash tests/fuzz/run.sh build-fuzz 5
 
 bench: all
 	bash bench/run_loss.sh ./ppa
@@ -94,7 +122,7 @@ demo-seeds: demo-deps
 	  $(if $(wildcard demo-out/full/sft/model.safetensors),--sft demo-out/full/sft)
 
 clean:
-	rm -rf build build-asan ppa
+	rm -rf build build-asan build-fuzz ppa
 
-.PHONY: all deps fixtures test asan bench goldens demo demo-deps demo-quick demo-seeds clean
--include $(shell find build build-asan -name '*.d' 2>/dev/null)
+.PHONY: all fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick demo-seeds clean
+-include $(shell find build build-asan build-fuzz -name '*.d' 2>/dev/null)

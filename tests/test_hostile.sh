@@ -107,7 +107,7 @@ expect "--data /dev/zero stops at the line limit" grep -q "/dev/zero:1: a line l
 cp -r "$tmp/m" "$tmp/tk"
 sed -i 's/"\\u0041": 65/"\\u0041": 65.5/' "$tmp/tk/tokenizer.json"
 lp --model "$tmp/tk" --data "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
-expect "a vocab id of 65.5 is refused" grep -q 'model.vocab: "A" must be a whole number in \[0, 1000000000\], found 65.5' "$tmp/err"
+expect "a vocab id of 65.5 is refused" grep -q 'model.vocab: "A" must be a whole number in \[0, 16777215\], found 65.5' "$tmp/err"
 cp "$tmp/m/tokenizer.json" "$tmp/tk/tokenizer.json"
 sed -i 's/"special": true/"special": "true"/' "$tmp/tk/tokenizer.json"
 lp --model "$tmp/tk" --data "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"

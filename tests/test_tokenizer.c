@@ -88,6 +88,8 @@ static void test_sentencepiece(void) {
     expect_ids(t, "aaa", 0, (const int[]){10, 12, -1}, "ties merge leftmost first");
     /* é is not in the vocab: its two UTF-8 bytes; ! too */
     expect_ids(t, "é!", 0, (const int[]){6, 3, 4, 5, -1}, "byte fallback");
+    /* è is C3 A8 and only <0xC3> is a token: all of its bytes or none, so unk (a fuzzer find) */
+    expect_ids(t, "\xC3\xA8", 0, (const int[]){6, 0, -1}, "byte fallback needs a token for every byte");
     /* 'z' has neither a token nor a byte token: unk, fused in a run */
     expect_ids(t, "zz", 0, (const int[]){6, 0, -1}, "fuse_unk");
     /* added tokens split out first; the normalizer prepends per segment */
@@ -213,6 +215,21 @@ static void test_metaspace(void) {
     expect_ids(t, "Hey", 0, (const int[]){5, -1}, "first: the first segment gets the prefix");
     expect_ids(t, "<s>Hey", 0, (const int[]){0, 10, -1}, "first: a segment after an added token does not");
     expect_decode(t, (const int[]){5, 9}, 2, 0, " Hey f", "prepend_scheme never keeps every space");
+    tokenizer_free(t);
+}
+
+/* Split on a String pattern (a PCRE2 literal): "a b" -> "a", "b", which no
+ * longer merge. It was refused (literal + UCP) until the fuzzer's seeds. */
+static void test_split_string(void) {
+    static const char JSON[] =
+        "{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"Removed\"},"
+        " \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, \"merges\": [\"a b\"]}}";
+    char err[512];
+    Tokenizer *t = load_text(JSON, err, sizeof err);
+    CHECK(t != NULL, "Split with a String pattern loads: %s", t ? "" : err);
+    if (!t) return;
+    expect_ids(t, "ab", 0, (const int[]){2, -1}, "one piece merges");
+    expect_ids(t, "a b", 0, (const int[]){0, 1, -1}, "the literal splits and is removed");
     tokenizer_free(t);
 }
 
@@ -415,6 +432,7 @@ int main(void) {
     test_byte_level();
     test_refusals();
     test_metaspace();
+    test_split_string();
     test_templates();
     test_reference("qwen3");
     test_reference("llama3_1");

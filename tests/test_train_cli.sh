@@ -56,6 +56,17 @@ expect "... and the same log lines" cmp -s <(untimed "$tmp/a/train_log.jsonl" | 
 "$ppa" train "${common[@]}" --out "$tmp/b" --objective ppa --lr 0.03 --resume "$tmp/b/checkpoint-3" > /dev/null 2> "$tmp/err"
 expect "resume with other options is refused" test $? -eq 2
 expect "... naming the option" grep -q "lr" "$tmp/err"
+# a hand-edited state: a negative cursor is refused on load, one past the data by the trainer
+mkdir "$tmp/cur" && cp -r "$tmp/a/checkpoint-3" "$tmp/cur/"
+for cursor in -5 1000; do
+  sed -i -E "s/(\"cursor\":[[:space:]]*)[-0-9]+/\1$cursor/" "$tmp/cur/checkpoint-3/ppa_state.json"
+  "$ppa" train "${common[@]}" --out "$tmp/cur" --objective ppa --resume "$tmp/cur/checkpoint-3" > /dev/null 2> "$tmp/err"
+  expect "a data cursor of $cursor is refused" test $? -eq 2
+  if [ "$cursor" = -5 ]; then
+    expect "... when the state is read" grep -q "step, epoch and cursor must be whole numbers" "$tmp/err"
+  fi
+done
+expect "... naming it" grep -q "data cursor 1000 is outside the epoch's 21 lists" "$tmp/err"
 "$ppa" train "${common[@]}" --out "$tmp/a" --objective ppa > /dev/null 2> "$tmp/err"
 expect "an --out holding a model is refused without --resume" test $? -eq 2
 expect "... saying what to do" grep -q -- "--resume" "$tmp/err"

@@ -180,7 +180,9 @@ static int int_array(const cJSON *a, int **out, int vocab, const char *what, cha
     int n = cJSON_GetArraySize(a), i = 0;
     *out = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
     for (const cJSON *it = a->child; it; it = it->next, i++) {
-        if (!cJSON_IsNumber(it) || it->valuedouble != (int)it->valuedouble || it->valueint < 0 || it->valueint >= vocab) {
+        double v = it->valuedouble;
+        /* the range first: (int) of a double outside int's range is undefined behaviour */
+        if (!cJSON_IsNumber(it) || !(v >= 0 && v < vocab) || v != (int)v) {
             snprintf(err, errlen, "\"%s\"[%d] is not a token id below %d", what, i, vocab);
             return -1;
         }
@@ -195,8 +197,12 @@ static int read_scores(const cJSON *j, DataRow *r, const cJSON *const *obj_score
     const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(j, "ranks");
     for (int k = 0; k < r->n_resp; k++) r->scores[k] = NAN;
     if (!sc && !ranks) {
-        for (int k = 0; k < r->n_resp; k++)
-            if (obj_scores && obj_scores[k] && cJSON_IsNumber(obj_scores[k])) r->scores[k] = obj_scores[k]->valuedouble;
+        for (int k = 0; k < r->n_resp; k++) {
+            if (!obj_scores || !obj_scores[k] || !cJSON_IsNumber(obj_scores[k])) continue;
+            if (!isfinite(obj_scores[k]->valuedouble)) /* 1e999 parses as inf; the scores array refuses it too */
+                return snprintf(err, errlen, "the score of response %d is not a finite number", k), -1;
+            r->scores[k] = obj_scores[k]->valuedouble;
+        }
         return 0;
     }
     const cJSON *a = sc ? sc : ranks;

@@ -473,8 +473,12 @@ YamlNode *yaml_load(const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    char *buf = xmalloc(YAML_MAX_BYTES + 1);
-    size_t n = fread(buf, 1, YAML_MAX_BYTES + 1, f);
+    /* grown as needed: a recipe is a few kB, and a 16 MB buffer per load
+     * made the fuzzer (and any caller in a loop) page-fault its time away */
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = xmalloc(cap);
+    while (n <= (size_t)YAML_MAX_BYTES && (got = fread(buf + n, 1, cap - n, f)) > 0)
+        if ((n += got) == cap) buf = xrealloc(buf, cap *= 2);
     int bad = ferror(f);
     fclose(f);
     YamlNode *root = NULL;

@@ -121,7 +121,7 @@ int bpe_load(Bpe *m, const cJSON *model, int byte_level, char *err, size_t errle
     char msg[256];
     for (const cJSON *it = vocab->child; it; it = it->next) {
         long id;
-        if (json_whole(it, it->string, 0, 1e9, &id, msg, sizeof msg)) { /* 3.5 is not read as 3 */
+        if (json_whole(it, it->string, 0, TOKENIZER_MAX_ID - 1, &id, msg, sizeof msg)) { /* 3.5 is not read as 3 */
             snprintf(err, errlen, "model.vocab: %s", msg);
             return -1;
         }
@@ -245,6 +245,14 @@ static void add_symbol(Symbols *s, int id) {
     s->n++;
 }
 
+/* 1 if every byte of a character has a <0xNN> token: byte fallback takes
+ * all of them or none (tokenizers' BPE falls back to unk otherwise) */
+static int bytes_known(const Bpe *m, const char *p, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (m->byte_id[(unsigned char)p[k]] < 0) return 0;
+    return 1;
+}
+
 /* Characters (or byte-level bytes) to initial symbols. */
 static void initial_symbols(const Bpe *m, const char *p, size_t len, Symbols *s) {
     s->n = 0;
@@ -260,7 +268,7 @@ static void initial_symbols(const Bpe *m, const char *p, size_t len, Symbols *s)
         if (id >= 0) {
             add_symbol(s, id);
             last_unk = 0;
-        } else if (m->byte_fallback && m->byte_id[(unsigned char)p[i]] >= 0) {
+        } else if (m->byte_fallback && bytes_known(m, p + i, n)) {
             for (size_t k = 0; k < n; k++) add_symbol(s, m->byte_id[(unsigned char)p[i + k]]);
             last_unk = 0;
         } else if (m->unk_id >= 0 && !(m->fuse_unk && last_unk)) {

@@ -12,6 +12,11 @@
 #include "tokenizer/strmap.h"
 #include "tokenizer/buffers.h"
 
+/* Token ids are below this: an id indexes the model's embedding rows, and
+ * config.json's vocab_size is refused above MODEL_MAX_DIM = 2^24. It also
+ * bounds the id table (17 bytes per id) a hostile file can make us allocate. */
+#define TOKENIZER_MAX_ID (1 << 24)
+
 /* ---- BPE model (bpe.c) ---- */
 typedef struct {
     StrMap vocab;       /* token string -> id */

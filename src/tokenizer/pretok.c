@@ -200,7 +200,9 @@ static int compile_regex(PreTokenizer *p, const char *source, uint32_t extra, ch
     int code;
     PCRE2_SIZE off;
     char *pattern = extra & PCRE2_LITERAL ? strdup(source) : white_space_property(source);
-    p->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | extra, &code, &off, NULL);
+    /* PCRE2_LITERAL refuses PCRE2_UCP ("invalid option bits"), and a literal has no classes for it to change */
+    uint32_t ucp = extra & PCRE2_LITERAL ? 0 : PCRE2_UCP;
+    p->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | ucp | extra, &code, &off, NULL);
     free(pattern);
     if (!p->re) {
         PCRE2_UCHAR msg[256];

@@ -94,7 +94,7 @@ static int load_added(Tokenizer *t, const cJSON *list, char *err, size_t errlen)
             snprintf(err, errlen, "added_tokens: entry %d lacks a content string or an id", t->n_added);
             return -1;
         }
-        if (json_whole(id, "id", 0, 1e9, &idv, msg, sizeof msg) || json_bool(it, "single_word", &single, msg, sizeof msg) ||
+        if (json_whole(id, "id", 0, TOKENIZER_MAX_ID - 1, &idv, msg, sizeof msg) || json_bool(it, "single_word", &single, msg, sizeof msg) ||
             json_bool(it, "normalized", &normalized, msg, sizeof msg) || json_bool(it, "special", &special, msg, sizeof msg) ||
             json_bool(it, "lstrip", &lstrip, msg, sizeof msg) || json_bool(it, "rstrip", &rstrip, msg, sizeof msg)) {
             snprintf(err, errlen, "added token \"%s\": %s", c->valuestring, msg);
@@ -157,6 +157,12 @@ static int load_post(Tokenizer *t, const cJSON *j, char *err, size_t errlen) {
             return -1;
         }
         for (const cJSON *v = ids->child; v; v = v->next) {
+            if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble < TOKENIZER_MAX_ID) ||
+                v->valuedouble != (int)v->valuedouble) { /* -1 marks the sequence in t->post */
+                snprintf(err, errlen, "post_processor: special token %s has an id that is not a token id",
+                         name->valuestring);
+                return -1;
+            }
             t->post = xrealloc(t->post, sizeof(int) * (size_t)(t->n_post + 1));
             t->post[t->n_post++] = v->valueint;
         }
@@ -190,7 +196,7 @@ static int load_decoder(Tokenizer *t, const cJSON *j, char *err, size_t errlen) 
         d.kind = D_REPLACE;
         d.a = strdup(pat->valuestring);
         d.b = strdup(content->valuestring);
-    } else if (!strcmp(type, "Strip") && cJSON_IsString(content)) {
+    } else if (!strcmp(type, "Strip") && cJSON_IsString(content) && content->valuestring[0]) { /* "" strips nothing */
         d.kind = D_STRIP;
         d.a = strdup(content->valuestring);
         d.start = cJSON_GetObjectItemCaseSensitive(j, "start") ? cJSON_GetObjectItemCaseSensitive(j, "start")->valueint : 0;
@@ -198,6 +204,10 @@ static int load_decoder(Tokenizer *t, const cJSON *j, char *err, size_t errlen) 
     } else if (!strcmp(type, "Metaspace")) {
         const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "replacement");
         const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(j, "prepend_scheme");
+        if (cJSON_IsString(r) && !r->valuestring[0]) { /* replace_in would never advance past "" */
+            snprintf(err, errlen, "decoder Metaspace needs a non-empty replacement");
+            return -1;
+        }
         d.kind = D_METASPACE;
         d.a = strdup(cJSON_IsString(r) ? r->valuestring : "\xe2\x96\x81");
         d.start = cJSON_IsString(scheme) ? strcmp(scheme->valuestring, "never") != 0
@@ -247,6 +257,11 @@ static int load_json(Tokenizer *t, const cJSON *root, char *err, size_t errlen) 
     }
     if (bpe_load(&t->bpe, model, pretok_is_byte_level(t->pre), err, errlen)) return -1;
     build_id_table(t);
+    for (int i = 0; i < t->n_post; i++) /* encode's ids must all be tokens */
+        if (t->post[i] >= 0 && (t->post[i] >= t->size || !t->id_str[t->post[i]])) {
+            snprintf(err, errlen, "post_processor: id %d is in neither the vocabulary nor added_tokens", t->post[i]);
+            return -1;
+        }
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,19 @@ static int read_moments(const char *dir, AdamW *opt, char *err, size_t errlen) {
     return rc;
 }
 
+/* A count of the state file into *out: a whole number from 0 to hi. The
+ * range comes before the cast (out of range it is undefined behaviour), and
+ * a negative cursor would index before the epoch's lists. */
+static int whole_in(const cJSON *v, double hi, long *out) {
+    double x = v->valuedouble;
+    if (!(x >= 0 && x <= hi) || x != floor(x)) return -1;
+    *out = (long)x;
+    return 0;
+}
+
+#define STATE_MAX_COUNT 9007199254740992.0 /* 2^53: every count below it is exact in JSON (a double) */
+#define STATE_MAX_THREADS 65536.0
+
 static int parse_state(const char *path, const char *text, TrainState *st, char *err, size_t errlen) {
     cJSON *j = cJSON_Parse(text);
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step"), *ep = cJSON_GetObjectItemCaseSensitive(j, "epoch");
@@ -140,10 +154,16 @@ static int parse_state(const char *path, const char *text, TrainState *st, char 
         return fail(err, errlen, "%s: not a ppa training state (step, epoch, cursor, seed, gemm_kernel, gemm_threads, "
                     "options expected)", path);
     }
-    st->step = (long)step->valuedouble, st->epoch = (long)ep->valuedouble, st->cursor = (long)cur->valuedouble;
+    long threads;
+    if (whole_in(step, STATE_MAX_COUNT, &st->step) || whole_in(ep, STATE_MAX_COUNT, &st->epoch) ||
+        whole_in(cur, STATE_MAX_COUNT, &st->cursor) || whole_in(th, STATE_MAX_THREADS, &threads)) {
+        cJSON_Delete(j);
+        return fail(err, errlen, "%s: step, epoch and cursor must be whole numbers from 0 to 2^53, gemm_threads "
+                    "from 0 to %.0f", path, STATE_MAX_THREADS);
+    }
     st->seed = strtoull(seed->valuestring, NULL, 10);
     snprintf(st->kernel, sizeof st->kernel, "%s", k->valuestring);
-    st->threads = (int)th->valuedouble;
+    st->threads = (int)threads;
     st->options = cJSON_PrintUnformatted(o);
     cJSON_Delete(j);
     return 0;

@@ -30,7 +30,9 @@ typedef struct {
 int state_save(const char *out, const Model *m, const AdamW *opt, const TrainState *st, const char *tokenizer_dir,
                char *path, size_t pathlen, char *err, size_t errlen);
 /* Reads the optimizer moments (opt initialised for m's size) and the state
- * of a checkpoint folder; the weights are loaded with model_load(dir). */
+ * of a checkpoint folder; the weights are loaded with model_load(dir). step,
+ * epoch and cursor are whole numbers from 0 to 2^53 (else an error); whether
+ * the cursor fits the data is train_run's check. */
 int state_load(const char *dir, AdamW *opt, TrainState *st, char *err, size_t errlen);
 void state_free(TrainState *st);
 

@@ -128,6 +128,12 @@ static int weights_finite(Model *m, long step, char *err, size_t errlen) {
 
 int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, TrainState *st, const TrainPlan *p,
               char *err, size_t errlen) {
+    long per_epoch = train_data_lists(data);
+    if (st->cursor < 0 || st->cursor >= per_epoch) { /* a saved cursor is always inside its epoch */
+        snprintf(err, errlen, "data cursor %ld is outside the epoch's %ld lists (a checkpoint of other data?)",
+                 st->cursor, per_epoch);
+        return -1;
+    }
     size_t n_params = model_n_params(policy);
     unsigned char *decay = model_decay_mask(policy);
     AdamWConfig ac = {0.9, 0.999, 1e-8, p->weight_decay};
