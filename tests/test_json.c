@@ -31,6 +31,8 @@ static void refuse(const char *text, size_t len, const char *needle, const char 
 static void test_texts(void) {
     ACCEPT("{\"a\": 1, \"b\": [1, 2, {\"a\": 2}]}\n", "the same key in nested objects");
     ACCEPT("[{\"a\": 1}, {\"a\": 2}]", "the same key in sibling objects");
+    ACCEPT("{}", "an empty object (no keys to compare)");
+    ACCEPT("[{}, {\"a\": 1}, {}]", "empty objects among others");
     ACCEPT("{\"a\": \"\\\\u0000\"}", "an escaped backslash before u0000 is text, not NUL");
     ACCEPT("{\"a\": [\"x\", \"x\"]}", "equal strings in a list");
     ACCEPT("  {\"a\": 1}  \r\n", "blanks around the value");

@@ -47,6 +47,7 @@ static int key_cmp(const void *a, const void *b) {
 /* the keys of one object, keys[first..n): none twice */
 static int check_keys(Scan *S, size_t first) {
     size_t n = S->n_keys - first;
+    if (n < 2) return S->n_keys = first, 0; /* also: no keys yet, keys may be NULL */
     Key *k = S->keys + first;
     qsort(k, n, sizeof *k, key_cmp);
     for (size_t i = 1; i < n; i++)
