@@ -66,6 +66,41 @@ expect "sft: NaN weights exit 2" test $? -eq 2
 expect "sft: names the step" grep -q "sft: step 1: the loss is not finite" "$tmp/err"
 expect "sft: no model and no nan in its log" sh -c "test ! -e '$tmp/sft_nan/config.json' && ! grep -qi nan '$tmp/out'"
 
+# -- checkpoints: their files are checksummed and verified on resume; a killed save's leftovers are cleaned
+ck=(--data "$tmp/good.jsonl" --list-size 3 --batch-size 2 --lr 0.01 --max-steps 2 --save-every 1)
+train "${ck[@]}" --out "$tmp/ck" > /dev/null 2>&1
+expect "a checkpoint lists the checksums of its files" grep -q '"optimizer.safetensors":' "$tmp/ck/checkpoint-1/ppa_state.json"
+resume_from() { rm -rf "$tmp/r" && mkdir "$tmp/r" && cp -r "$1" "$tmp/r/checkpoint-1" && \
+  "$ppa" train --model "$tmp/m" --template none "${ck[@]}" --out "$tmp/r" --resume "$tmp/r/checkpoint-1" > /dev/null 2> "$tmp/err"; }
+resume_from "$tmp/ck/checkpoint-1"
+expect "an intact checkpoint resumes" test $? -eq 0 -a -s "$tmp/r/config.json"
+cp -r "$tmp/ck/checkpoint-1" "$tmp/flip"
+size=$(stat -c %s "$tmp/flip/optimizer.safetensors")
+printf '\x01' | dd of="$tmp/flip/optimizer.safetensors" bs=1 seek=$((size - 3)) conv=notrunc status=none
+resume_from "$tmp/flip"
+expect "a flipped byte in the optimizer file is refused (exit 2)" test $? -eq 2
+expect "... naming the file and the checksum" grep -q "optimizer.safetensors: changed since the checkpoint was written" "$tmp/err"
+cp "$tmp/ck/checkpoint-1/optimizer.safetensors" "$tmp/flip/"
+printf '\x01' | dd of="$tmp/flip/model.safetensors" bs=1 seek=$(($(stat -c %s "$tmp/flip/model.safetensors") - 3)) conv=notrunc status=none
+resume_from "$tmp/flip"
+expect "a flipped byte in the model file is refused" grep -q "model.safetensors: changed since" "$tmp/err"
+# a moment of -1, in a state without checksums (as older ppa wrote them)
+rm -rf "$tmp/flip" && cp -r "$tmp/ck/checkpoint-1" "$tmp/flip"
+/usr/bin/python3 - "$tmp/flip" <<'PY'
+import json, struct, sys
+d = sys.argv[1]
+st = json.load(open(d + "/ppa_state.json")); del st["checksums"]; json.dump(st, open(d + "/ppa_state.json", "w"))
+b = bytearray(open(d + "/optimizer.safetensors", "rb").read())
+n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n]); o = 8 + n + h["exp_avg_sq"]["data_offsets"][0]
+b[o:o + 4] = struct.pack("<f", -1.0); open(d + "/optimizer.safetensors", "wb").write(b)
+PY
+resume_from "$tmp/flip"
+expect "an exp_avg_sq of -1 is refused" grep -q 'exp_avg_sq\[0\] = -1 is not a valid moment' "$tmp/err"
+# a kill in the middle of a save leaves a partial folder; the next run removes it
+mkdir -p "$tmp/r2/checkpoint-5.partial.tmp.123" && cp -r "$tmp/ck/checkpoint-1" "$tmp/r2/"
+"$ppa" train --model "$tmp/m" --template none "${ck[@]}" --out "$tmp/r2" --resume "$tmp/r2/checkpoint-1" > /dev/null 2>&1
+expect "stale partial saves are removed" test ! -e "$tmp/r2/checkpoint-5.partial.tmp.123" -a -s "$tmp/r2/config.json"
+
 # -- the model's positions: never run past them (logprobs refuses, train cuts by its rule and says so)
 awk 'BEGIN { printf "{\"prompt\": \""; for (i = 0; i < 1000000; i++) printf "x"; print "\", \"responses\": [\"a\", \"b\"], \"scores\": [1, 0]}" }' > "$tmp/huge.jsonl"
 timeout 60 "$ppa" logprobs --model "$tmp/m" --template none --data "$tmp/huge.jsonl" > /dev/null 2> "$tmp/err"

@@ -189,6 +189,7 @@ static int write_options(FILE *f, const void *ctx) {
 static int train_main(TrainOptions *o) {
     char err[4096];
     check_out(o->out, o->resume != NULL);
+    if (state_clean_partials(o->out, err, sizeof err)) ppa_die(1, "train: %s", err); /* a killed save's leftovers */
     char *opath = join(o->out, "train_options.json"); /* the resolved options, and where each came from */
     if (atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "train: %s", err);
     free(opath);

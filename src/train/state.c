@@ -3,6 +3,7 @@
 #include "train/state.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
@@ -15,7 +16,9 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "core/hash.h"
 #include "io/atomic.h"
+#include "io/json.h"
 #include "io/jsonl.h"
 #include "io/safetensors.h"
 
@@ -48,7 +51,42 @@ int remove_tree(const char *path) {
 
 static int write_text(FILE *f, const void *ctx) { return fputs(ctx, f) < 0 ? -1 : 0; }
 
-static char *state_json(const TrainState *st) {
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* {"file": "hash", ...} of every file of dir but the state file, in name order */
+static cJSON *checksums(const char *dir, char *err, size_t errlen) {
+    DIR *d = opendir(dir);
+    if (!d) return fail(err, errlen, "%s: %s", dir, strerror(errno)), NULL;
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && strcmp(e->d_name, "ppa_state.json")) {
+            names = xrealloc(names, sizeof(char *) * (n + 1));
+            names[n++] = strdup(e->d_name);
+        }
+    closedir(d);
+    qsort(names, n, sizeof(char *), name_cmp);
+    cJSON *c = cJSON_CreateObject();
+    for (size_t i = 0; i < n; i++) {
+        char *path = join(dir, names[i]), hex[32];
+        int ok;
+        snprintf(hex, sizeof hex, "%016" PRIx64, hash64_file(path, &ok));
+        if (ok) cJSON_AddStringToObject(c, names[i], hex);
+        else fail(err, errlen, "%s: cannot read it back", path);
+        free(path), free(names[i]);
+        if (!ok) {
+            for (size_t k = i + 1; k < n; k++) free(names[k]);
+            free(names);
+            cJSON_Delete(c);
+            return NULL;
+        }
+    }
+    free(names);
+    return c;
+}
+
+static char *state_json(const TrainState *st, cJSON *sums) {
     cJSON *j = cJSON_CreateObject();
     char seed[32];
     snprintf(seed, sizeof seed, "%" PRIu64, st->seed);
@@ -61,6 +99,7 @@ static char *state_json(const TrainState *st) {
     cJSON_AddNumberToObject(j, "gemm_threads", st->threads);
     cJSON *o = st->options ? cJSON_Parse(st->options) : NULL;
     cJSON_AddItemToObject(j, "options", o ? o : cJSON_CreateObject());
+    cJSON_AddItemToObject(j, "checksums", sums); /* of the other files: a resume verifies them */
     char *s = cJSON_Print(j);
     cJSON_Delete(j);
     size_t n = strlen(s);
@@ -77,10 +116,27 @@ static int write_state_files(const char *dir, const AdamW *opt, const TrainState
     int rc = st_write(path, t, 2, ST_F32, err, errlen);
     free(path);
     if (rc) return -1;
-    char *js = state_json(st);
+    cJSON *sums = checksums(dir, err, errlen);
+    if (!sums) return -1;
+    char *js = state_json(st, sums);
     path = join(dir, "ppa_state.json");
     rc = atomic_write(path, write_text, js, err, errlen);
     free(js), free(path);
+    return rc;
+}
+
+int state_clean_partials(const char *out, char *err, size_t errlen) {
+    DIR *d = opendir(out);
+    if (!d) return 0;
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(d)))
+        if (strstr(e->d_name, ".partial") && (!strncmp(e->d_name, "checkpoint-", 11) || !strncmp(e->d_name, ".final", 6))) {
+            char *path = join(out, e->d_name);
+            if (remove_tree(path)) rc = fail(err, errlen, "%s: cannot remove a stale partial save: %s", path, strerror(errno));
+            free(path);
+        }
+    closedir(d);
     return rc;
 }
 
@@ -93,8 +149,10 @@ int state_save(const char *out, const Model *m, const AdamW *opt, const TrainSta
     char *partial = xmalloc(pn);
     snprintf(partial, pn, "%s.partial", final);
     struct stat sb;
-    int rc = 0;
-    if (remove_tree(partial))
+    int rc = state_clean_partials(out, err, errlen);
+    if (rc)
+        ; /* err says why */
+    else if (remove_tree(partial))
         rc = fail(err, errlen, "%s: cannot remove a stale partial checkpoint: %s", partial, strerror(errno));
     else if (stat(final, &sb) == 0)
         rc = fail(err, errlen, "%s: already exists (refusing to overwrite a checkpoint)", final);
@@ -123,6 +181,10 @@ static int read_moments(const char *dir, AdamW *opt, char *err, size_t errlen) {
                       opt->n, opt->n);
         else
             st_to_f32(t, dst[i]);
+        for (size_t k = 0; k < opt->n && !rc; k++) /* Adam's moments: finite, the second never negative */
+            if (!isfinite(dst[i][k]) || (i == 1 && dst[i][k] < 0))
+                rc = fail(err, errlen, "%s: %s[%zu] = %g is not a valid moment%s", path, names[i], k, dst[i][k],
+                          i == 1 ? " (finite, >= 0)" : " (finite)");
     }
     st_close(&s);
     free(path);
@@ -142,8 +204,34 @@ static int whole_in(const cJSON *v, double hi, long *out) {
 #define STATE_MAX_COUNT 9007199254740992.0 /* 2^53: every count below it is exact in JSON (a double) */
 #define STATE_MAX_THREADS 65536.0
 
+/* the files listed in the state's checksums, as they were written (path: the state file) */
+static int verify_checksums(const char *path, const cJSON *sums, char *err, size_t errlen) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    if (!cJSON_IsObject(sums)) return fail(err, errlen, "%s: \"checksums\" must be an object", path);
+    for (const cJSON *c = sums->child; c; c = c->next) {
+        if (!cJSON_IsString(c) || strchr(c->string, '/'))
+            return fail(err, errlen, "%s: checksums: \"%s\" is not a file's hash", path, c->string);
+        char *file = join(dir, c->string), hex[32];
+        int ok;
+        snprintf(hex, sizeof hex, "%016" PRIx64, hash64_file(file, &ok));
+        int same = ok && !strcmp(hex, c->valuestring);
+        if (!same) fail(err, errlen, "%s: %s since the checkpoint was written (checksum %s, now %s): the checkpoint is "
+                        "corrupt; resume from another one", file, ok ? "changed" : "unreadable", c->valuestring,
+                        ok ? hex : "none");
+        free(file);
+        if (!same) return -1;
+    }
+    return 0;
+}
+
 static int parse_state(const char *path, const char *text, TrainState *st, char *err, size_t errlen) {
-    cJSON *j = cJSON_Parse(text);
+    char why[512];
+    cJSON *j = json_parse(text, strlen(text), why, sizeof why);
+    if (!j) return fail(err, errlen, "%s: %s", path, why);
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step"), *ep = cJSON_GetObjectItemCaseSensitive(j, "epoch");
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(j, "cursor"), *seed = cJSON_GetObjectItemCaseSensitive(j, "seed");
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "gemm_kernel"), *th = cJSON_GetObjectItemCaseSensitive(j, "gemm_threads");
@@ -165,8 +253,10 @@ static int parse_state(const char *path, const char *text, TrainState *st, char 
     snprintf(st->kernel, sizeof st->kernel, "%s", k->valuestring);
     st->threads = (int)threads;
     st->options = cJSON_PrintUnformatted(o);
+    const cJSON *sums = cJSON_GetObjectItemCaseSensitive(j, "checksums");
+    int rc = sums ? verify_checksums(path, sums, err, errlen) : 0; /* older checkpoints have none */
     cJSON_Delete(j);
-    return 0;
+    return rc;
 }
 
 int state_load(const char *dir, AdamW *opt, TrainState *st, char *err, size_t errlen) {

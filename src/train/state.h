@@ -27,6 +27,8 @@ typedef struct {
 } TrainState;
 
 /* Writes OUT/checkpoint-<st->step>; the path written goes to path (may be NULL). */
+/* Removes what killed saves left in out (checkpoint-STEP.partial*, .final.partial*); 0, or -1 with err. */
+int state_clean_partials(const char *out, char *err, size_t errlen);
 int state_save(const char *out, const Model *m, const AdamW *opt, const TrainState *st, const char *tokenizer_dir,
                char *path, size_t pathlen, char *err, size_t errlen);
 /* Reads the optimizer moments (opt initialised for m's size) and the state
