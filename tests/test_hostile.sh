@@ -101,6 +101,15 @@ mkdir -p "$tmp/r2/checkpoint-5.partial.tmp.123" && cp -r "$tmp/ck/checkpoint-1" 
 "$ppa" train --model "$tmp/m" --template none "${ck[@]}" --out "$tmp/r2" --resume "$tmp/r2/checkpoint-1" > /dev/null 2>&1
 expect "stale partial saves are removed" test ! -e "$tmp/r2/checkpoint-5.partial.tmp.123" -a -s "$tmp/r2/config.json"
 
+# -- a Split pattern that hits PCRE2's match limit: refused, not taken as "no more matches" (which dropped text)
+echo '{"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a|aa)+b"}, "behavior": "Removed"},
+ "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2}, "merges": []}}' > "$tmp/limit.json"
+echo '{"text": "aaaaacab"}' | "$ppa" tokenize --tokenizer "$tmp/limit.json" > "$tmp/out" 2> "$tmp/err"
+expect "a short text matches: 'ab' removed" grep -q '^{"ids": \[0, 0, 0, 0, 0, 2\]}$' "$tmp/out"
+printf '{"text": "%scab"}\n' "$(printf 'a%.0s' $(seq 40))" | "$ppa" tokenize --tokenizer "$tmp/limit.json" > "$tmp/out" 2> "$tmp/err"
+expect "40 a's hit the match limit: exit 2" test $? -eq 2 -a ! -s "$tmp/out"
+expect "... with the reason" grep -q "stdin:1: the pre-tokenizer's Split pattern hit PCRE2's match limit" "$tmp/err"
+
 # -- the model's positions: never run past them (logprobs refuses, train cuts by its rule and says so)
 awk 'BEGIN { printf "{\"prompt\": \""; for (i = 0; i < 1000000; i++) printf "x"; print "\", \"responses\": [\"a\", \"b\"], \"scores\": [1, 0]}" }' > "$tmp/huge.jsonl"
 timeout 60 "$ppa" logprobs --model "$tmp/m" --template none --data "$tmp/huge.jsonl" > /dev/null 2> "$tmp/err"

@@ -56,6 +56,7 @@ int pretok_is_byte_level(const PreTokenizer *p);
 /* Splits a normalised segment into pieces: their bytes go to buf, and
  * (offset, length) pairs to spans. first_segment: the segment starts the text
  * (Metaspace prepend_scheme "first"). */
-void pretok_split(const PreTokenizer *p, const char *s, size_t len, int first_segment, ByteBuf *buf, IntVec *spans);
+/* 0, or -1 when a Split pattern fails on the text (PCRE2's match limit) */
+int pretok_split(const PreTokenizer *p, const char *s, size_t len, int first_segment, ByteBuf *buf, IntVec *spans);
 
 #endif

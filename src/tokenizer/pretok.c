@@ -313,11 +313,12 @@ static void emit(ByteBuf *buf, IntVec *spans, const char *s, size_t len) {
 
 /* Every match is a piece and so is the text between matches (Isolated), or
  * matches are dropped (Removed). */
-static void split_regex(const PreTokenizer *p, const char *s, size_t len, ByteBuf *buf, IntVec *spans) {
+static int split_regex(const PreTokenizer *p, const char *s, size_t len, ByteBuf *buf, IntVec *spans) {
     size_t at = 0;
     while (at < len) {
         int rc = pcre2_match(p->re, (PCRE2_SPTR)s, len, at, PCRE2_NO_UTF_CHECK, p->match, NULL);
-        if (rc < 0) break;
+        if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc < 0) return -1; /* the match limit, say: "no more matches" would drop or merge text */
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(p->match);
         if (ov[1] == ov[0]) { /* an empty match: step over one character */
             uint32_t cp;
@@ -331,6 +332,7 @@ static void split_regex(const PreTokenizer *p, const char *s, size_t len, ByteBu
         at = ov[1];
     }
     emit(buf, spans, s + at, len - at);
+    return 0;
 }
 
 /* Rust's char::is_numeric: general categories Nd, Nl and No */
@@ -383,21 +385,22 @@ static void metaspace(const PreTokenizer *p, const char *s, size_t len, int firs
     free(t.s);
 }
 
-/* Applies one pre-tokenizer to every piece of (in, in_spans). */
-static void apply_pretok(const PreTokenizer *p, const ByteBuf *in, const IntVec *in_spans, int first_segment,
-                         ByteBuf *buf, IntVec *spans) {
-    for (size_t k = 0; k < in_spans->n; k += 2) {
+/* Applies one pre-tokenizer to every piece of (in, in_spans); -1 when a Split pattern fails. */
+static int apply_pretok(const PreTokenizer *p, const ByteBuf *in, const IntVec *in_spans, int first_segment,
+                        ByteBuf *buf, IntVec *spans) {
+    int rc = 0;
+    for (size_t k = 0; k < in_spans->n && !rc; k += 2) {
         const char *s = in->s + in_spans->v[k];
         size_t len = (size_t)in_spans->v[k + 1];
         switch (p->kind) {
-        case P_SPLIT: split_regex(p, s, len, buf, spans); break;
+        case P_SPLIT: rc = split_regex(p, s, len, buf, spans); break;
         case P_DIGITS: split_digits(p, s, len, buf, spans); break;
         case P_METASPACE: metaspace(p, s, len, first_segment && k == 0, buf, spans); break;
         case P_BYTE_LEVEL: {
             ByteBuf t = {0};
             if (p->add_prefix_space && (len == 0 || s[0] != ' ')) bytebuf_put(&t, " ", 1);
             bytebuf_put(&t, s, len);
-            if (p->re) split_regex(p, t.s, t.n, buf, spans);
+            if (p->re) rc = split_regex(p, t.s, t.n, buf, spans);
             else emit(buf, spans, t.s, t.n);
             free(t.s);
             break;
@@ -405,34 +408,36 @@ static void apply_pretok(const PreTokenizer *p, const ByteBuf *in, const IntVec 
         case P_SEQUENCE: break;
         }
     }
+    return rc;
 }
 
-void pretok_split(const PreTokenizer *p, const char *s, size_t len, int first_segment, ByteBuf *buf, IntVec *spans) {
+int pretok_split(const PreTokenizer *p, const char *s, size_t len, int first_segment, ByteBuf *buf, IntVec *spans) {
     buf->n = 0;
     spans->n = 0;
     if (!p) {
         emit(buf, spans, s, len);
-        return;
+        return 0;
     }
+    int rc = 0;
     ByteBuf cur = {0};
     IntVec cur_spans = {0};
     emit(&cur, &cur_spans, s, len);
     int n = p->kind == P_SEQUENCE ? p->n_kids : 1;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !rc; i++) {
         const PreTokenizer *q = p->kind == P_SEQUENCE ? p->kids[i] : p;
         buf->n = 0;
         spans->n = 0;
         if (q->kind == P_SEQUENCE) { /* nested sequences are rare: recurse piece by piece */
-            for (size_t k = 0; k < cur_spans.n; k += 2) {
+            for (size_t k = 0; k < cur_spans.n && !rc; k += 2) {
                 ByteBuf b2 = {0};
                 IntVec s2 = {0};
-                pretok_split(q, cur.s + cur_spans.v[k], (size_t)cur_spans.v[k + 1], first_segment && k == 0, &b2, &s2);
+                rc = pretok_split(q, cur.s + cur_spans.v[k], (size_t)cur_spans.v[k + 1], first_segment && k == 0, &b2, &s2);
                 for (size_t m = 0; m < s2.n; m += 2) emit(buf, spans, b2.s + s2.v[m], (size_t)s2.v[m + 1]);
                 free(b2.s);
                 free(s2.v);
             }
         } else {
-            apply_pretok(q, &cur, &cur_spans, first_segment, buf, spans);
+            rc = apply_pretok(q, &cur, &cur_spans, first_segment, buf, spans);
         }
         ByteBuf tb = cur;
         cur = *buf;
@@ -449,4 +454,5 @@ void pretok_split(const PreTokenizer *p, const char *s, size_t len, int first_se
     *spans = ts;
     free(cur.s);
     free(cur_spans.v);
+    return rc;
 }

@@ -357,12 +357,13 @@ static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from
     return -1;
 }
 
-static void encode_segment(Tokenizer *t, const char *s, size_t len, int first, IntVec *out) {
-    if (!len) return;
+static int encode_segment(Tokenizer *t, const char *s, size_t len, int first, IntVec *out) {
+    if (!len) return 0;
     normalizer_apply(t->norm, s, len, &t->norm_buf);
-    pretok_split(t->pre, t->norm_buf.s, t->norm_buf.n, first, &t->piece_buf, &t->spans);
+    if (pretok_split(t->pre, t->norm_buf.s, t->norm_buf.n, first, &t->piece_buf, &t->spans)) return -1;
     for (size_t k = 0; k < t->spans.n; k += 2)
         bpe_encode_piece(&t->bpe, t->piece_buf.s + t->spans.v[k], (size_t)t->spans.v[k + 1], out);
+    return 0;
 }
 
 long tokenizer_encode(Tokenizer *t, const char *text, size_t len, int add_special, int **ids, char *err,
@@ -385,7 +386,12 @@ long tokenizer_encode(Tokenizer *t, const char *text, size_t len, int add_specia
         size_t seg_end = at, next = k >= 0 ? at + t->added[k].len : len + 1;
         if (k >= 0 && t->added[k].lstrip)
             while (seg_end > pos && is_space(text[seg_end - 1])) seg_end--;
-        encode_segment(t, text + pos, seg_end - pos, pos == 0, &body);
+        if (encode_segment(t, text + pos, seg_end - pos, pos == 0, &body)) {
+            free(body.v);
+            snprintf(err, errlen, "the pre-tokenizer's Split pattern hit PCRE2's match limit on this text (bytes %zu to "
+                     "%zu); refusing to tokenize it rather than drop or merge text", pos, seg_end);
+            return -1;
+        }
         if (k < 0) break;
         intvec_push(&body, t->added[k].id);
         if (t->added[k].rstrip)
