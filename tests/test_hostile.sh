@@ -84,6 +84,11 @@ cp "$tmp/ck/checkpoint-1/optimizer.safetensors" "$tmp/flip/"
 printf '\x01' | dd of="$tmp/flip/model.safetensors" bs=1 seek=$(($(stat -c %s "$tmp/flip/model.safetensors") - 3)) conv=notrunc status=none
 resume_from "$tmp/flip"
 expect "a flipped byte in the model file is refused" grep -q "model.safetensors: changed since" "$tmp/err"
+# a hand-edited step (ppa_state.json holds the checksums, so the position is checked against the run instead)
+rm -rf "$tmp/flip" && cp -r "$tmp/ck/checkpoint-1" "$tmp/flip"
+sed -i -E 's/("step":[[:space:]]*)1,/\12,/' "$tmp/flip/ppa_state.json"
+resume_from "$tmp/flip"
+expect "an edited step is refused" grep -q "step 2, epoch 0 and list 2 are not a position of this run" "$tmp/err"
 # a moment of -1, in a state without checksums (as older ppa wrote them)
 rm -rf "$tmp/flip" && cp -r "$tmp/ck/checkpoint-1" "$tmp/flip"
 /usr/bin/python3 - "$tmp/flip" <<'PY'

@@ -66,7 +66,7 @@ for cursor in -5 1000; do
     expect "... when the state is read" grep -q "step, epoch and cursor must be whole numbers" "$tmp/err"
   fi
 done
-expect "... naming it" grep -q "data cursor 1000 is outside the epoch's 21 lists" "$tmp/err"
+expect "... naming it" grep -q "step 3, epoch 0 and list 1000 are not a position of this run (21 lists, 4 per step, 6 steps)" "$tmp/err"
 "$ppa" train "${common[@]}" --out "$tmp/a" --objective ppa > /dev/null 2> "$tmp/err"
 expect "an --out holding a model is refused without --resume" test $? -eq 2
 expect "... saying what to do" grep -q -- "--resume" "$tmp/err"

@@ -98,6 +98,16 @@ static void check_resume_options(const char *dir, const char *saved, const char 
     if (msg[0]) ppa_die(2, "train: %s", msg);
 }
 
+/* the state's step, epoch and cursor must be one position of this run: a hand-edited or foreign state is refused */
+static void check_resume_position(const char *dir, const TrainState *st, const TrainPlan *pl, long lists) {
+    long per_epoch = (lists + pl->batch_size - 1) / pl->batch_size; /* steps; an epoch's last one may be smaller */
+    long want = st->epoch * per_epoch + (st->cursor + pl->batch_size - 1) / pl->batch_size;
+    if (st->step > pl->total_steps || st->cursor % pl->batch_size || st->step != want)
+        ppa_die(2, "train: --resume %s: step %ld, epoch %ld and list %ld are not a position of this run (%ld lists, %ld "
+                   "per step, %ld steps): the state was edited or belongs to another run", dir, st->step, st->epoch,
+                st->cursor, lists, pl->batch_size, pl->total_steps);
+}
+
 /* keeps the log lines of steps <= step (a resumed run rewrites what came after its checkpoint) */
 static FILE *open_log(const char *path, long step) {
     if (step > 0) {
@@ -228,6 +238,7 @@ static int train_main(TrainOptions *o) {
     if (o->resume) {
         if (state_load(o->resume, &opt, &st, err, sizeof err)) ppa_die(2, "train: %s", err);
         check_resume_options(o->resume, st.options, fp);
+        check_resume_position(o->resume, &st, &plan, p.data.n);
         if (strcmp(st.kernel, gemm_kernel()) || st.threads != gemm_threads())
             fprintf(stderr, "ppa train: note: the checkpoint was written with %s kernels on %d threads, this run uses %s "
                             "on %d: results may differ in the last bits\n", st.kernel, st.threads, gemm_kernel(), gemm_threads());
