@@ -161,5 +161,10 @@ cp "$tmp/m/tokenizer.json" "$tmp/tk/tokenizer.json"
 sed -i 's/"special": true/"special": "true"/' "$tmp/tk/tokenizer.json"
 lp --model "$tmp/tk" --data "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
 expect "a boolean written as a string is refused" grep -q '"special" must be true or false, found "true"' "$tmp/err"
+# tokenizer_config.json is read as strictly (a malformed one was silently ignored, losing its settings)
+cp "$tmp/m/tokenizer.json" "$tmp/tk/tokenizer.json"
+echo '{"clean_up_tokenization_spaces": "yes"}' > "$tmp/tk/tokenizer_config.json"
+lp --model "$tmp/tk" --data "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
+expect "a malformed tokenizer_config.json is refused" grep -q 'tokenizer_config.json: "clean_up_tokenization_spaces" must be true or false' "$tmp/err"
 
 report

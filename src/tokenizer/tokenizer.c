@@ -266,17 +266,24 @@ static int load_json(Tokenizer *t, const cJSON *root, char *err, size_t errlen) 
 }
 
 /* Options of tokenizer_config.json beside the tokenizer.json, when present. */
-static void load_config(Tokenizer *t, const char *file) {
+/* tokenizer_config.json beside the tokenizer, when there is one: read as
+ * strictly as the rest (a malformed one is an error, not a lost setting) */
+static int load_config(Tokenizer *t, const char *file, char *err, size_t errlen) {
     char cfg[4200];
     const char *slash = strrchr(file, '/');
     snprintf(cfg, sizeof cfg, "%.*stokenizer_config.json", slash ? (int)(slash - file + 1) : 0, file);
+    struct stat st;
+    if (stat(cfg, &st) && errno == ENOENT) return 0;
     size_t len;
-    char err[256], *text = read_file(cfg, &len, err, sizeof err);
-    if (!text) return;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    t->cleanup = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "clean_up_tokenization_spaces"));
-    cJSON_Delete(root);
+    char msg[512], *text = read_file(cfg, &len, msg, sizeof msg);
+    if (!text) return snprintf(err, errlen, "%s", msg), -1; /* msg names the file */
+    cJSON *root = json_parse(text, len, msg, sizeof msg);
     free(text);
+    int rc = root ? json_bool(root, "clean_up_tokenization_spaces", &t->cleanup, msg, sizeof msg) : -1;
+    if (!rc && !cJSON_IsObject(root)) rc = -1, snprintf(msg, sizeof msg, "not a JSON object");
+    cJSON_Delete(root);
+    if (rc) snprintf(err, errlen, "%s: %s", cfg, msg);
+    return rc;
 }
 
 Tokenizer *tokenizer_load_folder(const char *dir, char *err, size_t errlen) {
@@ -317,7 +324,10 @@ Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen) {
         tokenizer_free(t);
         return NULL;
     }
-    load_config(t, file);
+    if (load_config(t, file, err, errlen)) {
+        tokenizer_free(t);
+        return NULL;
+    }
     return t;
 }
 
