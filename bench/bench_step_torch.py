@@ -26,6 +26,24 @@ responses of R tokens; fixed seed.  Reports the median of --steps steps after
 one warm-up step, tokens = K * (P + R), peak resident memory (ru_maxrss) and
 the BLAS in use (torch.__config__.show() plus OpenBLAS's own corename).
 
+--precision bf16 runs the forward and the loss under torch.autocast("cpu",
+dtype=torch.bfloat16), as a PyTorch user writes mixed precision: float32 master
+parameters, the same model code, loss.backward() outside the autocast context.
+What autocast does on CPU in torch 1.13 (checked on Debian's 1.13.1 build): it
+casts the inputs of the matrix products (linear, matmul, mm, bmm, addmm,
+baddbmm; einsum through them) to bf16, and they return bf16; a short list
+(nll_loss, cross_entropy, mse_loss, ...) is forced to float32; every other op
+runs in the dtype of its inputs.  Here that makes bf16 the q/k/v/o and MLP
+projections, both attention products, the LM head, SiLU(gate) * up, and the
+log_softmax, gather and sum of the log-probs (log_softmax is not on the CPU
+float32 list); float32 where a bf16 result meets a float32 tensor: RoPE
+(float32 cos/sin), scores + causal mask and the softmax, the residual adds,
+RMSNorm.  Autograd replays the casts, so the backward's products are bf16 too.
+The bf16 products go to oneDNN (MKL-DNN 2.6.3 in Debian's build: brgemm
+avx512_core_bf16 on the benchmark machine, float32 accumulation, bf16 output),
+not OpenBLAS; products of at most 16^3 multiply-adds take a native kernel
+instead.  The settings below were measured in float32 and are kept for bf16.
+
 Best settings on the benchmark machine (2 vCPU AMD EPYC family 26 model 2
 "Zen 5" under KVM; avx512f/bf16/vnni; Debian 12, torch 1.13.1, OpenBLAS
 0.3.21 pthread, DYNAMIC_ARCH; torch's float32 matmuls go to OpenBLAS sgemm,
@@ -410,6 +428,8 @@ def main():
                     help="LM head on the R scoring positions only (default) or on all T positions (HF/TRL)")
     ap.add_argument("--micro-batch", type=int, default=0,
                     help="sequences per forward/backward, gradients accumulated over K/mb passes (default K: one pass)")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="fp32, or bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--json", action="store_true", help="one JSON line")
     ap.add_argument("--check", action="store_true", help="compare with tests/ref/engine_ref.py (float64) and exit")
@@ -444,7 +464,8 @@ def main():
         model.zero_grad(set_to_none=True)
         loss_val = 0.0
         for b in range(0, K, mb):  # gradient accumulation over micro-batches of mb sequences
-            loss = model.response_logps(ids[b:b + mb], P, a.lm_head).sum()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+                loss = model.response_logps(ids[b:b + mb], P, a.lm_head).sum()
             loss.backward()
             loss_val += loss.item()
             del loss
@@ -460,7 +481,7 @@ def main():
     coretype = os.environ.get("OPENBLAS_CORETYPE")
     info, core, conf, lib = blas_info()
     if a.json:
-        out = {"impl": "torch", "k": K, "prompt_len": P, "response_len": R, "tokens": tokens,
+        out = {"impl": "torch", "precision": a.precision, "k": K, "prompt_len": P, "response_len": R, "tokens": tokens,
                "ms": round(ms, 3), "tokens_per_s": round(tokens / (ms / 1000.0), 3),
                "peak_rss_mb": round(peak_mb, 1), "threads": threads, "coretype": coretype}
         if mb < K:
@@ -470,9 +491,9 @@ def main():
     gf = step_gflop(c, K, P, R, R if a.lm_head == "response" else T)
     print("model     %s, %.1fM parameters (L %d, H %d, I %d, heads %d/%d, hd %d, V %d, tied %s, qkv bias %s)"
           % (c.type, n_params(c) / 1e6, c.L, c.H, c.I, c.nh, c.nkv, c.hd, c.V, c.tie, c.qkv_bias))
-    print("step      K %d x (P %d + R %d) = %d tokens, %s, lm-head %s, loss %.6g"
+    print("step      K %d x (P %d + R %d) = %d tokens, %s, lm-head %s, %s, loss %.6g"
           % (K, P, R, tokens, "one pass" if mb == K else "%d micro-batches of %d" % ((K + mb - 1) // mb, mb),
-             a.lm_head, loss_val))
+             a.lm_head, "float32" if a.precision == "fp32" else "autocast bf16", loss_val))
     print("time      median %.1f ms/step of %d (%s), %.1f tokens/s, ~%.0f GFLOP/step = %.1f GFLOP/s"
           % (ms, len(times), ", ".join("%.0f" % (t * 1000) for t in times), tokens / (ms / 1000.0), gf,
              gf / (ms / 1000.0)))

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# ppa bench step against a float32 PyTorch forward + backward (bench/bench_step_torch.py), same shapes, same
-# thread count, PyTorch at its best settings on the benchmark machine (see the script's docstring).
+# ppa bench step against a PyTorch forward + backward (bench/bench_step_torch.py), same shapes, same thread count,
+# PyTorch at its best settings on the benchmark machine (see the script's docstring). Each side runs in float32 and in
+# bf16 (--precision bf16; PyTorch: torch.autocast on CPU); ppa bf16 is compared with ppa fp32 and with the faster of
+# PyTorch's two precisions.
 # Two models: a ~58M-parameter Llama (bench/configs/llama_50m.json) and the Qwen2-0.5B shapes
 # (bench/configs/qwen2_0_5b.json), each at K=2 P=64 R=64 (quick) and K=8 P=256 R=256 (full).
 #
@@ -8,7 +10,8 @@
 #   env SETTINGS="quick full" (or "quick"), CONFIGS="llama_50m qwen2_0_5b", STEPS=3, THREADS=2,
 #       CORETYPE=<OPENBLAS_CORETYPE for both programs; default from /proc/cpuinfo, see below; empty: unset>,
 #       QWEN_MICRO_BATCH=2 (torch, Qwen2-0.5B full setting only), OUT=<file for the JSON lines>
-# The ppa lines are skipped, with a message, while `ppa bench step --help` fails.
+# The ppa lines are skipped, with a message, while `ppa bench step --help` fails; the ppa bf16 line alone while
+# `ppa bench step --precision bf16` fails (not implemented yet).
 set -euo pipefail
 ppa=${1:-./ppa}
 settings=${SETTINGS:-quick full}
@@ -49,6 +52,17 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# collect CONFIG PRECISION: the JSON lines of $tmp/out into $tmp/all.jsonl, with the config name first and the
+# precision added when the program does not report it
+collect() {
+  $py -c 'import json, sys
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        r = {"config": sys.argv[2]}
+        r.update(json.loads(line))
+        r.setdefault("precision", sys.argv[3])
+        print(json.dumps(r))' "$tmp/out" "$1" "$2" >> "$tmp/all.jsonl"
+}
 echo "step benchmark: forward + backward, $threads threads, median of $steps after 1 warm-up," \
   "OPENBLAS_CORETYPE=${coretype:-unset}, $(date -u +%Y-%m-%d)," \
   "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
@@ -60,26 +74,36 @@ for cfg in $configs; do
       *) echo "bench: unknown setting '$s' (quick, full)" >&2; exit 2 ;;
     esac
     args=(--config "bench/configs/$cfg.json" --k "$k" --prompt-len "$p" --response-len "$r" --threads "$threads")
-    echo "  $cfg K=$k P=$p R=$r: torch ..." >&2
     # K=8 sequences of 512 tokens of the Qwen2-0.5B shapes need ~26 GB at once: accumulate over micro-batches of 2
     mb=(); [ "$cfg.$s" = qwen2_0_5b.full ] && mb=(--micro-batch "${QWEN_MICRO_BATCH:-2}")
-    if env "${blas_env[@]}" "${torch_env[@]}" $py bench/bench_step_torch.py "${args[@]}" "${mb[@]}" \
-        --steps "$steps" --json > "$tmp/out"; then
-      grep '^{' "$tmp/out" | sed "s/^{/{\"config\": \"$cfg\", /" >> "$tmp/all.jsonl"
-    else
-      echo "bench: torch failed on $cfg K=$k P=$p R=$r" >&2
-    fi
+    for prec in fp32 bf16; do
+      echo "  $cfg K=$k P=$p R=$r: torch $prec ..." >&2
+      if env "${blas_env[@]}" "${torch_env[@]}" $py bench/bench_step_torch.py "${args[@]}" "${mb[@]}" \
+          --precision "$prec" --steps "$steps" --json > "$tmp/out"; then
+        collect "$cfg" "$prec"
+      else
+        echo "bench: torch $prec failed on $cfg K=$k P=$p R=$r" >&2
+      fi
+    done
     if [ $have_ppa = 1 ]; then
       echo "  $cfg K=$k P=$p R=$r: ppa ..." >&2
       if env "${blas_env[@]}" "$ppa" bench step "${args[@]}" --steps "$steps" --json > "$tmp/out"; then
-        grep '^{' "$tmp/out" | sed "s/^{/{\"config\": \"$cfg\", /" >> "$tmp/all.jsonl"
+        collect "$cfg" fp32
       else
         echo "bench: ppa failed on $cfg K=$k P=$p R=$r" >&2
+      fi
+      echo "  $cfg K=$k P=$p R=$r: ppa bf16 ..." >&2
+      if env "${blas_env[@]}" "$ppa" bench step "${args[@]}" --precision bf16 --steps "$steps" --json \
+          > "$tmp/out" 2> "$tmp/err"; then
+        cat "$tmp/err" >&2
+        collect "$cfg" bf16
+      else
+        echo "bench: ppa --precision bf16 failed on $cfg K=$k P=$p R=$r, skipped: $(head -n1 "$tmp/err")" >&2
       fi
       if [ "$s" = full ]; then # a full training step: forward, backward and AdamW (memory of the issue's target)
         echo "  $cfg K=$k P=$p R=$r: ppa with AdamW ..." >&2
         if env "${blas_env[@]}" "$ppa" bench step "${args[@]}" --mode shared --adamw --steps 1 --json > "$tmp/out"; then
-          grep '^{' "$tmp/out" | sed "s/^{/{\"config\": \"$cfg\", /" >> "$tmp/all.jsonl"
+          collect "$cfg" fp32
         else
           echo "bench: ppa with AdamW failed on $cfg K=$k P=$p R=$r" >&2
         fi
@@ -91,18 +115,36 @@ done
 $py - "$tmp/all.jsonl" <<'PY'
 import json, os, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()] if os.path.exists(sys.argv[1]) else []
-print(f"{'config':<12}{'K':>3}{'P':>5}{'R':>5}  {'impl':<20}{'ms/step':>10}{'tokens/s':>10}{'peak MB':>9}"
-      f"{'thr':>4}  {'torch/ppa':>9}  {'matmul share, % of sgemm peak':>30}")
+key = lambda r: (r["config"], r["k"], r["prompt_len"], r["response_len"])
+twin = lambda r: (key(r), r["impl"], r.get("mode"), bool(r.get("adamw")), r.get("micro_batch"))
+
+def torch_ms(r, prec=None):
+    """ms of PyTorch on r's shapes in precision prec (None: the faster of the two)."""
+    ms = [x["ms"] for x in rows if x["impl"] == "torch" and key(x) == key(r) and prec in (None, x["precision"])]
+    return min(ms) if ms else None
+
+print(f"{'config':<12}{'K':>3}{'P':>5}{'R':>5}  {'impl':<26}{'ms/step':>10}{'tokens/s':>10}{'peak MB':>9}"
+      f"{'thr':>4}  {'torch/ppa':>9}{'fp32/bf16':>10}{'best torch/ppa':>15}  {'matmul share, % of sgemm peak':>30}")
 for r in rows:
-    key = (r["config"], r["k"], r["prompt_len"], r["response_len"])
-    t = next((x for x in rows if x["impl"] == "torch" and (x["config"], x["k"], x["prompt_len"], x["response_len"]) == key), None)
-    name = r["impl"] + (" " + r["mode"] if r.get("mode") else "") + ("+adamw" if r.get("adamw") else "") \
-        + (" mb%d" % r["micro_batch"] if r.get("micro_batch") else "")
-    ratio = f"{t['ms'] / r['ms']:>8.2f}x" if t and r["impl"] != "torch" and not r.get("adamw") else ""
+    name = r["impl"] + " " + r["precision"] + (" " + r["mode"] if r.get("mode") else "") \
+        + ("+adamw" if r.get("adamw") else "") + (" mb%d" % r["micro_batch"] if r.get("micro_batch") else "")
+    ratio = fp32_bf16 = best = ""
+    if r["impl"] != "torch" and not r.get("adamw"):
+        t = torch_ms(r, r["precision"])
+        ratio = f"{t / r['ms']:>8.2f}x" if t else ""
+        if r["precision"] == "bf16":
+            t = torch_ms(r)
+            best = f"{t / r['ms']:>8.2f}x" if t else ""
+    if r["precision"] == "bf16":
+        f = next((x for x in rows if x["precision"] == "fp32" and twin(x) == twin(r)), None)
+        fp32_bf16 = f"{f['ms'] / r['ms']:>8.2f}x" if f else ""
     mm = (f"{100 * r['gemm_share']:.0f}% at {100 * r['gemm_gflops'] / r['sgemm_peak_gflops']:.0f}%"
           f" of {r['sgemm_peak_gflops']:.0f}") if "gemm_share" in r else ""
-    print(f"{r['config']:<12}{r['k']:>3}{r['prompt_len']:>5}{r['response_len']:>5}  {name:<20}{r['ms']:>10.1f}"
-          f"{r['tokens_per_s']:>10.1f}{r['peak_rss_mb']:>9.0f}{r['threads']:>4}  {ratio:>9}  {mm:>30}")
-print("torch/ppa > 1: ppa is faster (ratio of ms/step; tokens = K*(P+R) in every mode; torch mbN: gradients"
-      " accumulated over micro-batches of N sequences).")
+    print(f"{r['config']:<12}{r['k']:>3}{r['prompt_len']:>5}{r['response_len']:>5}  {name:<26}{r['ms']:>10.1f}"
+          f"{r['tokens_per_s']:>10.1f}{r['peak_rss_mb']:>9.0f}{r['threads']:>4}  {ratio:>9}{fp32_bf16:>10}{best:>15}"
+          f"  {mm:>30}")
+print("Ratios of ms/step, > 1: the row is faster (tokens = K*(P+R) in every mode). torch/ppa: PyTorch in the row's"
+      " precision against ppa; fp32/bf16: the same program and mode in fp32 against the row in bf16; best torch/ppa:"
+      " the faster of PyTorch fp32 and bf16 against ppa bf16. torch mbN: gradients accumulated over micro-batches of"
+      " N sequences.")
 PY
