@@ -330,10 +330,12 @@ def forward(c, p, ids, positions, allowed):
     T = len(ids)
     if c.window and T > c.window:
         die("sequence of %d tokens is longer than the sliding window %d" % (T, c.window))
+    E = p["model.embed_tokens.weight"]
     inv = torch.tensor(rope_inv_freq(c), dtype=DT)
     ang = torch.tensor(positions, dtype=DT)[:, None] * inv[None, :]
-    cos, sin = torch.cos(ang), torch.sin(ang)
-    E = p["model.embed_tokens.weight"]
+    # cos, sin in the parameters' dtype: float64 here; float32 when bench/bf16_accuracy.py runs this forward on
+    # float32 parameters under torch.autocast (float64 tables would promote q, k and the attention to float64)
+    cos, sin = torch.cos(ang).to(E.dtype), torch.sin(ang).to(E.dtype)
     x = E[torch.tensor(ids, dtype=torch.long)]
     group = c.nh // c.nkv
     kv_of_head = torch.tensor([h // group for h in range(c.nh)], dtype=torch.long)
@@ -368,8 +370,10 @@ def forward(c, p, ids, positions, allowed):
     return x @ W.t()
 
 
-def row_logps_separate(c, p, row):
-    """logp_k of one row, each response on its own sequence."""
+def row_logps_separate(c, p, row, lsm_dtype=None):
+    """logp_k of one row, each response on its own sequence.
+
+    lsm_dtype: dtype of the log_softmax (None: the logits' own; bench/bf16_accuracy.py asks float32 of bf16 logits)."""
     P = row["prompt_ids"]
     out = []
     for r in row["response_ids"]:
@@ -377,7 +381,7 @@ def row_logps_separate(c, p, row):
         T = len(ids)
         allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
         logits = forward(c, p, ids, list(range(T)), allowed)
-        lsm = torch.log_softmax(logits, dim=-1)
+        lsm = torch.log_softmax(logits, dim=-1, dtype=lsm_dtype)
         pred = torch.arange(len(P) - 1, T - 1)
         tgt = torch.tensor(r, dtype=torch.long)
         out.append(lsm[pred, tgt].sum())
