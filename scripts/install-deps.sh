@@ -7,10 +7,12 @@ set -euo pipefail
 
 # libopenblas0-openmp: src/model/gemm.c dlopen()s it at run time (no -dev
 # package, no link flag); without it ppa falls back to a slow built-in kernel
+# libdnnl-dev: oneDNN, the bf16 products of --precision bf16 (src/model/gemm_bf16.c includes its
+# header and dlopen()s libdnnl.so.2 at run time; without it --precision bf16 is refused)
 # libyaml-dev: src/io/yaml.c reads --config recipes with libyaml's parser
 # clang-14 + libclang-rt-14-dev: make fuzz / fuzz-quick (part of make test); the
 # libFuzzer and sanitizer runtimes are in the -rt package, which clang-14 only recommends
-pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libopenblas0-openmp clang-14 libclang-rt-14-dev)
+pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp clang-14 libclang-rt-14-dev)
 # node and npm fetch the tokenizer fixtures and run the reference encoder;
 # machines that already have them (from NodeSource or similar) keep theirs
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

@@ -16,9 +16,9 @@ run() {
   local out status
   out=$("$@" 2>&1)
   status=$?
-  echo "$out" | grep -v '^[a-z_]*: [0-9]* passed, [0-9]* failed$' | tail -n 40
+  echo "$out" | grep -v '^[a-z0-9_]*: [0-9]* passed, [0-9]* failed$' | tail -n 40
   local line
-  line=$(echo "$out" | grep -E '^[a-z_]+: [0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+  line=$(echo "$out" | grep -E '^[a-z0-9_]+: [0-9]+ passed, [0-9]+ failed$' | tail -n 1)
   if [ -z "$line" ]; then
     echo "$1: no summary line (exit status $status): counted as 1 failure"
     total_fail=$((total_fail + 1))
@@ -35,10 +35,13 @@ run() {
 for t in "$build"/tests/test_*; do
   [ -x "$t" ] && run "$t"
 done
+# the bf16 products' built-in fallback (what runs where oneDNN is missing, by choice)
+[ -x "$build/tests/test_bf16" ] && run env PPA_BF16=builtin "$build/tests/test_bf16"
 run bash tests/test_cli.sh "$ppa"
 run bash tests/test_train_cli.sh "$ppa"
 run bash tests/test_judge.sh "$ppa"
 run bash tests/test_generate.sh "$ppa"
 run bash tests/test_hostile.sh "$ppa"
+run bash tests/test_precision.sh "$ppa"
 echo "$build: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

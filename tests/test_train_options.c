@@ -345,9 +345,7 @@ static void test_config_only(void) {
                    {4, "use_flash_attention_2"},
                    {8, "dataset_splits"},
                    {11, "preprocessing_num_workers"},
-                   {13, "bf16"},
                    {18, "do_eval"},
-                   {22, "gradient_checkpointing"},
                    {23, "gradient_checkpointing_kwargs"},
                    {25, "hub_model_id"},
                    {27, "log_level"},
@@ -365,7 +363,11 @@ static void test_config_only(void) {
         char *at = strstr(captured, line);
         CHECK(at && !strstr(at + 1, line), "exactly one note '%s'", line);
     }
-    CHECK(strstr(captured, "bf16 ignored: ppa trains in float32"), "the reason is given");
+    CHECK(strstr(captured, "torch_dtype ignored: ppa keeps float32 master weights"), "the reason is given");
+    /* bf16: true and gradient_checkpointing: true are honoured */
+    CHECK(o.bf16 == 1 && o.gradient_checkpointing == 1, "bf16 -> --precision bf16, gradient_checkpointing");
+    snprintf(want, sizeof want, "%s:13 bf16", cfg);
+    CHECK(!strcmp(origin(&o, TOPT_PRECISION), want), "precision from '%s', want '%s'", origin(&o, TOPT_PRECISION), want);
     /* plus the batch note: 1 x 32 leaves out the GPUs */
     CHECK(has_note(&o, "batch size 32 = per-device batch 1 x gradient accumulation 32") &&
               has_note(&o, "--batch-size 128"),

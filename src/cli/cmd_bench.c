@@ -16,6 +16,7 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "model/gemm.h"
+#include "model/gemm_bf16.h"
 #include "model/llama.h"
 #include "optim/optim.h"
 #include "tokenizer/tokenizer.h"
@@ -209,6 +210,7 @@ static int bench_tokenize(int argc, char **argv) {
 static const char STEP_HELP[] =
     "usage: ppa bench step (--model DIR | --config config.json) --k K --prompt-len P --response-len R\n"
     "                      [--steps N] [--mode shared|separate|both] [--adamw] [--threads T] [--json]\n"
+    "                      [--precision fp32|bf16] [--gradient-checkpointing]\n"
     "\n"
     "Forward + backward of the policy on one list: a prompt of P tokens and K responses of R tokens,\n"
     "as one shared-prompt row (shared) and as K separate sequences (separate). Median of N steps\n"
@@ -216,7 +218,8 @@ static const char STEP_HELP[] =
     "AdamW step (memory of a full training step). Random weights for --config.\n"
     "Also reported: the matrix products' share of the step and their rate (GFLOP/s, counting the\n"
     "products actually run, the backward's recomputations included) against the sgemm peak\n"
-    "measured first (square n = 2048, same threads).\n";
+    "measured first (square n = 2048, same threads); with --precision bf16, the bf16 products'\n"
+    "share and rate against the bf16 peak measured the same way (attention stays float32).\n";
 
 static long peak_rss_mb(void) {
     struct rusage ru;
@@ -225,7 +228,7 @@ static long peak_rss_mb(void) {
 }
 
 typedef struct {
-    double sec, gemm_flops, gemm_sec;
+    double sec, gemm_flops, gemm_sec, bf16_flops, bf16_sec;
 } StepTime;
 
 /* one forward + backward (and optionally AdamW) */
@@ -245,81 +248,104 @@ static StepTime train_step(Model *m, const Row *rows, int n_rows, AdamW *opt, co
         AdamWConfig ac = {0.9, 0.999, 1e-8, 0.0};
         adamw_step(opt, model_params(m), model_grads(m), clip_scale(grad_norm(model_grads(m), model_n_params(m)), 1.0), decay,
                    1e-7, &ac);
+        model_bf16_refresh(m); /* part of a bf16 step */
     }
     batch_free(b);
     free(lp), free(g);
-    StepTime st = {timer_now() - t0, 0, 0};
+    StepTime st = {timer_now() - t0, 0, 0, 0, 0};
     gemm_stats(&st.gemm_flops, &st.gemm_sec);
+    gemm_stats_bf16(&st.bf16_flops, &st.bf16_sec);
     gemm_stats_reset(0);
     return st;
 }
 
 static int cmp_step(const void *a, const void *b) { return cmp_double(&((const StepTime *)a)->sec, &((const StepTime *)b)->sec); }
 
-/* GFLOP/s of one square n = 2048 sgemm, median of 3 after a warm-up */
-static double sgemm_peak(void) {
+/* GFLOP/s of one square n = 2048 product (sgemm, or bf16), median of 3 after a warm-up */
+static double product_peak(int in_bf16) {
     int n = 2048;
     size_t nn = (size_t)n * n;
     float *A = xmalloc(sizeof(float) * nn), *B = xmalloc(sizeof(float) * nn), *C = xmalloc(sizeof(float) * nn);
+    bf16 *Ab = xmalloc(sizeof(bf16) * nn), *Bb = xmalloc(sizeof(bf16) * nn);
     for (size_t i = 0; i < nn; i++) A[i] = (float)(i % 13) * 0.01f, B[i] = (float)(i % 7) * 0.02f;
-    double t[3];
-    gemm(0, 0, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
-    for (int r = 0; r < 3; r++) {
+    bf16_from_f32(Ab, A, nn), bf16_from_f32(Bb, B, nn);
+    double t[4];
+    for (int r = 0; r < 4; r++) { /* the first is the warm-up */
         double t0 = timer_now();
-        gemm(0, 0, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+        if (in_bf16)
+            gemm_bf16(0, 0, n, n, n, Ab, n, Bb, n, 0.0f, C, n);
+        else
+            gemm(0, 0, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
         t[r] = timer_now() - t0;
     }
-    qsort(t, 3, sizeof(double), cmp_double);
-    free(A), free(B), free(C);
-    return 2.0 * n * n * (double)n / t[1] / 1e9;
+    qsort(t + 1, 3, sizeof(double), cmp_double);
+    free(A), free(B), free(C), free(Ab), free(Bb);
+    return 2.0 * n * n * (double)n / t[2] / 1e9;
 }
 
-static Model *step_model(const char *model, const char *config) {
+static Model *step_model(const char *model, const char *config, int in_bf16, int gc) {
     char err[4096];
     Model *m;
     if (model) {
-        m = model_load(model, err, sizeof err);
+        m = model_load_as(model, in_bf16 ? MODEL_BF16 : MODEL_FP32, 0, err, sizeof err);
     } else {
         ModelConfig cfg;
         if (model_config_load(&cfg, config, err, sizeof err)) ppa_die(2, "%s", err);
         m = model_new(&cfg, 1, err, sizeof err);
+        if (m && in_bf16 && model_set_precision(m, MODEL_BF16, err, sizeof err)) model_free(m), m = NULL;
     }
-    if (!m) ppa_die(2, "%s", err);
+    if (!m) ppa_die(2, "bench step: %s", err);
+    model_gradient_checkpointing(m, gc);
+    model_grads(m); /* a model that trains: batches keep what the backward needs */
     return m;
 }
 
-static void step_report(const char *name, const Model *m, int K, int P, int R, const StepTime *st, double peak,
-                        int adamw, int json) {
+typedef struct {
+    double sgemm, bf16; /* peaks, GFLOP/s; bf16 0 in fp32 runs */
+} Peaks;
+
+static void step_report(const char *name, const Model *m, int K, int P, int R, const StepTime *st, Peaks pk,
+                        int adamw, int gc, int json) {
     long tokens = (long)K * (P + R);
-    double gf = st->gemm_flops / st->gemm_sec / 1e9;
+    int bf = model_precision(m) == MODEL_BF16;
+    double gf = st->gemm_flops / st->gemm_sec / 1e9, bgf = bf ? st->bf16_flops / st->bf16_sec / 1e9 : 0;
     if (json)
-        printf("{\"impl\": \"ppa\", \"mode\": \"%s\", \"k\": %d, \"prompt_len\": %d, \"response_len\": %d, "
-               "\"tokens\": %ld, \"ms\": %.1f, \"tokens_per_s\": %.1f, \"gflops\": %.1f, \"gemm_share\": %.3f, "
-               "\"gemm_gflops\": %.1f, \"sgemm_peak_gflops\": %.1f, \"peak_rss_mb\": %ld, \"params\": %zu, "
-               "\"adamw\": %s, \"threads\": %d, \"gemm\": \"%s\"}\n",
-               name, K, P, R, tokens, 1e3 * st->sec, tokens / st->sec, st->gemm_flops / st->sec / 1e9,
-               st->gemm_sec / st->sec, gf, peak, peak_rss_mb(), model_n_params(m), adamw ? "true" : "false",
-               gemm_threads(), gemm_backend());
-    else
-        printf("ppa bench step (%s): %zu parameters, K %d, P %d, R %d: %.1f ms/step, %.0f tokens/s, peak %ld MB%s\n"
-               "  matrix products: %.0f%% of the step at %.0f GFLOP/s (%.0f%% of the sgemm peak, %.0f GFLOP/s)\n",
-               name, model_n_params(m), K, P, R, 1e3 * st->sec, tokens / st->sec, peak_rss_mb(),
-               adamw ? " (with AdamW)" : "", 100 * st->gemm_sec / st->sec, gf, 100 * gf / peak, peak);
+        printf("{\"impl\": \"ppa\", \"mode\": \"%s\", \"precision\": \"%s\", \"k\": %d, \"prompt_len\": %d, "
+               "\"response_len\": %d, \"tokens\": %ld, \"ms\": %.1f, \"tokens_per_s\": %.1f, \"gflops\": %.1f, "
+               "\"gemm_share\": %.3f, \"gemm_gflops\": %.1f, \"sgemm_peak_gflops\": %.1f, \"bf16_share\": %.3f, "
+               "\"bf16_gflops\": %.1f, \"bf16_peak_gflops\": %.1f, \"peak_rss_mb\": %ld, \"params\": %zu, "
+               "\"adamw\": %s, \"gradient_checkpointing\": %s, \"threads\": %d, \"gemm\": \"%s\", "
+               "\"gemm_bf16\": \"%s\"}\n",
+               name, bf ? "bf16" : "fp32", K, P, R, tokens, 1e3 * st->sec, tokens / st->sec,
+               st->gemm_flops / st->sec / 1e9, st->gemm_sec / st->sec, gf, pk.sgemm, st->bf16_sec / st->sec, bgf,
+               pk.bf16, peak_rss_mb(), model_n_params(m), adamw ? "true" : "false", gc ? "true" : "false",
+               gemm_threads(), gemm_backend(), bf ? gemm_bf16_backend() : "");
+    else {
+        printf("ppa bench step (%s, %s%s): %zu parameters, K %d, P %d, R %d: %.1f ms/step, %.0f tokens/s, peak %ld MB%s\n"
+               "  matrix products: %.0f%% of the step at %.0f GFLOP/s (sgemm peak %.0f GFLOP/s)\n",
+               name, bf ? "bf16" : "fp32", gc ? ", gradient checkpointing" : "", model_n_params(m), K, P, R,
+               1e3 * st->sec, tokens / st->sec, peak_rss_mb(), adamw ? " (with AdamW)" : "",
+               100 * st->gemm_sec / st->sec, gf, pk.sgemm);
+        if (bf)
+            printf("  bf16 products: %.0f%% of the step at %.0f GFLOP/s (%.0f%% of the bf16 peak, %.0f GFLOP/s)\n",
+                   100 * st->bf16_sec / st->sec, bgf, 100 * bgf / pk.bf16, pk.bf16);
+    }
     fflush(stdout);
 }
 
 static int bench_step(int argc, char **argv) {
-    enum { O_HELP = 1, O_MODEL, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON, O_THREADS };
+    enum { O_HELP = 1, O_MODEL, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON, O_THREADS, O_PREC, O_GC };
     static const struct option opts[] = {
         {"help", no_argument, NULL, O_HELP},     {"model", required_argument, NULL, O_MODEL},
         {"config", required_argument, NULL, O_CONFIG}, {"k", required_argument, NULL, O_K},
         {"prompt-len", required_argument, NULL, O_P}, {"response-len", required_argument, NULL, O_R},
         {"steps", required_argument, NULL, O_STEPS}, {"mode", required_argument, NULL, O_MODE},
         {"adamw", no_argument, NULL, O_ADAMW},   {"json", no_argument, NULL, O_JSON},
-        {"threads", required_argument, NULL, O_THREADS}, {0},
+        {"threads", required_argument, NULL, O_THREADS}, {"precision", required_argument, NULL, O_PREC},
+        {"gradient-checkpointing", no_argument, NULL, O_GC}, {0},
     };
     const char *model = NULL, *config = NULL, *mode = "both";
-    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, threads = 0, c;
+    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, threads = 0, use_bf16 = 0, gc = 0, c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case O_HELP: fputs(STEP_HELP, stdout); return 0;
@@ -333,6 +359,12 @@ static int bench_step(int argc, char **argv) {
         case O_ADAMW: adamw = 1; break;
         case O_JSON: json = 1; break;
         case O_THREADS: threads = atoi(optarg); break;
+        case O_PREC:
+            if (strcmp(optarg, "fp32") && strcmp(optarg, "bf16"))
+                ppa_die(2, "bench step: --precision %s: expected fp32 or bf16", optarg);
+            use_bf16 = !strcmp(optarg, "bf16");
+            break;
+        case O_GC: gc = 1; break;
         default: ppa_die(2, "bench step: see 'ppa bench step --help'");
         }
     }
@@ -346,9 +378,12 @@ static int bench_step(int argc, char **argv) {
         omp_set_num_threads(threads);
 #endif
     }
-    double peak = sgemm_peak();
+    char err[1024];
+    if (use_bf16 && gemm_bf16_ready(err, sizeof err)) ppa_die(2, "bench step: %s", err);
+    Peaks pk = {product_peak(0), use_bf16 ? product_peak(1) : 0};
     if (!json) printf("matrix products: %s\n", gemm_backend());
-    Model *m = step_model(model, config);
+    if (!json && use_bf16) printf("bf16 products: %s\n", gemm_bf16_backend());
+    Model *m = step_model(model, config, use_bf16, gc);
     const ModelConfig *cfg = model_config(m);
     PpaRng rng;
     rng_seed(&rng, 7);
@@ -369,7 +404,7 @@ static int bench_step(int argc, char **argv) {
         train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, decay); /* warm-up */
         for (int s = 0; s < steps; s++) st[s] = train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, decay);
         qsort(st, (size_t)steps, sizeof(StepTime), cmp_step);
-        step_report(name, m, K, P, R, &st[steps / 2], peak, adamw, json);
+        step_report(name, m, K, P, R, &st[steps / 2], pk, adamw, gc, json);
         free(st);
     }
     if (adamw) adamw_free(&opt);

@@ -25,10 +25,12 @@ typedef struct {
 
 static int verbose;
 
-static void load_all(Loaded *L, const char *model_dir, const char *data, const char *template, int skip, int strict) {
+static void load_all(Loaded *L, const TrainOptions *opt, int trainable) {
     char err[4096];
-    if (verbose) fprintf(stderr, "ppa: matrix products: %s\n", gemm_backend());
-    if (!(L->model = model_load(model_dir, err, sizeof err))) ppa_die(2, "%s", err);
+    const char *model_dir = opt->model, *data = opt->data, *template = opt->template_name;
+    int skip = opt->skip_invalid, strict = opt->strict;
+    L->model = prep_model(opt, model_dir, trainable);
+    if (verbose) fprintf(stderr, "ppa: %s\n", prep_kernels(L->model));
     L->tok = tokenizer_load_folder(model_dir, err, sizeof err); /* absent: pre-tokenized rows only */
     if (!L->tok && err[0]) ppa_die(2, "%s", err);
     const ModelConfig *c = model_config(L->model);
@@ -97,7 +99,7 @@ int cmd_logprobs(int argc, char **argv) {
     prep_options(CMD_LOGPROBS, LOGPROBS_USAGE, argc, argv, &o);
     verbose = o.verbose;
     Loaded L = {0};
-    load_all(&L, o.model, o.data, o.template_name, o.skip_invalid, o.strict);
+    load_all(&L, &o, 0);
     for (int r0 = 0; r0 < L.data.n; r0 += ROWS_PER_BATCH) {
         int r1 = r0 + ROWS_PER_BATCH < L.data.n ? r0 + ROWS_PER_BATCH : L.data.n, n = batch_responses(&L.data, r0, r1);
         double *lp = xmalloc(sizeof(double) * (size_t)n);
@@ -150,10 +152,8 @@ int cmd_grad(int argc, char **argv) {
     const char *data = o.data;
     double beta = o.beta;
     Loaded L = {0};
-    load_all(&L, o.model, data, o.template_name, o.skip_invalid, o.strict);
-    Model *refm = NULL;
-    char err[4096];
-    if (o.ref && !(refm = model_load(o.ref, err, sizeof err))) ppa_die(2, "%s", err);
+    load_all(&L, &o, 1);
+    Model *refm = o.ref ? prep_model(&o, o.ref, 0) : NULL;
     if (!L.data.n) ppa_die(2, "grad: %s has no rows", data);
     model_zero_grads(L.model);
     double total = 0.0;
@@ -180,6 +180,7 @@ int cmd_grad(int argc, char **argv) {
         batch_free(b);
         free(lp), free(rl), free(dlp), free(s), free(ds), free(nt);
     }
+    char err[4096];
     if (model_save_grads(L.model, o.out, err, sizeof err)) ppa_die(1, "%s", err);
     printf("{\"loss\": %.17g}\n", total / L.data.n);
     model_free(refm);

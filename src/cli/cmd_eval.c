@@ -22,9 +22,7 @@ static const char USAGE[] =
 int cmd_eval(int argc, char **argv) {
     TrainOptions o;
     prep_options(CMD_EVAL, USAGE, argc, argv, &o);
-    char err[4096];
-    Model *m = model_load(o.model, err, sizeof err);
-    if (!m) ppa_die(2, "eval: %s", err);
+    Model *m = prep_model(&o, o.model, 0);
     PrepArgs pa = prep_args(&o, m);
     Prepared p;
     prep_load(&p, &pa, "eval");

@@ -40,11 +40,12 @@ typedef struct {
     int max_new_tokens, n, skip_invalid;
     double temperature, top_p;
     uint64_t seed;
+    const TrainOptions *o;
 } GenArgs;
 
 static GenArgs gen_args(const TrainOptions *o) {
     return (GenArgs){o->model,          o->prompts,   o->out,         o->template_name, o->max_new_tokens,
-                     o->n_samples,      o->skip_invalid, o->temperature, o->top_p,        o->seed};
+                     o->n_samples,      o->skip_invalid, o->temperature, o->top_p,        o->seed, o};
 }
 
 /* the template's end-of-turn token, if the tokenizer has it */
@@ -188,7 +189,7 @@ static void ban_nul_tokens(Run *r, int V) {
 
 static void load(Run *r, const GenArgs *a) {
     char err[4096];
-    if (!(r->model = model_load(a->model_dir, err, sizeof err))) ppa_die(2, "%s", err);
+    r->model = prep_model(a->o, a->model_dir, 0);
     r->tok = tokenizer_load_folder(a->model_dir, err, sizeof err); /* absent: pre-tokenized prompts only */
     if (!r->tok && err[0]) ppa_die(2, "generate: %s", err);
     const ModelConfig *c = model_config(r->model);

@@ -87,8 +87,7 @@ int cmd_sft(int argc, char **argv) {
     prep_options(CMD_SFT, USAGE, argc, argv, &opts);
     SftArgs a = sft_args(&opts);
     char err[4096];
-    Model *m = model_load(a.model, err, sizeof err);
-    if (!m) ppa_die(2, "%s", err);
+    Model *m = prep_model(&opts, a.model, 1);
     Tokenizer *tok = tokenizer_load_folder(a.model, err, sizeof err);
     if (!tok && err[0]) ppa_die(2, "sft: %s", err);
     const ModelConfig *cfg = model_config(m);
@@ -122,7 +121,7 @@ int cmd_sft(int argc, char **argv) {
     fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld; matrix products: %s\n",
             d.n, total, a.batch, a.micro, a.lr,
             a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
-            gemm_backend());
+            prep_kernels(m));
     double t0 = timer_now();
     int failed = 0;
     for (long step = 0; step < total; step++) {
@@ -152,6 +151,7 @@ int cmd_sft(int argc, char **argv) {
             break;
         }
         adamw_step(&opt, model_params(m), model_grads(m), clip_scale(gnorm, a.clip), decay, lr, &ac);
+        model_bf16_refresh(m);
         double dt = timer_now() - ts;
         printf("{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
                "\"tokens_per_s\": %.1f}\n", step + 1, epoch + 1, nll / tokens, lr, gnorm, tokens, tokens / dt);

@@ -71,11 +71,12 @@ static char *fingerprint(const TrainOptions *o, const Prepared *p) {
                      l->ties, l->pairs, l->sigma, l->label_smoothing, l->gamma, l->normalize, o->list_size,
                      o->reference_free, o->epochs, (double)o->max_steps, o->lr, o->batch_size, o->micro_batch,
                      o->warmup_ratio, o->schedule, o->weight_decay, o->clip_grad, (double)o->seed, o->max_length,
-                     o->max_prompt_length};
+                     o->max_prompt_length, o->bf16};
     const char *names[] = {"beta", "tau", "alpha", "k", "gain", "discount", "sinkhorn", "sinkhorn_iters", "sinkhorn_tol",
                            "ties", "pairs", "sigma", "label_smoothing", "gamma", "normalize", "list_size",
                            "reference_free", "epochs", "max_steps", "lr", "batch_size", "micro_batch", "warmup_ratio",
-                           "schedule", "weight_decay", "clip_grad", "seed", "max_length", "max_prompt_length"};
+                           "schedule", "weight_decay", "clip_grad", "seed", "max_length", "max_prompt_length",
+                           "bf16"}; /* other products, other numbers; checkpointing changes none */
     for (size_t i = 0; i < PPA_ARRAY_LEN(names); i++) cJSON_AddNumberToObject(j, names[i], nums[i]);
     cJSON_AddStringToObject(j, "template", p->template_name);
     char *s = cJSON_PrintUnformatted(j);
@@ -204,8 +205,7 @@ static int train_main(TrainOptions *o) {
     if (atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "train: %s", err);
     free(opath);
     if (o->verbose) train_options_print_json(o, stderr);
-    Model *policy = model_load(o->resume ? o->resume : o->model, err, sizeof err);
-    if (!policy) ppa_die(2, "train: %s", err);
+    Model *policy = prep_model(o, o->resume ? o->resume : o->model, 1);
     PrepArgs pa = prep_args(o, policy);
     Prepared p;
     prep_load(&p, &pa, "train");
@@ -239,16 +239,18 @@ static int train_main(TrainOptions *o) {
         if (state_load(o->resume, &opt, &st, err, sizeof err)) ppa_die(2, "train: %s", err);
         check_resume_options(o->resume, st.options, fp);
         check_resume_position(o->resume, &st, &plan, p.data.n);
-        if (strcmp(st.kernel, gemm_kernel()) || st.threads != gemm_threads())
+        char kern[48];
+        model_kernel_name(policy, kern, sizeof kern);
+        if (strcmp(st.kernel, kern) || st.threads != gemm_threads())
             fprintf(stderr, "ppa train: note: the checkpoint was written with %s kernels on %d threads, this run uses %s "
-                            "on %d: results may differ in the last bits\n", st.kernel, st.threads, gemm_kernel(), gemm_threads());
+                            "on %d: results may differ in the last bits\n", st.kernel, st.threads, kern, gemm_threads());
     }
     char *logp = o->log ? strdup(o->log) : join(o->out, "train_log.jsonl");
     plan.log = open_log(logp, st.step);
     TrainData *td = train_data_new(&p.data, o->list_size, o->seed);
     fprintf(stderr, "ppa train: %d lists, %s, beta %g, list size %d; %ld steps of %ld lists (micro-batch %d), lr %g, "
                     "warm-up %ld; %s\n", p.data.n, ppa_objective_name(o->objective), o->beta, o->list_size,
-            plan.total_steps, plan.batch_size, plan.micro_batch, o->lr, plan.warmup_steps, gemm_backend());
+            plan.total_steps, plan.batch_size, plan.micro_batch, o->lr, plan.warmup_steps, prep_kernels(policy));
     if (st.step) fprintf(stderr, "ppa train: resuming at step %ld (epoch %ld, list %ld)\n", st.step, st.epoch, st.cursor);
     if (train_run(policy, td, need_ref ? &ref : NULL, &opt, &st, &plan, err, sizeof err)) ppa_die(2, "train: %s", err);
     fclose(plan.log);
@@ -288,9 +290,7 @@ static const char SCORE_USAGE[] =
 int cmd_score(int argc, char **argv) {
     TrainOptions o;
     prep_options(CMD_SCORE, SCORE_USAGE, argc, argv, &o);
-    char err[4096];
-    Model *m = model_load(o.model, err, sizeof err);
-    if (!m) ppa_die(2, "score: %s", err);
+    Model *m = prep_model(&o, o.model, 0);
     PrepArgs pa = prep_args(&o, m);
     model_free(m);
     Prepared p;

@@ -16,6 +16,7 @@
 #include "core/timer.h"
 #include "io/jsonl.h"
 #include "model/gemm.h"
+#include "model/gemm_bf16.h"
 
 void prep_threads(int n) {
     if (n <= 0) return;
@@ -57,7 +58,24 @@ PrepArgs prep_args(const TrainOptions *o, const Model *m) {
         len = pos;
     }
     return (PrepArgs){o->model, o->data, o->template_name, o->skip_invalid, len, plen, c->vocab_size,
-                      c->n_eos ? c->eos_token_ids[0] : -1};
+                      c->n_eos ? c->eos_token_ids[0] : -1, o->bf16};
+}
+
+Model *prep_model(const TrainOptions *o, const char *dir, int trainable) {
+    char err[4096];
+    Model *m = model_load_as(dir, o->bf16 ? MODEL_BF16 : MODEL_FP32, !trainable, err, sizeof err);
+    if (!m) ppa_die(2, "%s: %s", options_command_name(o->cmd), err);
+    if (trainable) model_gradient_checkpointing(m, o->gradient_checkpointing);
+    return m;
+}
+
+const char *prep_kernels(const Model *m) {
+    static char line[1536];
+    if (model_precision(m) == MODEL_BF16)
+        snprintf(line, sizeof line, "bf16 products: %s; float32 attention: %s", gemm_bf16_backend(), gemm_backend());
+    else
+        snprintf(line, sizeof line, "fp32 products: %s", gemm_backend());
+    return line;
 }
 
 void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
@@ -120,7 +138,8 @@ static void progress(int done, int total, void *ctx) {
 
 void prep_reference(RefCache *c, const Prepared *p, const PrepArgs *a, const char *ref_dir, const char *path, int verbose) {
     char err[4096], why[512];
-    Model *ref = model_load(ref_dir, err, sizeof err);
+    /* frozen: a bf16 reference keeps bf16 weights only, and computes what a bf16 policy of the same weights does */
+    Model *ref = model_load_as(ref_dir, a->bf16 ? MODEL_BF16 : MODEL_FP32, 1, err, sizeof err);
     if (!ref) ppa_die(2, "reference: %s", err);
     RefKey want = prep_refkey(p, ref, a);
     struct stat sb;

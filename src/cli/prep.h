@@ -16,6 +16,7 @@ typedef struct {
     const char *template_name; /* NULL: detected */
     int skip_invalid, max_length, max_prompt_length;
     int vocab_size, eos_id;
+    int bf16; /* the reference runs in the command's precision */
 } PrepArgs;
 
 typedef struct {
@@ -32,6 +33,12 @@ typedef struct {
 void prep_options(OptCommand cmd, const char *usage, int argc, char **argv, TrainOptions *o);
 /* Compute threads for matrix products and OpenMP loops; 0 leaves the default (all cores). */
 void prep_threads(int n);
+/* Loads the command's model in its --precision: trainable (float32 master
+ * weights and a bf16 copy, --gradient-checkpointing) or frozen (bf16 weights
+ * only). Dies with "CMD: message" (exit 2), e.g. on a CPU without bf16. */
+Model *prep_model(const TrainOptions *o, const char *dir, int trainable);
+/* "fp32 products: <gemm_backend()>" or "bf16 products: <oneDNN line>; ..." */
+const char *prep_kernels(const Model *m);
 /* The reading settings of a command's options, with the model's vocabulary and first end-of-sequence id. */
 PrepArgs prep_args(const TrainOptions *o, const Model *m);
 

@@ -1,6 +1,6 @@
 /* decode.c: incremental decoding with a key/value cache (decode.h). The
  * layer is the one of llama.c step for step (same kernels, same matrix
- * products through gemm_rows), so a token's logits agree with the training
+ * products through matmul.h in the model's precision), so a token's logits agree with the training
  * engine's to float32 rounding; only attention differs in form: the prompt
  * goes through the engine's attention kernel, a decode step through plain
  * loops over one query and its cache. */
@@ -92,9 +92,14 @@ static float *cache_at(const Decoder *d, float *base, int l, int seq, int t) {
     return base + (((size_t)l * d->n_seq + seq) * d->max_len + t) * d->KD;
 }
 
+/* y[T, out] (+)= x[T, in] W^T, in the model's precision (matmul.h), as llama.c */
+static void product(Decoder *d, float *y, float beta, const float *x, Weight W, int T, int in, int out) {
+    mm_forward(y, beta, x, in, W, T, in, out, W.b ? model_btmp(d->m, (size_t)T * in) : NULL);
+}
+
 /* y[T, out] = x[T, in] W^T (+ bias), as llama.c's linear */
-static void linear(float *y, const float *x, const float *W, const float *bias, int T, int in, int out) {
-    gemm_rows(T, out, in, x, in, W, in, 0.0f, y, out);
+static void linear(Decoder *d, float *y, const float *x, Weight W, const float *bias, int T, int in, int out) {
+    product(d, y, 0.0f, x, W, T, in, out);
     if (!bias) return;
     for (int t = 0; t < T; t++)
         for (int n = 0; n < out; n++) y[(size_t)t * out + n] += bias[n];
@@ -164,11 +169,12 @@ static void attend_prefill(Decoder *d, int l, int seq, int T) {
 static void layer_forward(Decoder *d, int l, int T, const int *seq, int prefill) {
     const int H = d->H, I = d->I, QD = d->QD, KD = d->KD;
     LayerW w = model_layer(d->m, l);
+    LayerM W = model_layer_mats(d->m, l);
     float eps = (float)d->c->rms_norm_eps;
     rmsnorm_forward(d->xn, d->rstd, d->x, w.attn_norm, T, H, eps);
-    linear(d->q, d->xn, w.wq, w.bq, T, H, QD);
-    linear(d->k, d->xn, w.wk, w.bk, T, H, KD);
-    linear(d->v, d->xn, w.wv, w.bv, T, H, KD);
+    linear(d, d->q, d->xn, W.q, w.bq, T, H, QD);
+    linear(d, d->k, d->xn, W.k, w.bk, T, H, KD);
+    linear(d, d->v, d->xn, W.v, w.bv, T, H, KD);
     rope_apply(d->q, d->pos, d->cs, T, d->NH, d->HS, 0);
     rope_apply(d->k, d->pos, d->cs, T, d->NKV, d->HS, 0);
     for (int i = 0; i < T; i++) {
@@ -182,31 +188,28 @@ static void layer_forward(Decoder *d, int l, int T, const int *seq, int prefill)
         attend_step(d, l, seq, T);
     size_t TH = (size_t)T * H;
     memcpy(d->xmid, d->x, sizeof(float) * TH); /* residual, then += o_proj(att) */
-    gemm_rows(T, H, QD, d->att, QD, w.wo, QD, 1.0f, d->xmid, H);
+    product(d, d->xmid, 1.0f, d->att, W.o, T, QD, H);
     if (w.bo)
         for (int t = 0; t < T; t++)
             for (int n = 0; n < H; n++) d->xmid[(size_t)t * H + n] += w.bo[n];
     rmsnorm_forward(d->xn, d->rstd, d->xmid, w.mlp_norm, T, H, eps);
-    linear(d->gate, d->xn, w.wg, w.bg, T, H, I);
-    linear(d->up, d->xn, w.wu, w.bu, T, H, I);
+    linear(d, d->gate, d->xn, W.g, w.bg, T, H, I);
+    linear(d, d->up, d->xn, W.u, w.bu, T, H, I);
     swiglu_forward(d->h, d->gate, d->up, (long)T * I);
     memcpy(d->x, d->xmid, sizeof(float) * TH);
-    gemm_rows(T, H, I, d->h, I, w.wd, I, 1.0f, d->x, H);
+    product(d, d->x, 1.0f, d->h, W.d, T, I, H);
     if (w.bd)
         for (int t = 0; t < T; t++)
             for (int n = 0; n < H; n++) d->x[(size_t)t * H + n] += w.bd[n];
 }
 
-static void embed(Decoder *d, const int *ids, int T) {
-    const float *E = model_tensor(d->m, "model.embed_tokens.weight");
-    for (int t = 0; t < T; t++) memcpy(d->x + (size_t)t * d->H, E + (size_t)ids[t] * d->H, sizeof(float) * (size_t)d->H);
-}
+static void embed(Decoder *d, const int *ids, int T) { model_embed(d->m, ids, T, d->x); }
 
 /* logits [n, V] of the n rows of d->x starting at row r0 */
 static void head(Decoder *d, int r0, int n, float *logits) {
     float *xr = d->x + (size_t)r0 * d->H;
     rmsnorm_forward(d->xn, d->rstd, xr, model_tensor(d->m, "model.norm.weight"), n, d->H, (float)d->c->rms_norm_eps);
-    gemm_rows(n, d->V, d->H, d->xn, d->H, model_lm_head(d->m), d->H, 0.0f, logits, d->V);
+    product(d, logits, 0.0f, d->xn, model_lm_weight(d->m), n, d->H, d->V);
 }
 
 static int check_token(const Decoder *d, int id, char *err, size_t errlen) {

@@ -425,7 +425,7 @@ void gemm_init(void) { pthread_once(&g_once, init_once); }
 
 static struct {
     int on;
-    double flops, seconds;
+    double flops, seconds, bf16_flops, bf16_seconds;
 } S;
 
 static double now_s(void) {
@@ -435,13 +435,18 @@ static double now_s(void) {
 }
 
 void gemm_stats_reset(int enable) {
-    S.flops = S.seconds = 0.0;
+    S.flops = S.seconds = S.bf16_flops = S.bf16_seconds = 0.0;
     S.on = enable;
 }
 
 void gemm_stats(double *flops, double *seconds) {
     *flops = S.flops;
     *seconds = S.seconds;
+}
+
+void gemm_stats_bf16(double *flops, double *seconds) {
+    *flops = S.bf16_flops;
+    *seconds = S.bf16_seconds;
 }
 
 static void sgemm_call(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
@@ -455,7 +460,12 @@ void gemm(int transA, int transB, int M, int N, int K, float alpha, const float 
     }
     double t0 = now_s();
     sgemm_call(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    double dt = now_s() - t0, f = 2.0 * M * N * K;
+    gemm_stats_add(2.0 * M * N * K, now_s() - t0, 0);
+}
+
+int gemm_stats_on(void) { return S.on; }
+
+void gemm_stats_add(double f, double dt, int bf16) {
     int team = 1;
 #ifdef _OPENMP
     team = omp_get_num_threads(); /* inside a parallel region: one of team's concurrent calls */
@@ -464,6 +474,11 @@ void gemm(int transA, int transB, int M, int N, int K, float alpha, const float 
     S.flops += f;
 #pragma omp atomic
     S.seconds += dt / team;
+    if (!bf16) return;
+#pragma omp atomic
+    S.bf16_flops += f;
+#pragma omp atomic
+    S.bf16_seconds += dt / team;
 }
 
 static void sgemm_call(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,

@@ -98,6 +98,12 @@ int gemm_threads(void);
  * running totals. reset(0) turns the timers off again (the default). */
 void gemm_stats_reset(int enable);
 void gemm_stats(double *flops, double *seconds);
+/* for the other product backends (gemm_bf16.c): whether stats are on, and
+ * one call's count (bf16: counted in the totals and apart) */
+int gemm_stats_on(void);
+void gemm_stats_add(double flops, double seconds, int bf16);
+/* the bf16 products' share of gemm_stats() */
+void gemm_stats_bf16(double *flops, double *seconds);
 
 /* The benchmark behind `ppa bench gemm`: square n = 256, 768, 2048 and the
  * LLM products (2048 tokens, hidden 896, MLP 4864) in the three training

@@ -8,6 +8,7 @@
 
 #include "core/common.h"
 #include "model/gemm.h"
+#include "model/matmul.h"
 
 #define LMHEAD_LOGITS (32L << 20) /* floats of logits per LM-head chunk (128 MB) */
 
@@ -349,15 +350,19 @@ static void gather_rows(float *xs, const float *x, const int *src, int i0, int n
     for (int i = 0; i < n; i++) memcpy(xs + (size_t)i * H, x + (size_t)src[i0 + i] * H, sizeof(float) * (size_t)H);
 }
 
-void lmhead_forward(double *logp, float *lse, const float *x, const float *W, const int *src, const int *tgt, int n,
-                    int H, int V, float *work, float *keep) {
+size_t lmhead_btmp(int n, int H, int V) {
+    return (size_t)(n > 0 ? n : 1) * H + (size_t)lmhead_chunk(n, V) * (size_t)(V + H);
+}
+
+void lmhead_forward(double *logp, float *lse, const float *x, Weight W, const int *src, const int *tgt, int n, int H,
+                    int V, float *work, float *keep, bf16 *btmp) {
     int chunk = keep ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
     float *xs = work + (size_t)lmhead_chunk(n, V) * V;
     for (int i0 = 0; i0 < n; i0 += chunk) {
         int m = n - i0 < chunk ? n - i0 : chunk;
         float *logits = keep ? keep : work;
         gather_rows(xs, x, src, i0, m, H);
-        gemm_rows(m, V, H, xs, H, W, H, 0.0f, logits, V);
+        mm_forward(logits, 0.0f, xs, H, W, m, H, V, btmp);
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < m; i++) {
             float *l = logits + (size_t)i * V;
@@ -384,18 +389,18 @@ static void dlogits(float *l, int m, int V, const double *g, const float *lse, c
     }
 }
 
-void lmhead_backward(float *dx, float *dW, const double *g, const float *x, const float *W, const float *lse,
-                     const int *src, const int *tgt, int n, int H, int V, float *work, float *keep) {
-    int chunk = keep ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
+void lmhead_backward(float *dx, float *dW, const double *g, const float *x, Weight W, const float *lse,
+                     const int *src, const int *tgt, int n, int H, int V, float *work, float *keep, bf16 *btmp) {
+    /* bf16 products take the kept softmax in chunks too: one bf16 copy of a chunk, not of all of it */
+    int chunk = keep && !W.b ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
     float *xs = work + (size_t)lmhead_chunk(n, V) * V, *dxs = xs + (size_t)(n > 0 ? n : 1) * H;
     for (int i0 = 0; i0 < n; i0 += chunk) {
         int m = n - i0 < chunk ? n - i0 : chunk;
-        float *logits = keep ? keep : work;
+        float *logits = keep ? keep + (size_t)i0 * V : work;
         gather_rows(xs, x, src, i0, m, H);
-        if (!keep) gemm_rows(m, V, H, xs, H, W, H, 0.0f, logits, V); /* recomputed, as in the forward */
+        if (!keep) mm_forward(logits, 0.0f, xs, H, W, m, H, V, btmp); /* recomputed, as in the forward */
         dlogits(logits, m, V, g + i0, lse + i0, tgt + i0, keep != NULL);
-        gemm(0, 0, m, H, V, 1.0f, logits, V, W, H, 0.0f, dxs, H);
-        gemm(1, 0, V, H, m, 1.0f, logits, V, xs, H, 1.0f, dW, H);
+        mm_backward(dxs, 0.0f, dW, logits, xs, W, m, H, V, btmp);
         for (int i = 0; i < m; i++) { /* sources repeat (a row's last prompt token): add in order */
             float *d = dx + (size_t)src[i0 + i] * H;
             for (int c = 0; c < H; c++) d[c] += dxs[(size_t)i * H + c];

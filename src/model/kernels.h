@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "model/matmul.h"
+
 /* y = x / sqrt(mean(x^2) + eps) * w, per token; rstd cached.
  * x, y: [T, C]; w: [C]; rstd: [T] */
 void rmsnorm_forward(float *y, float *rstd, const float *x, const float *w, int T, int C, float eps);
@@ -54,11 +56,14 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
 int lmhead_chunk(int n, int V);
 void lmhead_set_chunk_rows(int rows); /* tests: fixed rows per chunk (0: automatic) */
 size_t lmhead_work(int n, int H, int V);
-void lmhead_forward(double *logp, float *lse, const float *x, const float *W, const int *src, const int *tgt, int n,
-                    int H, int V, float *work, float *keep);
-/* g: [n] d loss / d logp. dx: [T, H] (+=, rows src), dW: [V, H] (+=);
- * keep: as given to the forward (its content is consumed) */
-void lmhead_backward(float *dx, float *dW, const double *g, const float *x, const float *W, const float *lse,
-                     const int *src, const int *tgt, int n, int H, int V, float *work, float *keep);
+/* W: float32 or bf16 products (matmul.h); btmp: [lmhead_btmp(n, H, V)] bf16
+ * scratch, used by bf16 products only (may be NULL for float32) */
+size_t lmhead_btmp(int n, int H, int V);
+void lmhead_forward(double *logp, float *lse, const float *x, Weight W, const int *src, const int *tgt, int n, int H,
+                    int V, float *work, float *keep, bf16 *btmp);
+/* g: [n] d loss / d logp. dx: [T, H] (+=, rows src), dW: [V, H] (+=, or NULL:
+ * frozen); keep: as given to the forward (its content is consumed) */
+void lmhead_backward(float *dx, float *dW, const double *g, const float *x, Weight W, const float *lse,
+                     const int *src, const int *tgt, int n, int H, int V, float *work, float *keep, bf16 *btmp);
 
 #endif

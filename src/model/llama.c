@@ -13,180 +13,17 @@
 #include "model/checkpoint.h"
 #include "model/gemm.h"
 #include "model/kernels.h"
-#include "model/llama_internal.h"
-
-struct Model {
-    ModelConfig c;
-    ModelTensorSpec *specs; /* [n_specs] the tensor table */
-    size_t *offset;         /* [n_specs] into params / grads */
-    int n_specs;
-    size_t n_params;
-    float *params, *grads;
-    double *inv_freq; /* [HS / 2] */
-    float *arena;     /* activations of the current batch, kept between batches: */
-    size_t arena_n;   /* fresh buffers every step would cost page faults */
-    float *scratch;   /* the backward's buffers, kept likewise */
-    size_t scratch_n;
-    float *lmwork;    /* the LM head's chunk buffers, kept likewise */
-    size_t lmwork_n;
-    float *lmkeep;    /* the forward's softmax for the backward (lmhead_forward) */
-    size_t lmkeep_n, lmkeep_max; /* floats; the limit set by model_keep_softmax */
-};
-
-static float *tensor_at(const Model *m, float *base, const char *name) {
-    for (int i = 0; i < m->n_specs; i++)
-        if (!strcmp(m->specs[i].name, name)) return base + m->offset[i];
-    return NULL;
-}
-
-static float *layer_tensor(const Model *m, float *base, int l, const char *suffix) {
-    char name[MODEL_TENSOR_NAME_LEN + 16];
-    snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);
-    return tensor_at(m, base, name);
-}
-
-static LayerW layer_view(const Model *m, float *base, int l) {
-    return (LayerW){
-        layer_tensor(m, base, l, "input_layernorm.weight"),  layer_tensor(m, base, l, "self_attn.q_proj.weight"),
-        layer_tensor(m, base, l, "self_attn.q_proj.bias"),   layer_tensor(m, base, l, "self_attn.k_proj.weight"),
-        layer_tensor(m, base, l, "self_attn.k_proj.bias"),   layer_tensor(m, base, l, "self_attn.v_proj.weight"),
-        layer_tensor(m, base, l, "self_attn.v_proj.bias"),   layer_tensor(m, base, l, "self_attn.o_proj.weight"),
-        layer_tensor(m, base, l, "self_attn.o_proj.bias"),   layer_tensor(m, base, l, "post_attention_layernorm.weight"),
-        layer_tensor(m, base, l, "mlp.gate_proj.weight"),     layer_tensor(m, base, l, "mlp.gate_proj.bias"),
-        layer_tensor(m, base, l, "mlp.up_proj.weight"),       layer_tensor(m, base, l, "mlp.up_proj.bias"),
-        layer_tensor(m, base, l, "mlp.down_proj.weight"),     layer_tensor(m, base, l, "mlp.down_proj.bias"),
-    };
-}
-
-static float *lm_head(const Model *m, float *base) {
-    return m->c.tie_word_embeddings ? tensor_at(m, base, "model.embed_tokens.weight") : tensor_at(m, base, "lm_head.weight");
-}
-
-/* the table, offsets and buffers of a config */
-static int model_layout(Model *m, char *err, size_t errlen) {
-    if (m->c.qk_norm) {
-        snprintf(err, errlen, "qwen3's per-head q/k norms are not implemented by the engine yet");
-        return -1;
-    }
-    m->n_specs = model_tensor_table(&m->c, &m->specs);
-    m->offset = xmalloc(sizeof(size_t) * (size_t)m->n_specs);
-    for (int i = 0; i < m->n_specs; i++) {
-        m->offset[i] = m->n_params;
-        m->n_params += (size_t)m->specs[i].numel;
-    }
-    m->params = xmalloc(sizeof(float) * (m->n_params ? m->n_params : 1));
-    m->inv_freq = xmalloc(sizeof(double) * (size_t)(m->c.head_dim / 2));
-    m->lmkeep_max = MODEL_KEEP_SOFTMAX / sizeof(float);
-    model_rope_inv_freq(&m->c, m->inv_freq);
-    return 0;
-}
-
-Model *model_load(const char *dir, char *err, size_t errlen) {
-    Model *m = xcalloc(1, sizeof *m);
-    StSet st = {0};
-    if (model_config_load(&m->c, dir, err, errlen)) goto fail;
-    if (st_open(&st, dir, err, errlen)) goto fail;
-    char problems[4096];
-    if (checkpoint_check(&m->c, &st, problems, sizeof problems)) {
-        snprintf(err, errlen, "%s: the tensors do not match config.json:\n%s", dir, problems);
-        goto fail;
-    }
-    char msg[512];
-    if (model_layout(m, msg, sizeof msg)) {
-        snprintf(err, errlen, "%s: %s", dir, msg);
-        goto fail;
-    }
-    for (int i = 0; i < m->n_specs; i++) st_to_f32(st_find(&st, m->specs[i].name), m->params + m->offset[i]);
-    st_close(&st);
-    return m;
-fail:
-    st_close(&st);
-    model_free(m);
-    return NULL;
-}
-
-Model *model_new(const ModelConfig *c, uint64_t seed, char *err, size_t errlen) {
-    Model *m = xcalloc(1, sizeof *m);
-    m->c = *c;
-    if (model_layout(m, err, errlen)) {
-        model_free(m);
-        return NULL;
-    }
-    for (int i = 0; i < m->n_specs; i++) { /* one tensor at a time: no second copy of the model */
-        float *w;
-        checkpoint_init(&m->specs[i], 1, seed, 0.02, 0, &w);
-        memcpy(m->params + m->offset[i], w, sizeof(float) * (size_t)m->specs[i].numel);
-        free(w);
-    }
-    return m;
-}
-
-void model_free(Model *m) {
-    if (!m) return;
-    free(m->specs);
-    free(m->offset);
-    free(m->params);
-    free(m->grads);
-    free(m->inv_freq);
-    free(m->arena);
-    free(m->scratch);
-    free(m->lmwork);
-    free(m->lmkeep);
-    free(m);
-}
-
-void model_keep_softmax(Model *m, size_t max_bytes) {
-    m->lmkeep_max = max_bytes / sizeof(float);
-    if (m->lmkeep_n > m->lmkeep_max) free(m->lmkeep), m->lmkeep = NULL, m->lmkeep_n = 0;
-}
-
-const ModelConfig *model_config(const Model *m) { return &m->c; }
-size_t model_n_params(const Model *m) { return m->n_params; }
-float *model_params(Model *m) { return m->params; }
-
-float *model_grads(Model *m) {
-    if (!m->grads) m->grads = xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
-    return m->grads;
-}
-
-void model_zero_grads(Model *m) { memset(model_grads(m), 0, sizeof(float) * m->n_params); }
-
-int model_save_grads(const Model *m, const char *path, char *err, size_t errlen) {
-    StWriteTensor *t = xcalloc((size_t)m->n_specs + 1, sizeof *t);
-    float *g = m->grads ? m->grads : xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
-    for (int i = 0; i < m->n_specs; i++) t[i] = (StWriteTensor){m->specs[i].name, m->specs[i].ndim, m->specs[i].shape, g + m->offset[i]};
-    int rc = st_write(path, t, m->n_specs, ST_F32, err, errlen);
-    if (g != m->grads) free(g);
-    free(t);
-    return rc;
-}
-
-unsigned char *model_decay_mask(const Model *m) {
-    unsigned char *mask = xmalloc(m->n_params ? m->n_params : 1);
-    for (int i = 0; i < m->n_specs; i++)
-        memset(mask + m->offset[i], m->specs[i].kind == MODEL_TENSOR_MATRIX, (size_t)m->specs[i].numel);
-    return mask;
-}
-
-int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_dir, char *err, size_t errlen) {
-    float **data = xmalloc(sizeof(float *) * (size_t)m->n_specs);
-    for (int i = 0; i < m->n_specs; i++) data[i] = m->params + m->offset[i];
-    ModelConfig c = m->c;
-    snprintf(c.dtype, sizeof c.dtype, "%s", bf16 ? "bfloat16" : "float32");
-    int rc = checkpoint_write_folder(dir, &c, m->specs, data, m->n_specs, bf16 ? ST_BF16 : ST_F32, tokenizer_dir, err,
-                                     errlen);
-    free(data);
-    return rc;
-}
+#include "model/model_internal.h"
 
 /* ---- batches ---- */
 
 struct Batch {
     int n_rows, T, n_resp, n_tgt, n_pos;
+    int slots;          /* layers whose activations are kept: L, or 1 (recomputed in the backward) */
     int *tokens, *pos, *pstart, *plen, *sstart, *rows; /* [T], rows [n_rows + 1] */
     int *src, *tgt, *tgt_resp;                         /* [n_tgt] scored targets */
     int *n_scored;                                     /* [n_resp] */
-    /* activations, per layer l: [L, T, ...] */
+    /* activations, per layer l: [slots, T, ...] (layer l in slot l, or all in slot 0) */
     float *x;           /* [L + 1, T, H] input of each layer, then the last residual */
     float *xn1, *xn2;   /* [L, T, H] normalised inputs of attention and MLP */
     float *rstd1, *rstd2;
@@ -245,13 +82,14 @@ static int count_rows(const Model *m, const Row *rows, int n_rows, int *T, int *
  * forward writes every element before it is read, so nothing is cleared). */
 static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
     const ModelConfig *c = &m->c;
-    size_t T = (size_t)b->T, L = (size_t)c->num_hidden_layers, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+    size_t T = (size_t)b->T, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+    size_t L = (size_t)b->slots, X = (size_t)c->num_hidden_layers + 1; /* every layer's input is kept */
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
     struct {
         float **p;
         size_t n;
     } parts[] = {
-        {&b->x, (L + 1) * T * H}, {&b->xn1, L * T * H},   {&b->xn2, L * T * H},  {&b->rstd1, L * T},
+        {&b->x, X * T * H}, {&b->xn1, L * T * H},   {&b->xn2, L * T * H},  {&b->rstd1, L * T},
         {&b->rstd2, L * T},       {&b->q, L * T * QD},    {&b->k, L * T * KD},   {&b->v, L * T * KD},
         {&b->att, L * T * QD},    {&b->lse, L * T * (size_t)c->num_attention_heads},
         {&b->xmid, L * T * H},    {&b->gate, L * T * I},  {&b->up, L * T * I},   {&b->xf, T * H},
@@ -286,6 +124,7 @@ Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen
     if (count_rows(m, rows, n_rows, &T, &n_resp, &n_tgt, &n_pos, err, errlen)) return NULL;
     Batch *b = xcalloc(1, sizeof *b);
     b->n_rows = n_rows, b->T = T, b->n_resp = n_resp, b->n_tgt = n_tgt, b->n_pos = n_pos;
+    b->slots = m->grads && !m->gc ? m->c.num_hidden_layers : 1;
     ALLOC(b->tokens, T), ALLOC(b->pos, T), ALLOC(b->pstart, T), ALLOC(b->plen, T), ALLOC(b->sstart, T);
     ALLOC(b->rows, n_rows + 1), ALLOC(b->src, n_tgt), ALLOC(b->tgt, n_tgt), ALLOC(b->tgt_resp, n_tgt);
     ALLOC(b->n_scored, n_resp);
@@ -335,9 +174,12 @@ static void add_bias(float *y, const float *bias, int T, int N) {
         for (int n = 0; n < N; n++) y[(size_t)t * N + n] += bias[n];
 }
 
+/* bf16 scratch for a product with W: none for float32 products */
+static bf16 *btmp_for(Model *m, Weight W, size_t n) { return W.b ? model_btmp(m, n) : NULL; }
+
 /* y[T, out] = x[T, in] W^T (+ bias); W: [out, in] */
-static void linear(float *y, const float *x, const float *W, const float *bias, int T, int in, int out) {
-    gemm_rows(T, out, in, x, in, W, in, 0.0f, y, out);
+static void linear(Model *m, float *y, const float *x, Weight W, const float *bias, int T, int in, int out) {
+    mm_forward(y, 0.0f, x, in, W, T, in, out, btmp_for(m, W, (size_t)T * in));
     add_bias(y, bias, T, out);
 }
 
@@ -346,34 +188,48 @@ static AttnShape attn_shape(const Model *m, const Batch *b) {
                        m->c.num_key_value_heads, m->c.head_dim};
 }
 
+/* layer l's activations: its slot (l, or 0 when the batch keeps one layer) */
+typedef struct {
+    float *x, *xn1, *xn2, *xmid, *q, *k, *v, *att, *lse, *gate, *up, *rstd1, *rstd2;
+} Acts;
+
+static Acts acts(const Model *m, const Batch *b, int l) {
+    const ModelConfig *c = &m->c;
+    size_t T = (size_t)b->T, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+    size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
+    size_t s = b->slots > 1 ? (size_t)l : 0;
+    return (Acts){b->x + l * T * H,     b->xn1 + s * T * H,  b->xn2 + s * T * H,   b->xmid + s * T * H,
+                  b->q + s * T * QD,    b->k + s * T * KD,   b->v + s * T * KD,    b->att + s * T * QD,
+                  b->lse + s * T * c->num_attention_heads,   b->gate + s * T * I,  b->up + s * T * I,
+                  b->rstd1 + s * T,     b->rstd2 + s * T};
+}
+
 static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     const ModelConfig *c = &m->c;
     int T = b->T, H = c->hidden_size, I = c->intermediate_size, NH = c->num_attention_heads, NKV = c->num_key_value_heads;
     int HS = c->head_dim, QD = NH * HS, KD = NKV * HS;
     size_t TH = (size_t)T * H;
     LayerW w = layer_view(m, m->params, l);
-    float *x = b->x + l * TH, *xn1 = b->xn1 + l * TH, *xn2 = b->xn2 + l * TH, *xmid = b->xmid + l * TH;
-    float *q = b->q + (size_t)l * T * QD, *k = b->k + (size_t)l * T * KD, *v = b->v + (size_t)l * T * KD;
-    float *att = b->att + (size_t)l * T * QD, *lse = b->lse + (size_t)l * T * NH;
-    float *gate = b->gate + (size_t)l * T * I, *up = b->up + (size_t)l * T * I;
-    rmsnorm_forward(xn1, b->rstd1 + (size_t)l * T, x, w.attn_norm, T, H, (float)c->rms_norm_eps);
-    linear(q, xn1, w.wq, w.bq, T, H, QD);
-    linear(k, xn1, w.wk, w.bk, T, H, KD);
-    linear(v, xn1, w.wv, w.bv, T, H, KD);
-    rope_apply(q, b->pos, b->cs, T, NH, HS, 0);
-    rope_apply(k, b->pos, b->cs, T, NKV, HS, 0);
+    LayerM W = model_layer_mats(m, l);
+    Acts a = acts(m, b, l);
+    rmsnorm_forward(a.xn1, a.rstd1, a.x, w.attn_norm, T, H, (float)c->rms_norm_eps);
+    linear(m, a.q, a.xn1, W.q, w.bq, T, H, QD);
+    linear(m, a.k, a.xn1, W.k, w.bk, T, H, KD);
+    linear(m, a.v, a.xn1, W.v, w.bv, T, H, KD);
+    rope_apply(a.q, b->pos, b->cs, T, NH, HS, 0);
+    rope_apply(a.k, b->pos, b->cs, T, NKV, HS, 0);
     AttnShape s = attn_shape(m, b);
-    attention_forward(att, lse, q, k, v, &s);
-    memcpy(xmid, x, sizeof(float) * TH); /* residual, then += o_proj(att) */
-    gemm_rows(T, H, QD, att, QD, w.wo, QD, 1.0f, xmid, H);
-    add_bias(xmid, w.bo, T, H);
-    rmsnorm_forward(xn2, b->rstd2 + (size_t)l * T, xmid, w.mlp_norm, T, H, (float)c->rms_norm_eps);
-    linear(gate, xn2, w.wg, w.bg, T, H, I);
-    linear(up, xn2, w.wu, w.bu, T, H, I);
-    swiglu_forward(hbuf, gate, up, (long)T * I);
-    float *xout = b->x + (l + 1) * TH;
-    memcpy(xout, xmid, sizeof(float) * TH);
-    gemm_rows(T, H, I, hbuf, I, w.wd, I, 1.0f, xout, H);
+    attention_forward(a.att, a.lse, a.q, a.k, a.v, &s);
+    memcpy(a.xmid, a.x, sizeof(float) * TH); /* residual, then += o_proj(att) */
+    mm_forward(a.xmid, 1.0f, a.att, QD, W.o, T, QD, H, btmp_for(m, W.o, (size_t)T * QD));
+    add_bias(a.xmid, w.bo, T, H);
+    rmsnorm_forward(a.xn2, a.rstd2, a.xmid, w.mlp_norm, T, H, (float)c->rms_norm_eps);
+    linear(m, a.gate, a.xn2, W.g, w.bg, T, H, I);
+    linear(m, a.up, a.xn2, W.u, w.bu, T, H, I);
+    swiglu_forward(hbuf, a.gate, a.up, (long)T * I);
+    float *xout = a.x + TH;
+    memcpy(xout, a.xmid, sizeof(float) * TH);
+    mm_forward(xout, 1.0f, hbuf, I, W.d, T, I, H, btmp_for(m, W.d, (size_t)T * I));
     add_bias(xout, w.bd, T, H);
 }
 
@@ -403,15 +259,16 @@ static float *lmkeep(Model *m, const Batch *b) {
 
 void model_forward(Model *m, Batch *b, double *logps, int *n_scored) {
     const ModelConfig *c = &m->c;
-    int T = b->T, H = c->hidden_size, L = c->num_hidden_layers;
-    const float *E = tensor_at(m, m->params, "model.embed_tokens.weight");
-    for (int t = 0; t < T; t++) memcpy(b->x + (size_t)t * H, E + (size_t)b->tokens[t] * H, sizeof(float) * (size_t)H);
+    int T = b->T, H = c->hidden_size, L = c->num_hidden_layers, V = c->vocab_size;
+    model_embed(m, b->tokens, T, b->x);
     float *hbuf = scratch(m, (size_t)T * c->intermediate_size); /* reused by the backward */
     for (int l = 0; l < L; l++) layer_forward(m, b, l, hbuf);
     rmsnorm_forward(b->xf, b->rstdf, b->x + (size_t)L * T * H, tensor_at(m, m->params, "model.norm.weight"), T, H,
                     (float)c->rms_norm_eps);
-    lmhead_forward(b->logp_t, b->lse_t, b->xf, lm_head(m, m->params), b->src, b->tgt, b->n_tgt, H, c->vocab_size, lmwork(m, b),
-                   b->lmkeep = lmkeep(m, b));
+    bf16 *bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL;
+    b->lmkeep = lmkeep(m, b);
+    lmhead_forward(b->logp_t, b->lse_t, b->xf, model_lm_weight(m), b->src, b->tgt, b->n_tgt, H, V, lmwork(m, b),
+                   b->lmkeep, bt);
     for (int g = 0; g < b->n_resp; g++) logps[g] = 0.0;
     for (int i = 0; i < b->n_tgt; i++) logps[b->tgt_resp[i]] += b->logp_t[i];
     if (n_scored) memcpy(n_scored, b->n_scored, sizeof(int) * (size_t)b->n_resp);
@@ -431,10 +288,9 @@ static void bias_backward(float *db, const float *dy, int T, int N) {
 }
 
 /* y = x W^T + b: dx (+= when beta_x = 1) = dy W, dW += dy^T x, db += sum dy */
-static void linear_backward(float *dx, float beta_x, float *dW, float *db, const float *dy, const float *x, const float *W,
-                            int T, int in, int out) {
-    gemm(0, 0, T, in, out, 1.0f, dy, out, W, in, beta_x, dx, in);
-    gemm(1, 0, out, in, T, 1.0f, dy, out, x, in, 1.0f, dW, in);
+static void linear_backward(Model *m, float *dx, float beta_x, float *dW, float *db, const float *dy, const float *x,
+                            Weight W, int T, int in, int out) {
+    mm_backward(dx, beta_x, dW, dy, x, W, T, in, out, btmp_for(m, W, mm_tmp(T, in, out)));
     bias_backward(db, dy, T, out);
 }
 
@@ -447,39 +303,36 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     const ModelConfig *c = &m->c;
     int T = b->T, H = c->hidden_size, I = c->intermediate_size, NH = c->num_attention_heads, NKV = c->num_key_value_heads;
     int HS = c->head_dim, QD = NH * HS, KD = NKV * HS;
-    size_t TH = (size_t)T * H;
     LayerW w = layer_view(m, m->params, l), dw = layer_view(m, m->grads, l);
-    float *x = b->x + l * TH, *xn1 = b->xn1 + l * TH, *xn2 = b->xn2 + l * TH, *xmid = b->xmid + l * TH;
-    float *q = b->q + (size_t)l * T * QD, *k = b->k + (size_t)l * T * KD, *v = b->v + (size_t)l * T * KD;
-    float *att = b->att + (size_t)l * T * QD, *lse = b->lse + (size_t)l * T * NH;
-    float *gate = b->gate + (size_t)l * T * I, *up = b->up + (size_t)l * T * I;
+    LayerM W = model_layer_mats(m, l);
+    Acts a = acts(m, b, l);
 
     /* MLP: out = xmid + down(silu(gate) * up) */
-    swiglu_forward(s->h, gate, up, (long)T * I); /* recomputed, not stored */
-    linear_backward(s->dh, 0.0f, dw.wd, dw.bd, dx, s->h, w.wd, T, I, H);
-    swiglu_backward(s->dg, s->du, s->dh, gate, up, (long)T * I);
-    linear_backward(s->dxn, 0.0f, dw.wg, dw.bg, s->dg, xn2, w.wg, T, H, I);
-    linear_backward(s->dxn, 1.0f, dw.wu, dw.bu, s->du, xn2, w.wu, T, H, I);
-    rmsnorm_backward(dx, dw.mlp_norm, s->dxn, xmid, w.mlp_norm, b->rstd2 + (size_t)l * T, T, H); /* dx: d xmid */
+    swiglu_forward(s->h, a.gate, a.up, (long)T * I); /* recomputed, not stored */
+    linear_backward(m, s->dh, 0.0f, dw.wd, dw.bd, dx, s->h, W.d, T, I, H);
+    swiglu_backward(s->dg, s->du, s->dh, a.gate, a.up, (long)T * I);
+    linear_backward(m, s->dxn, 0.0f, dw.wg, dw.bg, s->dg, a.xn2, W.g, T, H, I);
+    linear_backward(m, s->dxn, 1.0f, dw.wu, dw.bu, s->du, a.xn2, W.u, T, H, I);
+    rmsnorm_backward(dx, dw.mlp_norm, s->dxn, a.xmid, w.mlp_norm, a.rstd2, T, H); /* dx: d xmid */
 
     /* attention: xmid = x + o_proj(att) */
-    linear_backward(s->datt, 0.0f, dw.wo, dw.bo, dx, att, w.wo, T, QD, H);
+    linear_backward(m, s->datt, 0.0f, dw.wo, dw.bo, dx, a.att, W.o, T, QD, H);
     memset(s->dq, 0, sizeof(float) * (size_t)T * QD);
     memset(s->dk, 0, sizeof(float) * (size_t)T * KD);
     memset(s->dv, 0, sizeof(float) * (size_t)T * KD);
     AttnShape sh = attn_shape(m, b);
-    attention_backward(s->dq, s->dk, s->dv, s->datt, att, lse, q, k, v, &sh);
+    attention_backward(s->dq, s->dk, s->dv, s->datt, a.att, a.lse, a.q, a.k, a.v, &sh);
     rope_apply(s->dq, b->pos, b->cs, T, NH, HS, 1); /* the rotation's transpose is its inverse */
     rope_apply(s->dk, b->pos, b->cs, T, NKV, HS, 1);
-    linear_backward(s->dxn, 0.0f, dw.wq, dw.bq, s->dq, xn1, w.wq, T, H, QD);
-    linear_backward(s->dxn, 1.0f, dw.wk, dw.bk, s->dk, xn1, w.wk, T, H, KD);
-    linear_backward(s->dxn, 1.0f, dw.wv, dw.bv, s->dv, xn1, w.wv, T, H, KD);
-    rmsnorm_backward(dx, dw.attn_norm, s->dxn, x, w.attn_norm, b->rstd1 + (size_t)l * T, T, H); /* dx: d x */
+    linear_backward(m, s->dxn, 0.0f, dw.wq, dw.bq, s->dq, a.xn1, W.q, T, H, QD);
+    linear_backward(m, s->dxn, 1.0f, dw.wk, dw.bk, s->dk, a.xn1, W.k, T, H, KD);
+    linear_backward(m, s->dxn, 1.0f, dw.wv, dw.bv, s->dv, a.xn1, W.v, T, H, KD);
+    rmsnorm_backward(dx, dw.attn_norm, s->dxn, a.x, w.attn_norm, a.rstd1, T, H); /* dx: d x */
 }
 
 void model_backward(Model *m, Batch *b, const double *dlogps) {
     const ModelConfig *c = &m->c;
-    int T = b->T, H = c->hidden_size, L = c->num_hidden_layers, I = c->intermediate_size;
+    int T = b->T, H = c->hidden_size, L = c->num_hidden_layers, I = c->intermediate_size, V = c->vocab_size;
     int QD = c->num_attention_heads * c->head_dim, KD = c->num_key_value_heads * c->head_dim;
     model_grads(m);
     double *g = xmalloc(sizeof(double) * (size_t)(b->n_tgt ? b->n_tgt : 1));
@@ -488,8 +341,9 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
     float *at = scratch(m, 3 * TH + 2 * TQ + 2 * TK + 4 * TI), *dxf = at, *dx = at + TH;
     memset(at, 0, sizeof(float) * 2 * TH); /* dxf and dx accumulate */
     at += 2 * TH;
-    lmhead_backward(dxf, lm_head(m, m->grads), g, b->xf, lm_head(m, m->params), b->lse_t, b->src, b->tgt, b->n_tgt, H,
-                    c->vocab_size, lmwork(m, b), b->lmkeep);
+    bf16 *bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL;
+    lmhead_backward(dxf, lm_head(m, m->grads), g, b->xf, model_lm_weight(m), b->lse_t, b->src, b->tgt, b->n_tgt, H, V,
+                    lmwork(m, b), b->lmkeep, bt);
     b->lmkeep = NULL; /* consumed: another backward recomputes */
     rmsnorm_backward(dx, tensor_at(m, m->grads, "model.norm.weight"), dxf, b->x + (size_t)L * T * H,
                      tensor_at(m, m->params, "model.norm.weight"), b->rstdf, T, H);
@@ -498,7 +352,11 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
     s.dq = at, at += TQ, s.datt = at, at += TQ;
     s.dk = at, at += TK, s.dv = at, at += TK;
     s.dh = at, at += TI, s.dg = at, at += TI, s.du = at, at += TI, s.h = at;
-    for (int l = L - 1; l >= 0; l--) layer_backward(m, b, l, dx, &s);
+    for (int l = L - 1; l >= 0; l--) {
+        /* one kept layer: recompute layer l from its input (the forward left the last layer's) */
+        if (b->slots == 1 && l < L - 1) layer_forward(m, b, l, s.h);
+        layer_backward(m, b, l, dx, &s);
+    }
     float *dE = tensor_at(m, m->grads, "model.embed_tokens.weight");
     for (int t = 0; t < T; t++) { /* in token order: deterministic */
         float *d = dE + (size_t)b->tokens[t] * H;
@@ -506,9 +364,3 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
     }
     free(g);
 }
-
-/* ---- the parameters, for the decoder (llama_internal.h) ---- */
-
-LayerW model_layer(const Model *m, int l) { return layer_view(m, m->params, l); }
-float *model_tensor(const Model *m, const char *name) { return tensor_at(m, m->params, name); }
-float *model_lm_head(const Model *m) { return lm_head(m, m->params); }

@@ -18,6 +18,32 @@ typedef struct Model Model;
 /* Loads config.json and the safetensors of a model folder (F32/F16/BF16,
  * widened); the tensors must match the config exactly. NULL on error. */
 Model *model_load(const char *dir, char *err, size_t errlen);
+/* Precision of the matrix products (matmul.h). */
+typedef enum { MODEL_FP32, MODEL_BF16 } ModelPrecision;
+/* model_load with a precision. MODEL_BF16 and frozen (a model that is never
+ * differentiated: scoring, sampling, a reference): the matrices are kept in
+ * bf16 only (used where the file maps them: a BF16 checkpoint), the vectors in
+ * float32, so a 7B model needs 2 bytes per parameter. MODEL_BF16 and not
+ * frozen (training): float32 master weights and a bf16 copy for the products,
+ * refreshed by model_bf16_refresh after every update. Refuses bf16 where
+ * gemm_bf16_ready() does. */
+Model *model_load_as(const char *dir, ModelPrecision prec, int frozen, char *err, size_t errlen);
+/* Switches a trainable model's products to prec (allocating the bf16 copy). */
+int model_set_precision(Model *m, ModelPrecision prec, char *err, size_t errlen);
+/* Copies the float32 master weights into the bf16 copy (after an optimizer step). */
+void model_bf16_refresh(Model *m);
+ModelPrecision model_precision(const Model *m);
+int model_frozen(const Model *m);
+/* Gradient checkpointing: batches keep each layer's input only, and the
+ * backward recomputes a layer's activations before differentiating it (the
+ * same bytes as without; about one more forward of work). Batches of a model
+ * without gradients always keep one layer (a forward needs no more). */
+void model_gradient_checkpointing(Model *m, int on);
+/* The kernel families the products run on, for the state file and resume
+ * checks: gemm_kernel(), or "<gemm_kernel()>+<gemm_bf16_kernel()>" for bf16. */
+void model_kernel_name(const Model *m, char *buf, size_t n);
+/* Folds every weight and the precision into a hash (the reference cache's key). */
+uint64_t model_hash(const Model *m, uint64_t h);
 /* A model from a config with the documented random init (checkpoint_init). */
 Model *model_new(const ModelConfig *c, uint64_t seed, char *err, size_t errlen);
 void model_free(Model *m);

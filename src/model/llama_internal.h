@@ -4,6 +4,7 @@
 #define PPA_LLAMA_INTERNAL_H
 
 #include "model/llama.h"
+#include "model/matmul.h"
 
 /* One layer's tensors inside a buffer (params or grads); NULL where absent. */
 typedef struct {
@@ -16,5 +17,18 @@ typedef struct {
 LayerW model_layer(const Model *m, int l);
 float *model_tensor(const Model *m, const char *name);
 float *model_lm_head(const Model *m);
+
+/* The matrices of layer l and the LM head as product operands (float32, bf16
+ * or both: matmul.h); a layer's or the head's matrix when Model trains in bf16
+ * has both. */
+typedef struct {
+    Weight q, k, v, o, g, u, d;
+} LayerM;
+LayerM model_layer_mats(const Model *m, int l);
+Weight model_lm_weight(const Model *m);
+/* x [T, H] = the embeddings of ids [T] (float32, widened from bf16 when frozen) */
+void model_embed(const Model *m, const int *ids, int T, float *x);
+/* bf16 scratch of at least n elements, kept in the model */
+bf16 *model_btmp(Model *m, size_t n);
 
 #endif

@@ -69,6 +69,8 @@ typedef enum {
     TOPT_SAVE_EVERY,
     TOPT_RESUME,
     TOPT_SAVE_DTYPE,
+    TOPT_PRECISION,
+    TOPT_GRADIENT_CHECKPOINTING,
     TOPT_LOG,
     TOPT_LOG_LAMBDAS,
     TOPT_EVAL_DATA,
@@ -165,6 +167,8 @@ typedef struct {
     int skip_invalid;       /* report and skip malformed rows instead of stopping */
     long save_every;        /* checkpoint every N optimizer steps; 0 = only the final model */
     SaveDtype save_dtype;   /* f32 */
+    int bf16;               /* --precision bf16: bf16 products, float32 master weights (model/matmul.h) */
+    int gradient_checkpointing; /* keep each layer's input only, recompute in the backward */
     int log_lambdas;        /* log the per-response d loss / d s of every list */
     long eval_every;        /* evaluate every N steps; 0 = only at the end (with eval_data) */
     int threads;            /* compute threads; 0 = all cores */

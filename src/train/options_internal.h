@@ -15,7 +15,7 @@
 /* the paper's per-device batch: one list per forward/backward (objectives.md §2.5, every A config) */
 #define DEFAULT_MICRO 1
 
-typedef enum { T_STR, T_INT, T_LONG, T_U64, T_DOUBLE, T_BOOL, T_SCHEDULE, T_DTYPE, T_OBJECTIVE, T_LOSS } OptType;
+typedef enum { T_STR, T_INT, T_LONG, T_U64, T_DOUBLE, T_BOOL, T_SCHEDULE, T_DTYPE, T_PRECISION, T_OBJECTIVE, T_LOSS } OptType;
 
 /* sections of --help, in order */
 typedef enum { S_IO, S_OBJECTIVE, S_OPTIM, S_GENERATE, S_RUN, S_COUNT } OptSection;

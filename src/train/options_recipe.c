@@ -34,6 +34,7 @@ typedef enum {
     SP_ADAM_BETA2,
     SP_ADAM_EPSILON,
     SP_FALSE_ONLY, /* accepted when false; true is an error saying `why` */
+    SP_BF16,       /* bf16: true|false -> precision */
     SP_TRUNCATION_MODE,
     SP_REFUSED, /* always an error saying `why` */
 } Special;
@@ -86,17 +87,15 @@ static const ConfigKey KEYS[] = {
      "ppa runs no Jinja: set template (chatml, llama3, mistral, zephyr, llama2 or none), or leave it to detection"},
     {"config", K_SPECIAL, SP_REFUSED, "a config file cannot name another config file"},
     /* no meaning for ppa */
-    {"bf16", K_IGNORED, 0, "ppa trains in float32"},
-    {"fp16", K_IGNORED, 0, "ppa trains in float32"},
-    {"tf32", K_IGNORED, 0, "ppa trains in float32"},
-    {"half_precision_backend", K_IGNORED, 0, "ppa trains in float32"},
+    {"bf16", K_SPECIAL, SP_BF16, NULL},
+    {"fp16", K_SPECIAL, SP_FALSE_ONLY, "ppa has no float16 mixed precision: use bf16: true"},
+    {"tf32", K_IGNORED, 0, "it is for NVIDIA GPUs; ppa's float32 products are float32"},
+    {"half_precision_backend", K_IGNORED, 0, "ppa's bf16 products run on oneDNN (precision / bf16 choose them)"},
     {"torch_dtype", K_IGNORED, 0,
-     "ppa computes in float32 (F16 and BF16 weights are widened when loaded); save_dtype chooses what is written"},
+     "ppa keeps float32 master weights (precision / bf16 choose the products); save_dtype chooses what is written"},
     {"use_flash_attention_2", K_IGNORED, 0, "ppa runs its own attention kernels"},
     {"attn_implementation", K_IGNORED, 0, "ppa runs its own attention kernels"},
-    {"gradient_checkpointing", K_IGNORED, 0, "ppa's engine has no checkpointing switch; micro_batch bounds the memory"},
-    {"gradient_checkpointing_kwargs", K_IGNORED, 0,
-     "ppa's engine has no checkpointing switch; micro_batch bounds the memory"},
+    {"gradient_checkpointing_kwargs", K_IGNORED, 0, "ppa's checkpointing has no options (use_reentrant has no meaning)"},
     {"logging_steps", K_IGNORED, 0, "ppa logs every optimizer step (--log FILE)"},
     {"logging_strategy", K_IGNORED, 0, "ppa logs every optimizer step (--log FILE)"},
     {"logging_first_step", K_IGNORED, 0, "ppa logs every optimizer step (--log FILE)"},
@@ -365,6 +364,10 @@ static int config_special(Config *C, const ConfigKey *ck, const char *key, int l
     case SP_FALSE_ONLY:
         if (v->kind == YAML_NULL || (!yaml_as_bool(v, &b) && !b)) return 0;
         return config_fail(C, line, "%s: %s", key, ck->why);
+    case SP_BF16:
+        if (v->kind != YAML_SCALAR || yaml_as_bool(v, &b)) return config_fail(C, line, "%s: expected true or false", key);
+        o->bf16 = b;
+        return config_claim(C, TOPT_PRECISION, ck->key, line);
     case SP_TRUNCATION_MODE:
         if (!(s = config_scalar(C, key, line, v))) return -1;
         if (strcmp(s, "keep_end"))

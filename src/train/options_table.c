@@ -77,6 +77,10 @@ const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_RESUME, "resume", "resume", T_STR, resume, CMD_TRAIN, 0, S_RUN, "DIR", "continue from a checkpoint"),
     F(TOPT_SAVE_DTYPE, "save_dtype", "save-dtype", T_DTYPE, save_dtype, TRAINING, 0, S_RUN, "D",
       "f32 | bf16: the dtype of the written model"),
+    F(TOPT_PRECISION, "precision", "precision", T_PRECISION, bf16, MODEL_CMDS, 0, S_RUN, "P",
+      "fp32 | bf16: bf16 products with float32 accumulation and master weights"),
+    F(TOPT_GRADIENT_CHECKPOINTING, "gradient_checkpointing", "gradient-checkpointing", T_BOOL, gradient_checkpointing,
+      TRAINING | CMD_GRAD, 0, S_RUN, NULL, "keep each layer's input only; recompute it in the backward"),
     F(TOPT_LOG, "log", "log", T_STR, log, CMD_TRAIN, 0, S_RUN, "FILE", "JSON Lines metrics (default: OUT/train_log.jsonl)"),
     F(TOPT_LOG_LAMBDAS, "log_lambdas", "log-lambdas", T_BOOL, log_lambdas, CMD_TRAIN, 0, S_RUN, NULL,
       "log d loss / d s of every list"),
@@ -315,6 +319,14 @@ int opt_set_text(TrainOptions *o, TrainOptId id, const char *s, char *msg, size_
             return -1;
         }
         return 0;
+    case T_PRECISION:
+        if (!strcmp(s, "fp32") || !strcmp(s, "float32")) *(int *)field = 0;
+        else if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16")) *(int *)field = 1;
+        else {
+            opt_fail(msg, msglen, "cannot use '%s': expected fp32 or bf16", s);
+            return -1;
+        }
+        return 0;
     case T_OBJECTIVE:
         if (ppa_objective_parse(s, (PpaObjective *)field)) {
             opt_fail(msg, msglen, "unknown objective '%s' (see --list-objectives)", s);
@@ -361,6 +373,7 @@ const char *opt_value_text(const TrainOptions *o, TrainOptId id, char *buf, size
     case T_BOOL: snprintf(buf, len, "%s", *(const int *)field ? "true" : "false"); break;
     case T_SCHEDULE: snprintf(buf, len, "%s", SCHEDULE_NAMES[o->schedule]); break;
     case T_DTYPE: snprintf(buf, len, "%s", o->save_dtype == SAVE_BF16 ? "bf16" : "f32"); break;
+    case T_PRECISION: snprintf(buf, len, "%s", *(const int *)field ? "bf16" : "fp32"); break;
     case T_OBJECTIVE: snprintf(buf, len, "%s", ppa_objective_name(o->objective)); break;
     case T_LOSS: loss_value_text(&o->loss, id, buf, len); break;
     }

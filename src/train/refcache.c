@@ -35,7 +35,7 @@ uint64_t refkey_weights(Model *m) {
                      c->rope.theta, c->rope.factor, c->rope.low_freq_factor, c->rope.high_freq_factor,
                      c->rope.original_max_position_embeddings);
     uint64_t h = hash64(cfg, (size_t)n, 1);
-    return hash64_more(h, model_params(m), sizeof(float) * model_n_params(m));
+    return model_hash(m, h);
 }
 
 uint64_t refkey_tokens(const DataRow *rows, int n) {

@@ -21,7 +21,7 @@ typedef struct {
     long step;          /* optimizer steps done */
     long epoch, cursor; /* the data position: lists consumed within the epoch */
     uint64_t seed;
-    char kernel[32];    /* gemm_kernel() and gemm_threads(): bitwise resume needs the same */
+    char kernel[48];    /* gemm_kernel() and gemm_threads(): bitwise resume needs the same */
     int threads;
     char *options;      /* JSON object of the options that must not change on resume (owned) */
 } TrainState;

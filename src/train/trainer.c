@@ -160,6 +160,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             }
             double lr = schedule_lr(p->schedule, p->lr, st->step, p->warmup_steps, p->total_steps);
             adamw_step(opt, model_params(policy), model_grads(policy), clip_scale(gnorm, p->clip_grad), decay, lr, &ac);
+            model_bf16_refresh(policy); /* the products' bf16 copy follows the float32 master weights */
             st->step++;
             double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
             if (p->log) log_line(p->log, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0);
@@ -169,7 +170,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 p->eval(policy, st->step, p->log, p->eval_ctx);
             }
             if (p->save_every > 0 && st->step % p->save_every == 0 && st->step < p->total_steps) {
-                snprintf(st->kernel, sizeof st->kernel, "%s", gemm_kernel());
+                model_kernel_name(policy, st->kernel, sizeof st->kernel);
                 st->threads = gemm_threads();
                 free(st->options), st->options = p->options_json ? strdup(p->options_json) : NULL;
                 char path[4096];

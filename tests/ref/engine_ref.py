@@ -418,22 +418,26 @@ def row_logps_shared(c, p, row):
     return out
 
 
-def evaluate(c, p, rows, shared=False):
+def evaluate(c, p, rows, shared=False, lsm_dtype=None):
     """(L, [[logp_k] per row]) with L = sum w_k logp_k (torch scalar)."""
-    fn = row_logps_shared if shared else row_logps_separate
     L = torch.zeros((), dtype=DT)
     all_lp = []
     for row in rows:
-        lps = fn(c, p, row)
+        lps = row_logps_shared(c, p, row) if shared else row_logps_separate(c, p, row, lsm_dtype)
         for w, lp in zip(row["weights"], lps):
             L = L + w * lp
         all_lp.append(lps)
     return L, all_lp
 
 
-def loss_and_grads(c, names, params, rows, shared=False):
+def loss_and_grads(c, names, params, rows, shared=False, autocast=False):
+    """autocast: float32 parameters, the forward under torch.autocast("cpu", bfloat16) with the log_softmax in
+    float32 (logits.float(), as a careful user writes it), the backward outside it."""
     p = {n: t.detach().clone().requires_grad_(True) for n, t in params.items()}
-    L, lps = evaluate(c, p, rows, shared)
+    if autocast:
+        p = {n: t.detach().float().requires_grad_(True) for n, t in params.items()}
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        L, lps = evaluate(c, p, rows, shared, torch.float32 if autocast else None)
     L.backward()
     grads = {}
     for n in names:
@@ -556,6 +560,9 @@ def main():
     ap.add_argument("--make-rows", action="store_true", help="write seeded test rows for --config to --out")
     ap.add_argument("--config", help="config.json (for --make-rows: the vocabulary size)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--autocast-bf16", action="store_true",
+                    help="also write PyTorch autocast bf16's log-probs and gradients (logps_autocast_bf16.jsonl, "
+                         "grads_autocast_bf16.safetensors): what PyTorch's own reduced precision gets on these inputs")
     a = ap.parse_args()
 
     if a.make_rows:
@@ -583,6 +590,14 @@ def main():
             f.write(json.dumps({"logps": lp, "n_tokens": [len(x) for x in r["response_ids"]]}) + "\n")
     write_safetensors(os.path.join(a.out, "grads.safetensors"), names,
                       {n: grads[n].numpy() for n in names}, {"format": "pt", "loss": repr(L)})
+
+    if a.autocast_bf16:
+        La, logps_a, grads_a = loss_and_grads(c, names, params, rows, autocast=True)
+        with open(os.path.join(a.out, "logps_autocast_bf16.jsonl"), "w") as f:
+            for r, lp in zip(rows, logps_a):
+                f.write(json.dumps({"logps": lp, "n_tokens": [len(x) for x in r["response_ids"]]}) + "\n")
+        write_safetensors(os.path.join(a.out, "grads_autocast_bf16.safetensors"), names,
+                          {n: grads_a[n].double().numpy() for n in names}, {"format": "pt", "loss": repr(La)})
 
     ntok = sum(len(x) for r in rows for x in r["response_ids"])
     allp = [x for r in logps for x in r]

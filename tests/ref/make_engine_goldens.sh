@@ -2,7 +2,9 @@
 # Regenerates the engine goldens: for each config of tests/fixtures/engine/,
 # the seeded rows (rows_<c>.jsonl) and the float64 PyTorch reference's
 # log-probs and gradients (golden_<c>/logps.jsonl, golden_<c>/grads.safetensors)
-# on the model folder `ppa init` writes with seed 11, std 0.3, --init-all.
+# on the model folder `ppa init` writes with seed 11, std 0.3, --init-all, and
+# what PyTorch's autocast bf16 gets on the same inputs (golden_<c>/*_autocast_bf16.*:
+# the yardstick of tests/test_bf16.c).
 # The model folders are not committed: ppa init is deterministic (checked
 # here by initialising twice), so the C test regenerates them.
 # Run from anywhere after `make`; the same bytes on every run.
@@ -26,6 +28,6 @@ for c in llama_untied qwen2_tied_gqa llama3_rope mistral_gqa; do
     done
     $PY tests/ref/engine_ref.py --make-rows --config "$DIR/$c.json" --seed "$seed" --out "$DIR/rows_$c.jsonl"
     $PY tests/ref/engine_ref.py --model "$TMP/$c" --rows "$DIR/rows_$c.jsonl" --out "$DIR/golden_$c" \
-        --shared-prefix --check
+        --shared-prefix --check --autocast-bf16
 done
 du -cb "$DIR"/rows_*.jsonl "$DIR"/golden_*/* | tail -1

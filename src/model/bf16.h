@@ -1,0 +1,28 @@
+/* bf16.h: bfloat16 storage (the top 16 bits of a float32) and its
+ * conversions, for weights and activations of --precision bf16. Rounding is
+ * to nearest even, as PyTorch's .to(torch.bfloat16) and vcvtne2ps2bf16 do; a
+ * NaN stays a quiet NaN (the same rule as st_f32_to_bf16 in safetensors.h). */
+#ifndef PPA_BF16_H
+#define PPA_BF16_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint16_t bf16;
+
+/* y[n] = bf16(x[n]); x and y may not overlap */
+void bf16_from_f32(bf16 *y, const float *x, size_t n);
+/* y[n] = float(x[n]) (exact) */
+void bf16_to_f32(float *y, const bf16 *x, size_t n);
+/* rows of a strided matrix: y[r * ldy + c] = bf16(x[r * ldx + c]), c < cols */
+void bf16_from_f32_rows(bf16 *y, size_t ldy, const float *x, size_t ldx, size_t rows, size_t cols);
+
+static inline float bf16_f32(bf16 h) {
+    union {
+        uint32_t u;
+        float f;
+    } v = {(uint32_t)h << 16};
+    return v.f;
+}
+
+#endif

@@ -1,0 +1,338 @@
+/* gemm_bf16.c: bf16 products through oneDNN's matmul primitive (dlopen()ed,
+ * as gemm.c loads OpenBLAS: no start-up cost for commands that never run
+ * bf16, and a clear message where the library is missing), with a built-in
+ * fallback. The policy is in gemm_bf16.h. */
+#include "model/gemm_bf16.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/common.h"
+#include "core/timer.h"
+#include "model/gemm.h"
+
+/* the oneDNN C API functions ppa calls, resolved by name */
+#define DNNL_FUNCS(X)                                                                                                    \
+    X(dnnl_engine_create, dnnl_status_t, (dnnl_engine_t *, dnnl_engine_kind_t, size_t))                                \
+    X(dnnl_stream_create, dnnl_status_t, (dnnl_stream_t *, dnnl_engine_t, unsigned))                                   \
+    X(dnnl_stream_wait, dnnl_status_t, (dnnl_stream_t))                                                                \
+    X(dnnl_memory_desc_init_by_strides, dnnl_status_t,                                                                 \
+      (dnnl_memory_desc_t *, int, const dnnl_dims_t, dnnl_data_type_t, const dnnl_dims_t))                             \
+    X(dnnl_matmul_desc_init, dnnl_status_t,                                                                            \
+      (dnnl_matmul_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *, const dnnl_memory_desc_t *,       \
+       const dnnl_memory_desc_t *))                                                                                    \
+    X(dnnl_primitive_attr_create, dnnl_status_t, (dnnl_primitive_attr_t *))                                            \
+    X(dnnl_primitive_attr_destroy, dnnl_status_t, (dnnl_primitive_attr_t))                                            \
+    X(dnnl_primitive_attr_set_post_ops, dnnl_status_t, (dnnl_primitive_attr_t, const_dnnl_post_ops_t))                 \
+    X(dnnl_post_ops_create, dnnl_status_t, (dnnl_post_ops_t *))                                                        \
+    X(dnnl_post_ops_destroy, dnnl_status_t, (dnnl_post_ops_t))                                                         \
+    X(dnnl_post_ops_append_sum, dnnl_status_t, (dnnl_post_ops_t, float))                                               \
+    X(dnnl_primitive_desc_create, dnnl_status_t,                                                                       \
+      (dnnl_primitive_desc_t *, const_dnnl_op_desc_t, const_dnnl_primitive_attr_t, dnnl_engine_t,                     \
+       const_dnnl_primitive_desc_t))                                                                                   \
+    X(dnnl_primitive_desc_query, dnnl_status_t, (const_dnnl_primitive_desc_t, dnnl_query_t, int, void *))             \
+    X(dnnl_primitive_desc_destroy, dnnl_status_t, (dnnl_primitive_desc_t))                                             \
+    X(dnnl_primitive_create, dnnl_status_t, (dnnl_primitive_t *, const_dnnl_primitive_desc_t))                         \
+    X(dnnl_primitive_destroy, dnnl_status_t, (dnnl_primitive_t))                                                       \
+    X(dnnl_primitive_execute, dnnl_status_t, (const_dnnl_primitive_t, dnnl_stream_t, int, const dnnl_exec_arg_t *))   \
+    X(dnnl_memory_create, dnnl_status_t, (dnnl_memory_t *, const dnnl_memory_desc_t *, dnnl_engine_t, void *))         \
+    X(dnnl_memory_destroy, dnnl_status_t, (dnnl_memory_t))                                                             \
+    X(dnnl_version, const dnnl_version_t *, (void))
+
+#define DECLARE(name, ret, args) ret(*name) args;
+static struct {
+    DNNL_FUNCS(DECLARE)
+} D;
+#undef DECLARE
+
+/* one cached primitive: a shape, its descriptors and the implementation's name */
+typedef struct {
+    int used, transA, transB, M, N, K, lda, ldb, ldc, beta;
+    unsigned long last; /* clock of the last use, for eviction */
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t a, b, c;
+    char impl[48];
+} Entry;
+
+#define CACHE_SIZE 96 /* a model's products at two or three batch sizes */
+
+static struct {
+    int ready;         /* 1 oneDNN, 2 builtin, -1 unavailable */
+    char why[512];     /* when unavailable */
+    char version[32];  /* "2.6.3" */
+    char impl[48];     /* the last product's implementation */
+    char big_impl[48]; /* the implementation of a 512^3 product */
+    char line[640];
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    Entry cache[CACHE_SIZE];
+    unsigned long clock;
+} B;
+
+static pthread_once_t b_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t b_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- built-in kernel ---- */
+
+/* C[i, j] (+)= sum_k op(A)[i, k] op(B)[k, j], k in order, in float32; each
+ * product is exact (8-bit mantissas), so only the sums round. One row per
+ * iteration: the same bytes for any M and thread count. */
+static void builtin(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *Bm, int ldb,
+                    float beta, float *C, int ldc) {
+#pragma omp parallel for schedule(static) if ((double)M * N * K > 65536.0)
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++) {
+                float a = bf16_f32(transA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]);
+                float b = bf16_f32(transB ? Bm[(size_t)j * ldb + k] : Bm[(size_t)k * ldb + j]);
+                s += a * b; /* the product is exact: fma or not, the same sum */
+            }
+            float *c = C + (size_t)i * ldc + j;
+            *c = beta == 0.0f ? s : *c + s;
+        }
+}
+
+/* ---- oneDNN ---- */
+
+static int cpu_has_bf16(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
+}
+
+static int entry_make(Entry *e, char *why, size_t nwhy) {
+    dnnl_dims_t da = {e->M, e->K}, db = {e->K, e->N}, dc = {e->M, e->N};
+    dnnl_dims_t sa = {e->transA ? 1 : e->lda, e->transA ? e->lda : 1};
+    dnnl_dims_t sb = {e->transB ? 1 : e->ldb, e->transB ? e->ldb : 1}, sc = {e->ldc, 1};
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    const char *impl = "?";
+    int ok = D.dnnl_memory_desc_init_by_strides(&e->a, 2, da, dnnl_bf16, sa) == dnnl_success &&
+             D.dnnl_memory_desc_init_by_strides(&e->b, 2, db, dnnl_bf16, sb) == dnnl_success &&
+             D.dnnl_memory_desc_init_by_strides(&e->c, 2, dc, dnnl_f32, sc) == dnnl_success &&
+             D.dnnl_matmul_desc_init(&md, &e->a, &e->b, NULL, &e->c) == dnnl_success &&
+             D.dnnl_primitive_attr_create(&attr) == dnnl_success;
+    if (ok && e->beta) /* C += : oneDNN's sum post-op adds the old destination, in float32 */
+        ok = D.dnnl_post_ops_create(&po) == dnnl_success && D.dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success &&
+             D.dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+    ok = ok && D.dnnl_primitive_desc_create(&pd, &md, attr, B.engine, NULL) == dnnl_success &&
+         D.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+         D.dnnl_primitive_create(&e->prim, pd) == dnnl_success;
+    if (ok) snprintf(e->impl, sizeof e->impl, "%s", impl);
+    if (pd) D.dnnl_primitive_desc_destroy(pd);
+    if (po) D.dnnl_post_ops_destroy(po);
+    if (attr) D.dnnl_primitive_attr_destroy(attr);
+    if (!ok) snprintf(why, nwhy, "oneDNN cannot make a bf16 matmul of %dx%dx%d", e->M, e->N, e->K);
+    return ok ? 0 : -1;
+}
+
+/* the cached primitive of a shape (made, evicting the least recently used, when new) */
+static Entry *entry_get(int transA, int transB, int M, int N, int K, int lda, int ldb, int ldc, int beta) {
+    Entry *lru = &B.cache[0];
+    B.clock++;
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        Entry *e = &B.cache[i];
+        if (e->used && e->transA == transA && e->transB == transB && e->M == M && e->N == N && e->K == K &&
+            e->lda == lda && e->ldb == ldb && e->ldc == ldc && e->beta == beta) {
+            e->last = B.clock;
+            return e;
+        }
+        if (!e->used || (lru->used && e->last < lru->last)) lru = e;
+    }
+    if (lru->used) D.dnnl_primitive_destroy(lru->prim);
+    *lru = (Entry){1, transA, transB, M, N, K, lda, ldb, ldc, beta, B.clock, NULL, {0}, {0}, {0}, ""};
+    char why[160];
+    if (entry_make(lru, why, sizeof why)) ppa_die(70, "gemm_bf16: %s", why);
+    return lru;
+}
+
+static void run_dnnl(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *Bm, int ldb,
+                     float beta, float *C, int ldc) {
+    Entry *e = entry_get(transA, transB, M, N, K, lda, ldb, ldc, beta != 0.0f);
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
+    int ok = D.dnnl_memory_create(&ma, &e->a, B.engine, (void *)A) == dnnl_success &&
+             D.dnnl_memory_create(&mb, &e->b, B.engine, (void *)Bm) == dnnl_success &&
+             D.dnnl_memory_create(&mc, &e->c, B.engine, C) == dnnl_success;
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+    ok = ok && D.dnnl_primitive_execute(e->prim, B.stream, 3, args) == dnnl_success &&
+         D.dnnl_stream_wait(B.stream) == dnnl_success;
+    if (ma) D.dnnl_memory_destroy(ma);
+    if (mb) D.dnnl_memory_destroy(mb);
+    if (mc) D.dnnl_memory_destroy(mc);
+    if (!ok) ppa_die(70, "gemm_bf16: oneDNN failed on a %dx%dx%d product", M, N, K);
+    memcpy(B.impl, e->impl, sizeof B.impl);
+}
+
+/* Compares the library with the built-in kernel on a few shapes (every
+ * transposition, both betas); both sum exact products in float32, so they
+ * agree to K ulps of sum |a b|. */
+static int self_check(char *why, size_t nwhy) {
+    static const int SHAPES[][3] = {{5, 7, 33}, {70, 40, 96}};
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (size_t s = 0; s < PPA_ARRAY_LEN(SHAPES); s++)
+        for (int t = 0; t < 8; t++) {
+            int M = SHAPES[s][0], N = SHAPES[s][1], K = SHAPES[s][2], ta = t & 1, tb = t >> 1 & 1;
+            float beta = (float)(t >> 2);
+            int lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 1, ldc = N + 3;
+            size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+            bf16 *A = xmalloc(sizeof(bf16) * (na + nb));
+            float *C = xmalloc(sizeof(float) * 2 * nc), *R = C + nc;
+            for (size_t i = 0; i < na + nb; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, A[i] = (bf16)(0x3c00 + x % 0x300) ^ (bf16)(x >> 40 & 0x8000);
+            for (size_t i = 0; i < nc; i++) C[i] = R[i] = (float)(i % 7) - 3.0f;
+            run_dnnl(ta, tb, M, N, K, A, lda, A + na, ldb, beta, C, ldc);
+            builtin(ta, tb, M, N, K, A, lda, A + na, ldb, beta, R, ldc);
+            int bad = 0;
+            for (int i = 0; i < M && !bad; i++)
+                for (int j = 0; j < N && !bad; j++) {
+                    double mag = 0.0; /* |C0| <= 3 is in the + 8 below */
+                    for (int k = 0; k < K; k++)
+                        mag += fabs((double)bf16_f32(ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                                    bf16_f32(tb ? A[na + (size_t)j * ldb + k] : A[na + (size_t)k * ldb + j]));
+                    double d = fabs((double)C[(size_t)i * ldc + j] - R[(size_t)i * ldc + j]);
+                    if (!(d <= 2.0 * K * 0x1p-24 * (mag + 8.0))) {
+                        snprintf(why, nwhy, "oneDNN's bf16 product %c%c %dx%dx%d beta %g differs from the built-in "
+                                 "kernel at [%d,%d]: %.9g vs %.9g", ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, beta, i,
+                                 j, C[(size_t)i * ldc + j], R[(size_t)i * ldc + j]);
+                        bad = 1;
+                    }
+                }
+            free(A), free(C);
+            if (bad) return -1;
+        }
+    return 0;
+}
+
+static int load_dnnl(char *why, size_t nwhy) {
+    void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(why, nwhy, "oneDNN is not installed (libdnnl.so.2: %s); install libdnnl2 (Debian), or set "
+                 "PPA_BF16=builtin for the slow built-in kernel", dlerror());
+        return -1;
+    }
+#define RESOLVE(name, ret, args)                                                                                         \
+    if (!(*(void **)&D.name = dlsym(h, #name))) {                                                                      \
+        snprintf(why, nwhy, "libdnnl.so.2 has no %s (oneDNN 2.x is needed)", #name);                                   \
+        return -1;                                                                                                     \
+    }
+    DNNL_FUNCS(RESOLVE)
+#undef RESOLVE
+    const dnnl_version_t *v = D.dnnl_version();
+    snprintf(B.version, sizeof B.version, "%d.%d.%d", v->major, v->minor, v->patch);
+    if (D.dnnl_engine_create(&B.engine, dnnl_cpu, 0) != dnnl_success ||
+        D.dnnl_stream_create(&B.stream, B.engine, dnnl_stream_default_flags) != dnnl_success) {
+        snprintf(why, nwhy, "oneDNN %s cannot create a CPU engine", B.version);
+        return -1;
+    }
+    if (self_check(why, nwhy)) return -1;
+    /* the implementation oneDNN picks for a product of LLM size, for the backend line (tiny products may take
+     * another: gemm_bf16_backend names both when the last one differs) */
+    Entry *e = entry_get(0, 1, 512, 512, 512, 512, 512, 512, 0);
+    snprintf(B.big_impl, sizeof B.big_impl, "%s", e->impl);
+    return 0;
+}
+
+static void init_once(void) {
+    const char *env = getenv("PPA_BF16");
+#ifdef __SANITIZE_ADDRESS__
+    /* LeakSanitizer's tracer faults reading a dlopen()ed oneDNN's thread-local storage: sanitizer builds test the
+     * built-in kernel (the release tests cover oneDNN) */
+    if (!env) env = "builtin";
+#endif
+    if (env && !strcmp(env, "builtin"))
+        B.ready = 2;
+    else if (env && *env)
+        B.ready = -1, snprintf(B.why, sizeof B.why, "PPA_BF16=%s: expected 'builtin' or unset", env);
+    else if (!cpu_has_bf16())
+        B.ready = -1, snprintf(B.why, sizeof B.why,
+                               "this CPU has no AVX512-BF16, so bf16 products would run slower than float32: use "
+                               "--precision fp32 (or set PPA_BF16=builtin to run bf16 with the slow built-in kernel)");
+    else
+        B.ready = load_dnnl(B.why, sizeof B.why) == 0 ? 1 : -1;
+}
+
+static void init(void) { pthread_once(&b_once, init_once); }
+
+int gemm_bf16_ready(char *err, size_t errlen) {
+    init();
+    if (B.ready > 0) return 0;
+    snprintf(err, errlen, "--precision bf16: %s", B.why);
+    return -1;
+}
+
+void gemm_bf16(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *Bm, int ldb,
+               float beta, float *C, int ldc) {
+    init();
+    int colsA = transA ? M : K, colsB = transB ? K : N;
+    if (B.ready < 0) ppa_die(70, "gemm_bf16: %s", B.why);
+    if (M < 0 || N < 0 || K < 0 || lda < (colsA > 1 ? colsA : 1) || ldb < (colsB > 1 ? colsB : 1) ||
+        ldc < (N > 1 ? N : 1) || (beta != 0.0f && beta != 1.0f))
+        ppa_die(70, "gemm_bf16: bad arguments: transA %d transB %d M %d N %d K %d lda %d ldb %d ldc %d beta %g",
+                transA, transB, M, N, K, lda, ldb, ldc, beta);
+    if (M == 0 || N == 0) return;
+    if (K == 0) { /* oneDNN refuses empty reductions */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N && beta == 0.0f; j++) C[(size_t)i * ldc + j] = 0.0f;
+        return;
+    }
+    int timed = gemm_stats_on();
+    double t0 = timed ? timer_now() : 0.0;
+    if (B.ready == 2)
+        builtin(transA, transB, M, N, K, A, lda, Bm, ldb, beta, C, ldc);
+    else {
+        pthread_mutex_lock(&b_lock);
+        run_dnnl(transA, transB, M, N, K, A, lda, Bm, ldb, beta, C, ldc);
+        pthread_mutex_unlock(&b_lock);
+    }
+    if (timed) gemm_stats_add(2.0 * M * N * K, timer_now() - t0, 1);
+}
+
+static int threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+const char *gemm_bf16_backend(void) {
+    init();
+    int t = threads();
+    if (B.ready == 1)
+    {
+        char last[80] = "";
+        if (B.impl[0] && strcmp(B.impl, B.big_impl)) snprintf(last, sizeof last, " (last product: %s)", B.impl);
+        snprintf(B.line, sizeof B.line, "oneDNN %s, %s%s, %d thread%s", B.version, B.big_impl, last, t,
+                 t == 1 ? "" : "s");
+    }
+    else if (B.ready == 2)
+        snprintf(B.line, sizeof B.line, "builtin C kernel (%s), %d thread%s",
+#ifdef __SANITIZE_ADDRESS__
+                 "sanitizer build",
+#else
+                 "PPA_BF16=builtin",
+#endif
+                 t, t == 1 ? "" : "s");
+    else
+        snprintf(B.line, sizeof B.line, "unavailable: %s", B.why);
+    return B.line;
+}
+
+const char *gemm_bf16_kernel(void) {
+    init();
+    return B.ready == 1 ? "oneDNN" : B.ready == 2 ? "builtin" : "none";
+}

@@ -1,0 +1,30 @@
+/* matmul.h: the engine's linear-layer products in either precision. A
+ * Weight carries a matrix W [out, in] as float32, as bf16, or both; with a
+ * bf16 copy the product runs in bf16 with float32 accumulation (gemm_bf16.h),
+ * the activations rounded to bf16 on the way in (PyTorch autocast's rule),
+ * and float32 otherwise (gemm.h). Outputs and gradients stay float32.
+ * tmp: bf16 scratch of at least the size each function states. */
+#ifndef PPA_MATMUL_H
+#define PPA_MATMUL_H
+
+#include "model/bf16.h"
+
+typedef struct {
+    const float *f; /* [out, in] float32, or NULL (a frozen bf16 model) */
+    const bf16 *b;  /* [out, in] bf16, or NULL (float32 products) */
+} Weight;
+
+/* y[T, out] = x[T, in] W^T + beta y (beta 0 or 1); row i of y is the same
+ * whatever T is (batch invariance, pitfall 9). x rows are ldx apart.
+ * tmp: [T * in] */
+void mm_forward(float *y, float beta, const float *x, int ldx, Weight W, int T, int in, int out, bf16 *tmp);
+
+/* The backward of y = x W^T: dx = dy W + beta_x dx (dx may be NULL), and
+ * dW += dy^T x (dW may be NULL: a frozen weight). tmp: [T * (in + out)] */
+void mm_backward(float *dx, float beta_x, float *dW, const float *dy, const float *x, Weight W, int T, int in,
+                 int out, bf16 *tmp);
+
+/* the tmp mm_backward needs, in bf16 elements */
+static inline size_t mm_tmp(int T, int in, int out) { return (size_t)T * (size_t)(in + out); }
+
+#endif

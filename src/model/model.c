@@ -1,0 +1,357 @@
+/* model.c: the Model's parameter buffers over the tensor table: loading,
+ * random init, saving, gradients, and the bf16 copies of --precision bf16
+ * (float32 master weights with a bf16 copy for training; bf16 alone for a
+ * frozen model). The passes are in llama.c. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "core/hash.h"
+#include "io/safetensors.h"
+#include "model/checkpoint.h"
+#include "model/gemm.h"
+#include "model/gemm_bf16.h"
+#include "model/llama.h"
+#include "model/model_internal.h"
+
+static int spec_index(const Model *m, const char *name) {
+    for (int i = 0; i < m->n_specs; i++)
+        if (!strcmp(m->specs[i].name, name)) return i;
+    return -1;
+}
+
+float *tensor_at(const Model *m, float *base, const char *name) {
+    int i = spec_index(m, name);
+    return i < 0 || !base || m->offset[i] == NO_OFFSET ? NULL : base + m->offset[i];
+}
+
+static char *layer_name(char *buf, size_t n, int l, const char *suffix) {
+    snprintf(buf, n, "model.layers.%d.%s", l, suffix);
+    return buf;
+}
+
+static float *layer_tensor(const Model *m, float *base, int l, const char *suffix) {
+    char name[MODEL_TENSOR_NAME_LEN + 16];
+    return tensor_at(m, base, layer_name(name, sizeof name, l, suffix));
+}
+
+LayerW layer_view(const Model *m, float *base, int l) {
+    return (LayerW){
+        layer_tensor(m, base, l, "input_layernorm.weight"),  layer_tensor(m, base, l, "self_attn.q_proj.weight"),
+        layer_tensor(m, base, l, "self_attn.q_proj.bias"),   layer_tensor(m, base, l, "self_attn.k_proj.weight"),
+        layer_tensor(m, base, l, "self_attn.k_proj.bias"),   layer_tensor(m, base, l, "self_attn.v_proj.weight"),
+        layer_tensor(m, base, l, "self_attn.v_proj.bias"),   layer_tensor(m, base, l, "self_attn.o_proj.weight"),
+        layer_tensor(m, base, l, "self_attn.o_proj.bias"),   layer_tensor(m, base, l, "post_attention_layernorm.weight"),
+        layer_tensor(m, base, l, "mlp.gate_proj.weight"),     layer_tensor(m, base, l, "mlp.gate_proj.bias"),
+        layer_tensor(m, base, l, "mlp.up_proj.weight"),       layer_tensor(m, base, l, "mlp.up_proj.bias"),
+        layer_tensor(m, base, l, "mlp.down_proj.weight"),     layer_tensor(m, base, l, "mlp.down_proj.bias"),
+    };
+}
+
+static const char *head_name(const Model *m) {
+    return m->c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+}
+
+float *lm_head(const Model *m, float *base) { return tensor_at(m, base, head_name(m)); }
+
+static Weight weight_named(const Model *m, const char *name) {
+    int i = spec_index(m, name);
+    if (i < 0) return (Weight){NULL, NULL};
+    return (Weight){tensor_at(m, m->params, name), m->wb ? m->wb[i] : NULL};
+}
+
+static Weight layer_weight(const Model *m, int l, const char *suffix) {
+    char name[MODEL_TENSOR_NAME_LEN + 16];
+    return weight_named(m, layer_name(name, sizeof name, l, suffix));
+}
+
+LayerM model_layer_mats(const Model *m, int l) {
+    return (LayerM){layer_weight(m, l, "self_attn.q_proj.weight"), layer_weight(m, l, "self_attn.k_proj.weight"),
+                    layer_weight(m, l, "self_attn.v_proj.weight"), layer_weight(m, l, "self_attn.o_proj.weight"),
+                    layer_weight(m, l, "mlp.gate_proj.weight"),    layer_weight(m, l, "mlp.up_proj.weight"),
+                    layer_weight(m, l, "mlp.down_proj.weight")};
+}
+
+Weight model_lm_weight(const Model *m) { return weight_named(m, head_name(m)); }
+
+/* Embedding rows in float32 in every precision (as autocast keeps them): a
+ * trainable model's master weights, a frozen one's rows read from the mapped
+ * checkpoint, so both give the same bytes (x0 = embed_tokens[id]). */
+static void embed_row(const Model *m, int id, float *x) {
+    size_t H = (size_t)m->c.hidden_size;
+    const float *E = tensor_at(m, m->params, "model.embed_tokens.weight");
+    if (E) {
+        memcpy(x, E + (size_t)id * H, sizeof(float) * H);
+        return;
+    }
+    StTensor row = *m->embed; /* frozen: one row of the file's tensor, in its dtype */
+    row.numel = (int64_t)H;
+    row.data = m->embed->data + (size_t)id * H * st_dtype_size(m->embed->dtype);
+    st_to_f32(&row, x);
+}
+
+void model_embed(const Model *m, const int *ids, int T, float *x) {
+    for (int t = 0; t < T; t++) embed_row(m, ids[t], x + (size_t)t * m->c.hidden_size);
+}
+
+bf16 *model_btmp(Model *m, size_t n) {
+    if (n > m->btmp_n) {
+        free(m->btmp);
+        m->btmp = xmalloc(sizeof(bf16) * (n ? n : 1));
+        m->btmp_n = n;
+    }
+    return m->btmp;
+}
+
+/* The table, offsets and buffers of a config. frozen: float32 room for the
+ * vectors only (the matrices live in bf16). */
+static int model_layout(Model *m, int frozen, char *err, size_t errlen) {
+    if (m->c.qk_norm) {
+        snprintf(err, errlen, "qwen3's per-head q/k norms are not implemented by the engine yet");
+        return -1;
+    }
+    m->n_specs = model_tensor_table(&m->c, &m->specs);
+    m->offset = xmalloc(sizeof(size_t) * (size_t)m->n_specs);
+    m->frozen = frozen;
+    for (int i = 0; i < m->n_specs; i++) {
+        int f32 = !frozen || m->specs[i].kind != MODEL_TENSOR_MATRIX;
+        m->offset[i] = f32 ? m->n_f32 : NO_OFFSET;
+        m->n_f32 += f32 ? (size_t)m->specs[i].numel : 0;
+        m->n_params += (size_t)m->specs[i].numel;
+    }
+    m->params = xmalloc(sizeof(float) * (m->n_f32 ? m->n_f32 : 1));
+    m->inv_freq = xmalloc(sizeof(double) * (size_t)(m->c.head_dim / 2));
+    m->lmkeep_max = MODEL_KEEP_SOFTMAX / sizeof(float);
+    model_rope_inv_freq(&m->c, m->inv_freq);
+    return 0;
+}
+
+static size_t matrix_elems(const Model *m) {
+    size_t n = 0;
+    for (int i = 0; i < m->n_specs; i++)
+        if (m->specs[i].kind == MODEL_TENSOR_MATRIX) n += (size_t)m->specs[i].numel;
+    return n;
+}
+
+/* t's elements as bf16 into out, a million at a time (no float32 copy of a
+ * whole 7B embedding) */
+static void st_to_bf16(const StTensor *t, bf16 *out) {
+    enum { CHUNK = 1 << 20 };
+    float *f = xmalloc(sizeof(float) * CHUNK);
+    size_t es = st_dtype_size(t->dtype);
+    for (int64_t i0 = 0; i0 < t->numel; i0 += CHUNK) {
+        StTensor part = *t;
+        part.numel = t->numel - i0 < CHUNK ? t->numel - i0 : CHUNK;
+        part.data = t->data + (size_t)i0 * es;
+        st_to_f32(&part, f);
+        bf16_from_f32(out + i0, f, (size_t)part.numel);
+    }
+    free(f);
+}
+
+/* A frozen model's matrices: a BF16 tensor at an even address is used where it
+ * is mapped (read-only, shared with the page cache); others are converted. */
+static void load_frozen_matrices(Model *m) {
+    const int le = 1;
+    m->wb = xcalloc((size_t)m->n_specs, sizeof(bf16 *));
+    for (int pass = 0; pass < 2; pass++) { /* count what needs a copy, then fill */
+        size_t at = 0;
+        for (int i = 0; i < m->n_specs; i++) {
+            if (m->specs[i].kind != MODEL_TENSOR_MATRIX) continue;
+            const StTensor *t = st_find(&m->st, m->specs[i].name);
+            int mapped = t->dtype == ST_BF16 && !((uintptr_t)t->data & 1) && *(const char *)&le;
+            if (mapped && pass) m->wb[i] = (bf16 *)t->data;
+            if (!mapped && pass) m->wb[i] = m->wbuf + at, st_to_bf16(t, m->wb[i]);
+            if (!mapped) at += (size_t)t->numel;
+        }
+        if (!pass) m->wbuf = at ? xmalloc(sizeof(bf16) * at) : NULL;
+    }
+}
+
+Model *model_load_as(const char *dir, ModelPrecision prec, int frozen, char *err, size_t errlen) {
+    Model *m = xcalloc(1, sizeof *m);
+    int bf16 = prec == MODEL_BF16;
+    if (bf16 && gemm_bf16_ready(err, errlen)) goto fail;
+    if (model_config_load(&m->c, dir, err, errlen)) goto fail;
+    if (st_open(&m->st, dir, err, errlen)) goto fail;
+    char problems[4096];
+    if (checkpoint_check(&m->c, &m->st, problems, sizeof problems)) {
+        snprintf(err, errlen, "%s: the tensors do not match config.json:\n%s", dir, problems);
+        goto fail;
+    }
+    char msg[512];
+    if (model_layout(m, bf16 && frozen, msg, sizeof msg)) {
+        snprintf(err, errlen, "%s: %s", dir, msg);
+        goto fail;
+    }
+    for (int i = 0; i < m->n_specs; i++)
+        if (m->offset[i] != NO_OFFSET) st_to_f32(st_find(&m->st, m->specs[i].name), m->params + m->offset[i]);
+    m->bf16 = bf16;
+    if (m->frozen) /* the embedding rows are read from the mapping: st stays open */
+        load_frozen_matrices(m), m->embed = st_find(&m->st, "model.embed_tokens.weight");
+    else
+        st_close(&m->st);
+    if (bf16 && !m->frozen && model_set_precision(m, MODEL_BF16, err, errlen)) goto fail;
+    return m;
+fail:
+    model_free(m);
+    return NULL;
+}
+
+Model *model_load(const char *dir, char *err, size_t errlen) { return model_load_as(dir, MODEL_FP32, 0, err, errlen); }
+
+Model *model_new(const ModelConfig *c, uint64_t seed, char *err, size_t errlen) {
+    Model *m = xcalloc(1, sizeof *m);
+    m->c = *c;
+    if (model_layout(m, 0, err, errlen)) {
+        model_free(m);
+        return NULL;
+    }
+    for (int i = 0; i < m->n_specs; i++) { /* one tensor at a time: no second copy of the model */
+        float *w;
+        checkpoint_init(&m->specs[i], 1, seed, 0.02, 0, &w);
+        memcpy(m->params + m->offset[i], w, sizeof(float) * (size_t)m->specs[i].numel);
+        free(w);
+    }
+    return m;
+}
+
+int model_set_precision(Model *m, ModelPrecision prec, char *err, size_t errlen) {
+    if (m->frozen) {
+        snprintf(err, errlen, "a frozen bf16 model keeps its precision");
+        return -1;
+    }
+    if (prec == MODEL_FP32) {
+        free(m->wb), free(m->wbuf);
+        m->wb = NULL, m->wbuf = NULL, m->bf16 = 0;
+        return 0;
+    }
+    if (gemm_bf16_ready(err, errlen)) return -1;
+    if (!m->wb) {
+        m->wb = xcalloc((size_t)m->n_specs, sizeof(bf16 *));
+        m->wbuf = xmalloc(sizeof(bf16) * (matrix_elems(m) + 1));
+        size_t at = 0;
+        for (int i = 0; i < m->n_specs; i++)
+            if (m->specs[i].kind == MODEL_TENSOR_MATRIX) m->wb[i] = m->wbuf + at, at += (size_t)m->specs[i].numel;
+    }
+    m->bf16 = 1;
+    model_bf16_refresh(m);
+    return 0;
+}
+
+void model_bf16_refresh(Model *m) {
+    if (!m->bf16 || m->frozen) return;
+    for (int i = 0; i < m->n_specs; i++)
+        if (m->wb[i]) bf16_from_f32(m->wb[i], m->params + m->offset[i], (size_t)m->specs[i].numel);
+}
+
+ModelPrecision model_precision(const Model *m) { return m->bf16 ? MODEL_BF16 : MODEL_FP32; }
+int model_frozen(const Model *m) { return m->frozen; }
+void model_kernel_name(const Model *m, char *buf, size_t n) {
+    if (m->bf16)
+        snprintf(buf, n, "%s+%s", gemm_kernel(), gemm_bf16_kernel());
+    else
+        snprintf(buf, n, "%s", gemm_kernel());
+}
+
+void model_gradient_checkpointing(Model *m, int on) { m->gc = on != 0; }
+
+/* the weights the passes read: bf16 matrices of a bf16 model (frozen or not: the same hash for the same
+ * log-probs), float32 for the rest, the embedding row by row as embed_row reads it */
+uint64_t model_hash(const Model *m, uint64_t h) {
+    h = hash64_more(h, &m->bf16, sizeof m->bf16);
+    int H = m->c.hidden_size;
+    float *row = xmalloc(sizeof(float) * (size_t)H);
+    for (int id = 0; id < m->c.vocab_size; id++) {
+        embed_row(m, id, row);
+        h = hash64_more(h, row, sizeof(float) * (size_t)H);
+    }
+    free(row);
+    for (int i = 0; i < m->n_specs; i++) {
+        size_t n = (size_t)m->specs[i].numel;
+        if (m->bf16 && m->wb[i])
+            h = hash64_more(h, m->wb[i], sizeof(bf16) * n);
+        else
+            h = hash64_more(h, m->params + m->offset[i], sizeof(float) * n);
+    }
+    return h;
+}
+
+void model_free(Model *m) {
+    if (!m) return;
+    free(m->specs);
+    free(m->offset);
+    free(m->params);
+    free(m->grads);
+    free(m->wb);
+    free(m->wbuf);
+    st_close(&m->st);
+    free(m->inv_freq);
+    free(m->arena);
+    free(m->scratch);
+    free(m->lmwork);
+    free(m->lmkeep);
+    free(m->btmp);
+    free(m);
+}
+
+void model_keep_softmax(Model *m, size_t max_bytes) {
+    m->lmkeep_max = max_bytes / sizeof(float);
+    if (m->lmkeep_n > m->lmkeep_max) free(m->lmkeep), m->lmkeep = NULL, m->lmkeep_n = 0;
+}
+
+const ModelConfig *model_config(const Model *m) { return &m->c; }
+size_t model_n_params(const Model *m) { return m->n_params; }
+
+float *model_params(Model *m) {
+    if (m->frozen) ppa_die(70, "model_params: a frozen bf16 model has no float32 matrices");
+    return m->params;
+}
+
+float *model_grads(Model *m) {
+    if (m->frozen) ppa_die(70, "model_grads: a frozen bf16 model has no gradients");
+    if (!m->grads) m->grads = xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
+    return m->grads;
+}
+
+void model_zero_grads(Model *m) { memset(model_grads(m), 0, sizeof(float) * m->n_params); }
+
+int model_save_grads(const Model *m, const char *path, char *err, size_t errlen) {
+    StWriteTensor *t = xcalloc((size_t)m->n_specs + 1, sizeof *t);
+    float *g = m->grads ? m->grads : xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
+    for (int i = 0; i < m->n_specs; i++) t[i] = (StWriteTensor){m->specs[i].name, m->specs[i].ndim, m->specs[i].shape, g + m->offset[i]};
+    int rc = st_write(path, t, m->n_specs, ST_F32, err, errlen);
+    if (g != m->grads) free(g);
+    free(t);
+    return rc;
+}
+
+unsigned char *model_decay_mask(const Model *m) {
+    unsigned char *mask = xmalloc(m->n_params ? m->n_params : 1);
+    for (int i = 0; i < m->n_specs; i++)
+        memset(mask + m->offset[i], m->specs[i].kind == MODEL_TENSOR_MATRIX, (size_t)m->specs[i].numel);
+    return mask;
+}
+
+int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_dir, char *err, size_t errlen) {
+    if (m->frozen) {
+        snprintf(err, errlen, "%s: a frozen bf16 model is not saved (load it in float32 to train and save)", dir);
+        return -1;
+    }
+    float **data = xmalloc(sizeof(float *) * (size_t)m->n_specs);
+    for (int i = 0; i < m->n_specs; i++) data[i] = m->params + m->offset[i];
+    ModelConfig c = m->c;
+    snprintf(c.dtype, sizeof c.dtype, "%s", bf16 ? "bfloat16" : "float32");
+    int rc = checkpoint_write_folder(dir, &c, m->specs, data, m->n_specs, bf16 ? ST_BF16 : ST_F32, tokenizer_dir, err,
+                                     errlen);
+    free(data);
+    return rc;
+}
+
+/* ---- the parameters, for the decoder (llama_internal.h) ---- */
+
+LayerW model_layer(const Model *m, int l) { return layer_view(m, m->params, l); }
+float *model_tensor(const Model *m, const char *name) { return tensor_at(m, m->params, name); }
+float *model_lm_head(const Model *m) { return lm_head(m, m->params); }
