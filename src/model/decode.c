@@ -94,7 +94,7 @@ static float *cache_at(const Decoder *d, float *base, int l, int seq, int t) {
 
 /* y[T, out] (+)= x[T, in] W^T, in the model's precision (matmul.h), as llama.c */
 static void product(Decoder *d, float *y, float beta, const float *x, Weight W, int T, int in, int out) {
-    mm_forward(y, beta, x, in, W, T, in, out, W.b ? model_btmp(d->m, (size_t)T * in) : NULL);
+    mm_forward(y, beta, act_f32(x), in, W, T, in, out, W.b ? model_btmp(d->m, (size_t)T * in) : NULL);
 }
 
 /* y[T, out] = x[T, in] W^T (+ bias), as llama.c's linear */

@@ -362,7 +362,7 @@ void lmhead_forward(double *logp, float *lse, const float *x, Weight W, const in
         int m = n - i0 < chunk ? n - i0 : chunk;
         float *logits = keep ? keep : work;
         gather_rows(xs, x, src, i0, m, H);
-        mm_forward(logits, 0.0f, xs, H, W, m, H, V, btmp);
+        mm_forward(logits, 0.0f, act_f32(xs), H, W, m, H, V, btmp);
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < m; i++) {
             float *l = logits + (size_t)i * V;
@@ -398,9 +398,9 @@ void lmhead_backward(float *dx, float *dW, const double *g, const float *x, Weig
         int m = n - i0 < chunk ? n - i0 : chunk;
         float *logits = keep ? keep + (size_t)i0 * V : work;
         gather_rows(xs, x, src, i0, m, H);
-        if (!keep) mm_forward(logits, 0.0f, xs, H, W, m, H, V, btmp); /* recomputed, as in the forward */
+        if (!keep) mm_forward(logits, 0.0f, act_f32(xs), H, W, m, H, V, btmp); /* recomputed, as in the forward */
         dlogits(logits, m, V, g + i0, lse + i0, tgt + i0, keep != NULL);
-        mm_backward(dxs, 0.0f, dW, logits, xs, W, m, H, V, btmp);
+        mm_backward(dxs, 0.0f, dW, logits, act_f32(xs), W, m, H, V, btmp);
         for (int i = 0; i < m; i++) { /* sources repeat (a row's last prompt token): add in order */
             float *d = dx + (size_t)src[i0 + i] * H;
             for (int c = 0; c < H; c++) d[c] += dxs[(size_t)i * H + c];

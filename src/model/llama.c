@@ -25,7 +25,8 @@ struct Batch {
     int *n_scored;                                     /* [n_resp] */
     /* activations, per layer l: [slots, T, ...] (layer l in slot l, or all in slot 0) */
     float *x;           /* [L + 1, T, H] input of each layer, then the last residual */
-    float *xn1, *xn2;   /* [L, T, H] normalised inputs of attention and MLP */
+    float *xn1, *xn2;   /* [L, T, H] normalised inputs of attention and MLP (float32 models) */
+    bf16 *xn1b, *xn2b;  /* the same in bf16 (bf16 models: they only feed products) */
     float *rstd1, *rstd2;
     float *q, *k, *v;   /* [L, T, NH*HS], [L, T, NKV*HS] after RoPE */
     float *att, *lse;   /* [L, T, NH*HS], [L, T, NH] */
@@ -84,12 +85,14 @@ static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
     const ModelConfig *c = &m->c;
     size_t T = (size_t)b->T, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t L = (size_t)b->slots, X = (size_t)c->num_hidden_layers + 1; /* every layer's input is kept */
+    size_t bf = m->bf16 != 0, f32 = !bf;
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
     struct {
         float **p;
         size_t n;
     } parts[] = {
-        {&b->x, X * T * H}, {&b->xn1, L * T * H},   {&b->xn2, L * T * H},  {&b->rstd1, L * T},
+        {&b->x, X * T * H}, {&b->xn1, f32 * L * T * H}, {&b->xn2, f32 * L * T * H}, {&b->rstd1, L * T},
+        {(float **)&b->xn1b, bf * (L * T * H + 1) / 2},  {(float **)&b->xn2b, bf * (L * T * H + 1) / 2},
         {&b->rstd2, L * T},       {&b->q, L * T * QD},    {&b->k, L * T * KD},   {&b->v, L * T * KD},
         {&b->att, L * T * QD},    {&b->lse, L * T * (size_t)c->num_attention_heads},
         {&b->xmid, L * T * H},    {&b->gate, L * T * I},  {&b->up, L * T * I},   {&b->xf, T * H},
@@ -178,8 +181,8 @@ static void add_bias(float *y, const float *bias, int T, int N) {
 static bf16 *btmp_for(Model *m, Weight W, size_t n) { return W.b ? model_btmp(m, n) : NULL; }
 
 /* y[T, out] = x[T, in] W^T (+ bias); W: [out, in] */
-static void linear(Model *m, float *y, const float *x, Weight W, const float *bias, int T, int in, int out) {
-    mm_forward(y, 0.0f, x, in, W, T, in, out, btmp_for(m, W, (size_t)T * in));
+static void linear(Model *m, float *y, Act x, Weight W, const float *bias, int T, int in, int out) {
+    mm_forward(y, 0.0f, x, in, W, T, in, out, x.b ? NULL : btmp_for(m, W, (size_t)T * in));
     add_bias(y, bias, T, out);
 }
 
@@ -191,6 +194,7 @@ static AttnShape attn_shape(const Model *m, const Batch *b) {
 /* layer l's activations: its slot (l, or 0 when the batch keeps one layer) */
 typedef struct {
     float *x, *xn1, *xn2, *xmid, *q, *k, *v, *att, *lse, *gate, *up, *rstd1, *rstd2;
+    bf16 *xn1b, *xn2b;
 } Acts;
 
 static Acts acts(const Model *m, const Batch *b, int l) {
@@ -198,12 +202,24 @@ static Acts acts(const Model *m, const Batch *b, int l) {
     size_t T = (size_t)b->T, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
     size_t s = b->slots > 1 ? (size_t)l : 0;
-    return (Acts){b->x + l * T * H,     b->xn1 + s * T * H,  b->xn2 + s * T * H,   b->xmid + s * T * H,
-                  b->q + s * T * QD,    b->k + s * T * KD,   b->v + s * T * KD,    b->att + s * T * QD,
-                  b->lse + s * T * c->num_attention_heads,   b->gate + s * T * I,  b->up + s * T * I,
-                  b->rstd1 + s * T,     b->rstd2 + s * T};
+    int bf = m->bf16;
+    return (Acts){b->x + l * T * H,     bf ? NULL : b->xn1 + s * T * H, bf ? NULL : b->xn2 + s * T * H,
+                  b->xmid + s * T * H,  b->q + s * T * QD,   b->k + s * T * KD,    b->v + s * T * KD,
+                  b->att + s * T * QD,  b->lse + s * T * c->num_attention_heads,  b->gate + s * T * I,
+                  b->up + s * T * I,    b->rstd1 + s * T,    b->rstd2 + s * T,
+                  bf ? b->xn1b + s * T * H : NULL,           bf ? b->xn2b + s * T * H : NULL};
 }
 
+/* xn = rmsnorm(x) w, stored as the model keeps it (bf16 models: through tmp [T, H] into xnb); the product operand */
+static Act norm(const Model *m, float *xn, bf16 *xnb, float *rstd, const float *x, const float *w, int T, float *tmp) {
+    int H = m->c.hidden_size;
+    rmsnorm_forward(xnb ? tmp : xn, rstd, x, w, T, H, (float)m->c.rms_norm_eps);
+    if (!xnb) return act_f32(xn);
+    bf16_from_f32(xnb, tmp, (size_t)T * H);
+    return (Act){NULL, xnb};
+}
+
+/* hbuf: [T, max(I, H)] scratch */
 static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     const ModelConfig *c = &m->c;
     int T = b->T, H = c->hidden_size, I = c->intermediate_size, NH = c->num_attention_heads, NKV = c->num_key_value_heads;
@@ -212,24 +228,24 @@ static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     LayerW w = layer_view(m, m->params, l);
     LayerM W = model_layer_mats(m, l);
     Acts a = acts(m, b, l);
-    rmsnorm_forward(a.xn1, a.rstd1, a.x, w.attn_norm, T, H, (float)c->rms_norm_eps);
-    linear(m, a.q, a.xn1, W.q, w.bq, T, H, QD);
-    linear(m, a.k, a.xn1, W.k, w.bk, T, H, KD);
-    linear(m, a.v, a.xn1, W.v, w.bv, T, H, KD);
+    Act xn1 = norm(m, a.xn1, a.xn1b, a.rstd1, a.x, w.attn_norm, T, hbuf);
+    linear(m, a.q, xn1, W.q, w.bq, T, H, QD);
+    linear(m, a.k, xn1, W.k, w.bk, T, H, KD);
+    linear(m, a.v, xn1, W.v, w.bv, T, H, KD);
     rope_apply(a.q, b->pos, b->cs, T, NH, HS, 0);
     rope_apply(a.k, b->pos, b->cs, T, NKV, HS, 0);
     AttnShape s = attn_shape(m, b);
     attention_forward(a.att, a.lse, a.q, a.k, a.v, &s);
     memcpy(a.xmid, a.x, sizeof(float) * TH); /* residual, then += o_proj(att) */
-    mm_forward(a.xmid, 1.0f, a.att, QD, W.o, T, QD, H, btmp_for(m, W.o, (size_t)T * QD));
+    mm_forward(a.xmid, 1.0f, act_f32(a.att), QD, W.o, T, QD, H, btmp_for(m, W.o, (size_t)T * QD));
     add_bias(a.xmid, w.bo, T, H);
-    rmsnorm_forward(a.xn2, a.rstd2, a.xmid, w.mlp_norm, T, H, (float)c->rms_norm_eps);
-    linear(m, a.gate, a.xn2, W.g, w.bg, T, H, I);
-    linear(m, a.up, a.xn2, W.u, w.bu, T, H, I);
+    Act xn2 = norm(m, a.xn2, a.xn2b, a.rstd2, a.xmid, w.mlp_norm, T, hbuf);
+    linear(m, a.gate, xn2, W.g, w.bg, T, H, I);
+    linear(m, a.up, xn2, W.u, w.bu, T, H, I);
     swiglu_forward(hbuf, a.gate, a.up, (long)T * I);
     float *xout = a.x + TH;
     memcpy(xout, a.xmid, sizeof(float) * TH);
-    mm_forward(xout, 1.0f, hbuf, I, W.d, T, I, H, btmp_for(m, W.d, (size_t)T * I));
+    mm_forward(xout, 1.0f, act_f32(hbuf), I, W.d, T, I, H, btmp_for(m, W.d, (size_t)T * I));
     add_bias(xout, w.bd, T, H);
 }
 
@@ -250,10 +266,11 @@ static float *lmwork(Model *m, const Batch *b) {
     return grow(&m->lmwork, &m->lmwork_n, lmhead_work(b->n_tgt, m->c.hidden_size, m->c.vocab_size));
 }
 
-/* NULL when the model does not train (no gradients) or the softmax is too big */
+/* NULL when the model does not train (no gradients), checkpoints (which trades the memory for a recomputation)
+ * or the softmax is too big */
 static float *lmkeep(Model *m, const Batch *b) {
     size_t n = (size_t)b->n_tgt * m->c.vocab_size;
-    if (!m->grads || !b->n_tgt || n > m->lmkeep_max) return NULL;
+    if (!m->grads || m->gc || !b->n_tgt || n > m->lmkeep_max) return NULL;
     return grow(&m->lmkeep, &m->lmkeep_n, n);
 }
 
@@ -261,7 +278,8 @@ void model_forward(Model *m, Batch *b, double *logps, int *n_scored) {
     const ModelConfig *c = &m->c;
     int T = b->T, H = c->hidden_size, L = c->num_hidden_layers, V = c->vocab_size;
     model_embed(m, b->tokens, T, b->x);
-    float *hbuf = scratch(m, (size_t)T * c->intermediate_size); /* reused by the backward */
+    size_t wide = (size_t)(c->intermediate_size > H ? c->intermediate_size : H);
+    float *hbuf = scratch(m, (size_t)T * wide); /* reused by the backward */
     for (int l = 0; l < L; l++) layer_forward(m, b, l, hbuf);
     rmsnorm_forward(b->xf, b->rstdf, b->x + (size_t)L * T * H, tensor_at(m, m->params, "model.norm.weight"), T, H,
                     (float)c->rms_norm_eps);
@@ -288,8 +306,8 @@ static void bias_backward(float *db, const float *dy, int T, int N) {
 }
 
 /* y = x W^T + b: dx (+= when beta_x = 1) = dy W, dW += dy^T x, db += sum dy */
-static void linear_backward(Model *m, float *dx, float beta_x, float *dW, float *db, const float *dy, const float *x,
-                            Weight W, int T, int in, int out) {
+static void linear_backward(Model *m, float *dx, float beta_x, float *dW, float *db, const float *dy, Act x, Weight W,
+                            int T, int in, int out) {
     mm_backward(dx, beta_x, dW, dy, x, W, T, in, out, btmp_for(m, W, mm_tmp(T, in, out)));
     bias_backward(db, dy, T, out);
 }
@@ -309,14 +327,15 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
 
     /* MLP: out = xmid + down(silu(gate) * up) */
     swiglu_forward(s->h, a.gate, a.up, (long)T * I); /* recomputed, not stored */
-    linear_backward(m, s->dh, 0.0f, dw.wd, dw.bd, dx, s->h, W.d, T, I, H);
+    Act xn1 = {a.xn1, a.xn1b}, xn2 = {a.xn2, a.xn2b};
+    linear_backward(m, s->dh, 0.0f, dw.wd, dw.bd, dx, act_f32(s->h), W.d, T, I, H);
     swiglu_backward(s->dg, s->du, s->dh, a.gate, a.up, (long)T * I);
-    linear_backward(m, s->dxn, 0.0f, dw.wg, dw.bg, s->dg, a.xn2, W.g, T, H, I);
-    linear_backward(m, s->dxn, 1.0f, dw.wu, dw.bu, s->du, a.xn2, W.u, T, H, I);
+    linear_backward(m, s->dxn, 0.0f, dw.wg, dw.bg, s->dg, xn2, W.g, T, H, I);
+    linear_backward(m, s->dxn, 1.0f, dw.wu, dw.bu, s->du, xn2, W.u, T, H, I);
     rmsnorm_backward(dx, dw.mlp_norm, s->dxn, a.xmid, w.mlp_norm, a.rstd2, T, H); /* dx: d xmid */
 
     /* attention: xmid = x + o_proj(att) */
-    linear_backward(m, s->datt, 0.0f, dw.wo, dw.bo, dx, a.att, W.o, T, QD, H);
+    linear_backward(m, s->datt, 0.0f, dw.wo, dw.bo, dx, act_f32(a.att), W.o, T, QD, H);
     memset(s->dq, 0, sizeof(float) * (size_t)T * QD);
     memset(s->dk, 0, sizeof(float) * (size_t)T * KD);
     memset(s->dv, 0, sizeof(float) * (size_t)T * KD);
@@ -324,9 +343,9 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     attention_backward(s->dq, s->dk, s->dv, s->datt, a.att, a.lse, a.q, a.k, a.v, &sh);
     rope_apply(s->dq, b->pos, b->cs, T, NH, HS, 1); /* the rotation's transpose is its inverse */
     rope_apply(s->dk, b->pos, b->cs, T, NKV, HS, 1);
-    linear_backward(m, s->dxn, 0.0f, dw.wq, dw.bq, s->dq, a.xn1, W.q, T, H, QD);
-    linear_backward(m, s->dxn, 1.0f, dw.wk, dw.bk, s->dk, a.xn1, W.k, T, H, KD);
-    linear_backward(m, s->dxn, 1.0f, dw.wv, dw.bv, s->dv, a.xn1, W.v, T, H, KD);
+    linear_backward(m, s->dxn, 0.0f, dw.wq, dw.bq, s->dq, xn1, W.q, T, H, QD);
+    linear_backward(m, s->dxn, 1.0f, dw.wk, dw.bk, s->dk, xn1, W.k, T, H, KD);
+    linear_backward(m, s->dxn, 1.0f, dw.wv, dw.bv, s->dv, xn1, W.v, T, H, KD);
     rmsnorm_backward(dx, dw.attn_norm, s->dxn, a.x, w.attn_norm, a.rstd1, T, H); /* dx: d x */
 }
 
@@ -338,7 +357,8 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
     double *g = xmalloc(sizeof(double) * (size_t)(b->n_tgt ? b->n_tgt : 1));
     for (int i = 0; i < b->n_tgt; i++) g[i] = dlogps[b->tgt_resp[i]];
     size_t TH = (size_t)T * H, TQ = (size_t)T * QD, TK = (size_t)T * KD, TI = (size_t)T * I;
-    float *at = scratch(m, 3 * TH + 2 * TQ + 2 * TK + 4 * TI), *dxf = at, *dx = at + TH;
+    size_t TW = (size_t)T * (I > H ? I : H); /* the recomputing forward's hbuf */
+    float *at = scratch(m, 3 * TH + 2 * TQ + 2 * TK + 3 * TI + TW), *dxf = at, *dx = at + TH;
     memset(at, 0, sizeof(float) * 2 * TH); /* dxf and dx accumulate */
     at += 2 * TH;
     bf16 *bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL;

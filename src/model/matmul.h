@@ -14,15 +14,24 @@ typedef struct {
     const bf16 *b;  /* [out, in] bf16, or NULL (float32 products) */
 } Weight;
 
+/* An activation that feeds products: float32, or already bf16 (stored so
+ * by a bf16 model: the products take it as it is, no conversion). */
+typedef struct {
+    const float *f;
+    const bf16 *b; /* only with a bf16 Weight */
+} Act;
+static inline Act act_f32(const float *x) { return (Act){x, NULL}; }
+
 /* y[T, out] = x[T, in] W^T + beta y (beta 0 or 1); row i of y is the same
  * whatever T is (batch invariance, pitfall 9). x rows are ldx apart.
- * tmp: [T * in] */
-void mm_forward(float *y, float beta, const float *x, int ldx, Weight W, int T, int in, int out, bf16 *tmp);
+ * tmp: [T * in] (unused when x is bf16) */
+void mm_forward(float *y, float beta, Act x, int ldx, Weight W, int T, int in, int out, bf16 *tmp);
 
 /* The backward of y = x W^T: dx = dy W + beta_x dx (dx may be NULL), and
- * dW += dy^T x (dW may be NULL: a frozen weight). tmp: [T * (in + out)] */
-void mm_backward(float *dx, float beta_x, float *dW, const float *dy, const float *x, Weight W, int T, int in,
-                 int out, bf16 *tmp);
+ * dW += dy^T x (dW may be NULL: a frozen weight). x rows are in apart.
+ * tmp: [T * (in + out)] */
+void mm_backward(float *dx, float beta_x, float *dW, const float *dy, Act x, Weight W, int T, int in, int out,
+                 bf16 *tmp);
 
 /* the tmp mm_backward needs, in bf16 elements */
 static inline size_t mm_tmp(int T, int in, int out) { return (size_t)T * (size_t)(in + out); }

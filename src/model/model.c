@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/common.h"
 #include "core/hash.h"
@@ -120,6 +121,12 @@ static int model_layout(Model *m, int frozen, char *err, size_t errlen) {
         m->offset[i] = f32 ? m->n_f32 : NO_OFFSET;
         m->n_f32 += f32 ? (size_t)m->specs[i].numel : 0;
         m->n_params += (size_t)m->specs[i].numel;
+    }
+    double need = 4.0 * (double)m->n_f32, have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (have > 0 && need > have) { /* said before the allocation fails */
+        snprintf(err, errlen, "%.1f GB of float32 weights do not fit in this machine's %.1f GB%s", need / 1e9,
+                 have / 1e9, frozen ? "" : " (--precision bf16 keeps a model that is not trained in bf16: half)");
+        return -1;
     }
     m->params = xmalloc(sizeof(float) * (m->n_f32 ? m->n_f32 : 1));
     m->inv_freq = xmalloc(sizeof(double) * (size_t)(m->c.head_dim / 2));
