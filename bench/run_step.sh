@@ -107,6 +107,15 @@ for cfg in $configs; do
         else
           echo "bench: ppa with AdamW failed on $cfg K=$k P=$p R=$r" >&2
         fi
+        for gc in "" --gradient-checkpointing; do # bf16 training step, and its memory with checkpointing
+          echo "  $cfg K=$k P=$p R=$r: ppa bf16 with AdamW $gc ..." >&2
+          if env "${blas_env[@]}" "$ppa" bench step "${args[@]}" --mode shared --adamw --precision bf16 $gc --steps 1 \
+              --json > "$tmp/out" 2> "$tmp/err"; then
+            collect "$cfg" bf16
+          else
+            echo "bench: ppa bf16 with AdamW $gc failed on $cfg K=$k P=$p R=$r: $(head -n1 "$tmp/err")" >&2
+          fi
+        done
       fi
     fi
   done
@@ -127,7 +136,8 @@ print(f"{'config':<12}{'K':>3}{'P':>5}{'R':>5}  {'impl':<26}{'ms/step':>10}{'tok
       f"{'thr':>4}  {'torch/ppa':>9}{'fp32/bf16':>10}{'best torch/ppa':>15}  {'matmul share, % of sgemm peak':>30}")
 for r in rows:
     name = r["impl"] + " " + r["precision"] + (" " + r["mode"] if r.get("mode") else "") \
-        + ("+adamw" if r.get("adamw") else "") + (" mb%d" % r["micro_batch"] if r.get("micro_batch") else "")
+        + ("+adamw" if r.get("adamw") else "") + ("+gc" if r.get("gradient_checkpointing") else "") \
+        + (" mb%d" % r["micro_batch"] if r.get("micro_batch") else "")
     ratio = fp32_bf16 = best = ""
     if r["impl"] != "torch" and not r.get("adamw"):
         t = torch_ms(r, r["precision"])
@@ -140,9 +150,14 @@ for r in rows:
         fp32_bf16 = f"{f['ms'] / r['ms']:>8.2f}x" if f else ""
     mm = (f"{100 * r['gemm_share']:.0f}% at {100 * r['gemm_gflops'] / r['sgemm_peak_gflops']:.0f}%"
           f" of {r['sgemm_peak_gflops']:.0f}") if "gemm_share" in r else ""
+    if r.get("bf16_peak_gflops"): # ppa bf16: its bf16 products against the bf16 peak of the same process
+        mm = (f"bf16 {100 * r['bf16_share']:.0f}% at {100 * r['bf16_gflops'] / r['bf16_peak_gflops']:.0f}%"
+              f" of {r['bf16_peak_gflops']:.0f}")
     print(f"{r['config']:<12}{r['k']:>3}{r['prompt_len']:>5}{r['response_len']:>5}  {name:<26}{r['ms']:>10.1f}"
           f"{r['tokens_per_s']:>10.1f}{r['peak_rss_mb']:>9.0f}{r['threads']:>4}  {ratio:>9}{fp32_bf16:>10}{best:>15}"
           f"  {mm:>30}")
+print("matmul: ppa's products' share of the step and their rate against the peak of a square n = 2048 product in"
+      " the same process (sgemm; for ppa bf16 rows, the bf16 products against the bf16 peak; attention stays float32).")
 print("Ratios of ms/step, > 1: the row is faster (tokens = K*(P+R) in every mode). torch/ppa: PyTorch in the row's"
       " precision against ppa; fp32/bf16: the same program and mode in fp32 against the row in bf16; best torch/ppa:"
       " the faster of PyTorch fp32 and bf16 against ppa bf16. torch mbN: gradients accumulated over micro-batches of"

@@ -75,7 +75,7 @@ static int batch_responses(const DataSet *d, int r0, int r1) {
 }
 
 /* 1 with "FILE:LINE: response K: ..." in msg if a log-prob of rows [r0, r1) is not finite */
-static int first_nonfinite(const DataSet *d, int r0, int r1, const double *lp, const char *path, char *msg,
+static int first_nonfinite_logp(const DataSet *d, int r0, int r1, const double *lp, const char *path, char *msg,
                            size_t len) {
     for (int r = r0, g = 0; r < r1; g += d->rows[r++].n_resp)
         for (int k = 0; k < d->rows[r].n_resp; k++)
@@ -106,7 +106,7 @@ int cmd_logprobs(int argc, char **argv) {
         int *nt = xmalloc(sizeof(int) * (size_t)n), g = 0;
         batch_free(forward_rows(L.model, &L.data, r0, r1, lp, nt));
         char bad[512];
-        if (first_nonfinite(&L.data, r0, r1, lp, o.data, bad, sizeof bad)) { /* JSON has no NaN: refuse to print one */
+        if (first_nonfinite_logp(&L.data, r0, r1, lp, o.data, bad, sizeof bad)) { /* JSON has no NaN: refuse to print one */
             free(lp), free(nt), unload(&L), train_options_free(&o);
             ppa_die(2, "logprobs: %s", bad);
         }

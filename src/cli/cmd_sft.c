@@ -76,12 +76,6 @@ static double sft_micro_step(Model *m, const DataSet *d, const int *idx, int n, 
     return -sum;
 }
 
-static int params_finite(const float *x, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return 0;
-    return 1;
-}
-
 int cmd_sft(int argc, char **argv) {
     TrainOptions opts;
     prep_options(CMD_SFT, USAGE, argc, argv, &opts);
@@ -118,7 +112,7 @@ int cmd_sft(int argc, char **argv) {
     AdamWConfig ac = {0.9, 0.999, 1e-8, a.weight_decay};
     unsigned char *decay = model_decay_mask(m);
     int *perm = xmalloc(sizeof(int) * (size_t)d.n);
-    fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld; matrix products: %s\n",
+    fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld; %s\n",
             d.n, total, a.batch, a.micro, a.lr,
             a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
             prep_kernels(m));
@@ -157,7 +151,7 @@ int cmd_sft(int argc, char **argv) {
                "\"tokens_per_s\": %.1f}\n", step + 1, epoch + 1, nll / tokens, lr, gnorm, tokens, tokens / dt);
         fflush(stdout);
     }
-    if (!failed && !params_finite(model_params(m), n_params)) {
+    if (!failed && first_nonfinite(model_params(m), n_params) >= 0) {
         snprintf(err, sizeof err, "sft: the weights are not finite after the last step: nothing was saved");
         failed = 1;
     }

@@ -109,11 +109,10 @@ done:
 
 static int read_prompt(const char *line, size_t len, PromptRow *r, const PromptOptions *o, char *err, size_t errlen) {
     cJSON *j = json_parse(line, len, err, errlen);
+    if (!j) return -1; /* json_parse said why */
     int rc = -1;
     const cJSON *id, *ids;
-    if (!j) {
-        /* json_parse said why */
-    } else if (!cJSON_IsObject(j)) snprintf(err, errlen, "a prompt line must be a JSON object");
+    if (!cJSON_IsObject(j)) snprintf(err, errlen, "a prompt line must be a JSON object");
     else if (!pick(j, ID, &id, err, errlen)) {
         ids = cJSON_GetObjectItemCaseSensitive(j, "prompt_ids");
         rc = ids ? read_ids(ids, r, o, err, errlen) : read_text(j, r, o, err, errlen);

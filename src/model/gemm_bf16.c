@@ -192,7 +192,10 @@ static int self_check(char *why, size_t nwhy) {
             size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
             bf16 *A = xmalloc(sizeof(bf16) * (na + nb));
             float *C = xmalloc(sizeof(float) * 2 * nc), *R = C + nc;
-            for (size_t i = 0; i < na + nb; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, A[i] = (bf16)(0x3c00 + x % 0x300) ^ (bf16)(x >> 40 & 0x8000);
+            for (size_t i = 0; i < na + nb; i++) { /* random bf16 of either sign, magnitudes 2^-7 .. 2^-1 */
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                A[i] = (bf16)((0x3c00 + x % 0x300) | (x >> 40 & 0x8000));
+            }
             for (size_t i = 0; i < nc; i++) C[i] = R[i] = (float)(i % 7) - 3.0f;
             run_dnnl(ta, tb, M, N, K, A, lda, A + na, ldb, beta, C, ldc);
             builtin(ta, tb, M, N, K, A, lda, A + na, ldb, beta, R, ldc);

@@ -93,3 +93,9 @@ double clip_grad_norm(float *g, size_t n, double max_norm) {
     }
     return norm;
 }
+
+long first_nonfinite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return (long)i;
+    return -1;
+}

@@ -34,6 +34,8 @@ double schedule_lr(Schedule s, double peak, long step, long warmup, long total);
 
 /* The L2 norm of g [n], in double, the same bits at any thread count. */
 double grad_norm(const float *g, size_t n);
+/* the index of the first NaN or infinity of x [n], or -1 (weights are checked before every save) */
+long first_nonfinite(const float *x, size_t n);
 /* torch's clip_grad_norm_ factor: max_norm / (norm + 1e-6) when norm >
  * max_norm, else 1 (and 1 when max_norm <= 0: no clipping). */
 float clip_scale(double norm, double max_norm);

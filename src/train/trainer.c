@@ -112,12 +112,6 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
 }
 
 /* the index of the first non-finite parameter, or -1 */
-static long first_nonfinite(const float *x, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return (long)i;
-    return -1;
-}
-
 /* a NaN model is never saved as a success: the weights are checked before every checkpoint and at the end */
 static int weights_finite(Model *m, long step, char *err, size_t errlen) {
     long i = first_nonfinite(model_params(m), model_n_params(m));
