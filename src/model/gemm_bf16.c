@@ -46,6 +46,9 @@
     X(dnnl_primitive_execute, dnnl_status_t, (const_dnnl_primitive_t, dnnl_stream_t, int, const dnnl_exec_arg_t *))   \
     X(dnnl_memory_create, dnnl_status_t, (dnnl_memory_t *, const dnnl_memory_desc_t *, dnnl_engine_t, void *))         \
     X(dnnl_memory_destroy, dnnl_status_t, (dnnl_memory_t))                                                             \
+    X(dnnl_primitive_attr_set_scratchpad_mode, dnnl_status_t, (dnnl_primitive_attr_t, dnnl_scratchpad_mode_t))         \
+    X(dnnl_primitive_desc_query_md, const dnnl_memory_desc_t *, (const_dnnl_primitive_desc_t, dnnl_query_t, int))    \
+    X(dnnl_memory_desc_get_size, size_t, (const dnnl_memory_desc_t *))                                                 \
     X(dnnl_version, const dnnl_version_t *, (void))
 
 #define DECLARE(name, ret, args) ret(*name) args;
@@ -59,7 +62,8 @@ typedef struct {
     int used, transA, transB, M, N, K, lda, ldb, ldc, beta;
     unsigned long last; /* clock of the last use, for eviction */
     dnnl_primitive_t prim;
-    dnnl_memory_desc_t a, b, c;
+    dnnl_memory_desc_t a, b, c, scratch; /* scratch: the primitive's scratchpad, in ppa's buffer */
+    size_t scratch_n;
     char impl[48];
 } Entry;
 
@@ -76,6 +80,8 @@ static struct {
     dnnl_stream_t stream;
     Entry cache[CACHE_SIZE];
     unsigned long clock;
+    void *scratch; /* the primitives' scratchpads (packed operands), kept: oneDNN would allocate one per call */
+    size_t scratch_n;
 } B;
 
 static pthread_once_t b_once = PTHREAD_ONCE_INIT;
@@ -130,10 +136,16 @@ static int entry_make(Entry *e, char *why, size_t nwhy) {
     if (ok && e->beta) /* C += : oneDNN's sum post-op adds the old destination, in float32 */
         ok = D.dnnl_post_ops_create(&po) == dnnl_success && D.dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success &&
              D.dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+    ok = ok && D.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
     ok = ok && D.dnnl_primitive_desc_create(&pd, &md, attr, B.engine, NULL) == dnnl_success &&
          D.dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
          D.dnnl_primitive_create(&e->prim, pd) == dnnl_success;
-    if (ok) snprintf(e->impl, sizeof e->impl, "%s", impl);
+    if (ok) {
+        snprintf(e->impl, sizeof e->impl, "%s", impl);
+        const dnnl_memory_desc_t *sm = D.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+        e->scratch_n = sm ? D.dnnl_memory_desc_get_size(sm) : 0;
+        if (sm) e->scratch = *sm;
+    }
     if (pd) D.dnnl_primitive_desc_destroy(pd);
     if (po) D.dnnl_post_ops_destroy(po);
     if (attr) D.dnnl_primitive_attr_destroy(attr);
@@ -155,7 +167,7 @@ static Entry *entry_get(int transA, int transB, int M, int N, int K, int lda, in
         if (!e->used || (lru->used && e->last < lru->last)) lru = e;
     }
     if (lru->used) D.dnnl_primitive_destroy(lru->prim);
-    *lru = (Entry){1, transA, transB, M, N, K, lda, ldb, ldc, beta, B.clock, NULL, {0}, {0}, {0}, ""};
+    *lru = (Entry){1, transA, transB, M, N, K, lda, ldb, ldc, beta, B.clock, NULL, {0}, {0}, {0}, {0}, 0, ""};
     char why[160];
     if (entry_make(lru, why, sizeof why)) ppa_die(70, "gemm_bf16: %s", why);
     return lru;
@@ -164,16 +176,24 @@ static Entry *entry_get(int transA, int transB, int M, int N, int K, int lda, in
 static void run_dnnl(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *Bm, int ldb,
                      float beta, float *C, int ldc) {
     Entry *e = entry_get(transA, transB, M, N, K, lda, ldb, ldc, beta != 0.0f);
-    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
+    if (e->scratch_n > B.scratch_n) { /* grown, never shrunk: no page faults in later steps */
+        free(B.scratch);
+        if (posix_memalign(&B.scratch, 4096, e->scratch_n)) ppa_die(70, "gemm_bf16: out of memory");
+        B.scratch_n = e->scratch_n;
+    }
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, ms = NULL;
     int ok = D.dnnl_memory_create(&ma, &e->a, B.engine, (void *)A) == dnnl_success &&
              D.dnnl_memory_create(&mb, &e->b, B.engine, (void *)Bm) == dnnl_success &&
-             D.dnnl_memory_create(&mc, &e->c, B.engine, C) == dnnl_success;
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-    ok = ok && D.dnnl_primitive_execute(e->prim, B.stream, 3, args) == dnnl_success &&
+             D.dnnl_memory_create(&mc, &e->c, B.engine, C) == dnnl_success &&
+             (!e->scratch_n || D.dnnl_memory_create(&ms, &e->scratch, B.engine, B.scratch) == dnnl_success);
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc},
+                               {DNNL_ARG_SCRATCHPAD, ms}};
+    ok = ok && D.dnnl_primitive_execute(e->prim, B.stream, e->scratch_n ? 4 : 3, args) == dnnl_success &&
          D.dnnl_stream_wait(B.stream) == dnnl_success;
     if (ma) D.dnnl_memory_destroy(ma);
     if (mb) D.dnnl_memory_destroy(mb);
     if (mc) D.dnnl_memory_destroy(mc);
+    if (ms) D.dnnl_memory_destroy(ms);
     if (!ok) ppa_die(70, "gemm_bf16: oneDNN failed on a %dx%dx%d product", M, N, K);
     memcpy(B.impl, e->impl, sizeof B.impl);
 }
