@@ -78,7 +78,7 @@ const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_SAVE_DTYPE, "save_dtype", "save-dtype", T_DTYPE, save_dtype, TRAINING, 0, S_RUN, "D",
       "f32 | bf16: the dtype of the written model"),
     F(TOPT_PRECISION, "precision", "precision", T_PRECISION, bf16, MODEL_CMDS, 0, S_RUN, "P",
-      "fp32 | bf16: bf16 products with float32 accumulation and master weights"),
+      "fp32 | bf16: matrix products in bf16, sums and the rest in float32"),
     F(TOPT_GRADIENT_CHECKPOINTING, "gradient_checkpointing", "gradient-checkpointing", T_BOOL, gradient_checkpointing,
       TRAINING | CMD_GRAD, 0, S_RUN, NULL, "keep each layer's input only; recompute it in the backward"),
     F(TOPT_LOG, "log", "log", T_STR, log, CMD_TRAIN, 0, S_RUN, "FILE", "JSON Lines metrics (default: OUT/train_log.jsonl)"),
