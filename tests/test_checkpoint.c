@@ -2,6 +2,7 @@
  * written and reopened (F32 and BF16), the tensor-set check against
  * config.json, and refusals that must not touch existing data. */
 #include <math.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,74 @@ static void test_folder(const ModelConfig *c, StDtype dtype) {
     free(w), free(specs);
 }
 
+/* fill for st_write_sharded_fill: tensor i of checkpoint_init's arrays */
+typedef struct {
+    const ModelTensorSpec *specs;
+    float *const *w;
+} Arrays;
+
+static void test_fill(const void *ctx, int i, float *out) {
+    const Arrays *a = ctx;
+    memcpy(out, a->w[i], sizeof(float) * (size_t)a->specs[i].numel);
+}
+
+static int same_file(const char *a, const char *b) {
+    FILE *f = fopen(a, "rb"), *g = fopen(b, "rb");
+    int same = f && g, x, y;
+    while (same && ((x = getc(f)) != EOF) | ((y = getc(g)) != EOF)) same = x == y;
+    if (f) fclose(f);
+    if (g) fclose(g);
+    return same;
+}
+
+/* the streaming writer (ppa init) makes the bytes of checkpoint_init + checkpoint_write_folder, also when sharded */
+static void test_streaming(const ModelConfig *c, StDtype dtype) {
+    char a[128], b[128], fa[192], fb[192], err[4096];
+    path(a, sizeof a, dtype == ST_BF16 ? "model_bf16" : "model_f32"); /* written by test_folder (seed 1, std 0.02) */
+    path(b, sizeof b, dtype == ST_BF16 ? "stream_bf16" : "stream_f32");
+    ModelTensorSpec *specs;
+    int n = model_tensor_table(c, &specs);
+    int rc = checkpoint_write_random_folder(b, c, specs, n, 1, 0.02, 0, dtype, NULL, err, sizeof err);
+    CHECK(rc == 0, "streaming write %s: %s", b, rc ? err : "");
+    snprintf(fa, sizeof fa, "%s/model.safetensors", a), snprintf(fb, sizeof fb, "%s/model.safetensors", b);
+    CHECK(same_file(fa, fb), "%s: the streaming writer gives the same model.safetensors", st_dtype_name(dtype));
+    /* sharded: shards of at most 4 KB, the same files as the sharded writer given the arrays */
+    float **w = calloc((size_t)n, sizeof(float *));
+    checkpoint_init(specs, n, 1, 0.02, 0, w);
+    StWriteTensor *t = calloc((size_t)n, sizeof *t), *z = calloc((size_t)n, sizeof *z);
+    for (int i = 0; i < n; i++) {
+        t[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, w[i]};
+        z[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, NULL};
+    }
+    char sa[160], sb[160];
+    snprintf(sa, sizeof sa, "%s/sharded_a_%d", tmpdir, (int)dtype), snprintf(sb, sizeof sb, "%s/sharded_b_%d", tmpdir, (int)dtype);
+    CHECK(st_write_sharded(sa, t, n, dtype, 4096, err, sizeof err) == 0, "sharded: %s", err);
+    Arrays arr = {specs, w};
+    int ok = st_write_sharded_fill(sb, z, n, dtype, 4096, test_fill, &arr, err, sizeof err) == 0;
+    CHECK(ok, "sharded with fill: %s", err);
+    int same = 1, shards = 0;
+    for (int s = 1; s < 1000; s++) {
+        char name[64], pa[512], pb[512];
+        snprintf(name, sizeof name, "model-%05d-of-", s);
+        DIR *d = opendir(sa);
+        struct dirent *e;
+        int found = 0;
+        while (d && (e = readdir(d)))
+            if (!strncmp(e->d_name, name, strlen(name))) {
+                snprintf(pa, sizeof pa, "%s/%s", sa, e->d_name), snprintf(pb, sizeof pb, "%s/%s", sb, e->d_name);
+                same &= same_file(pa, pb), found = 1, shards++;
+            }
+        if (d) closedir(d);
+        if (!found) break;
+    }
+    char ia[256], ib[256];
+    snprintf(ia, sizeof ia, "%s/model.safetensors.index.json", sa), snprintf(ib, sizeof ib, "%s/model.safetensors.index.json", sb);
+    CHECK(shards > 2 && same && same_file(ia, ib), "%s: %d shards written from fill are the files written from arrays",
+          st_dtype_name(dtype), shards);
+    for (int i = 0; i < n; i++) free(w[i]);
+    free(w), free(t), free(z), free(specs);
+}
+
 /* a checkpoint whose tensors do not fit the config */
 static void test_check_problems(const ModelConfig *c) {
     char file[128], err[4096];
@@ -144,6 +213,8 @@ int main(void) {
     test_init_values(&c);
     test_folder(&c, ST_F32);
     test_folder(&c, ST_BF16);
+    test_streaming(&c, ST_F32);
+    test_streaming(&c, ST_BF16);
     test_check_problems(&c);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);

@@ -83,13 +83,10 @@ int cmd_init(int argc, char **argv) {
     }
     ModelTensorSpec *specs;
     int n = model_tensor_table(&cfg, &specs);
-    float **data = xcalloc((size_t)n, sizeof(float *));
-    checkpoint_init(specs, n, seed, std, perturb_all, data);
-    if (checkpoint_write_folder(out, &cfg, specs, data, n, dtype, tokenizer, err, sizeof err)) die_err(err);
+    if (checkpoint_write_random_folder(out, &cfg, specs, n, seed, std, perturb_all, dtype, tokenizer, err, sizeof err))
+        die_err(err);
     printf("wrote %s: %s, %lld parameters in %d tensors (%s), seed %llu\n", out, model_type_name(cfg.type),
            (long long)model_param_count(&cfg), n, st_dtype_name(dtype), seed);
-    for (int i = 0; i < n; i++) free(data[i]);
-    free(data);
     free(specs);
     return 0;
 }

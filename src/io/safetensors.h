@@ -97,4 +97,11 @@ int st_write(const char *path, const StWriteTensor *t, int n, StDtype dtype, cha
 int st_write_sharded(const char *dir, const StWriteTensor *t, int n, StDtype dtype, size_t max_shard_bytes, char *err,
                      size_t errlen);
 
+/* st_write_sharded where a tensor whose data is NULL is made as it is written,
+ * by fill(ctx, index in t, out [numel]), one tensor at a time: a model larger
+ * than memory in float32 can be written. */
+typedef void (*StFillFn)(const void *ctx, int index, float *out);
+int st_write_sharded_fill(const char *dir, const StWriteTensor *t, int n, StDtype dtype, size_t max_shard_bytes,
+                          StFillFn fill, const void *ctx, char *err, size_t errlen);
+
 #endif

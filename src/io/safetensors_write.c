@@ -67,9 +67,16 @@ static int by_write_name(const void *a, const void *b) {
     return strcmp((*(const StWriteTensor *const *)a)->name, (*(const StWriteTensor *const *)b)->name);
 }
 
+/* Tensors whose data is NULL made while writing (st_write_sharded_fill); base: index of t[0] in the caller's list */
+typedef struct {
+    StFillFn fn;
+    const void *ctx;
+    int base;
+} Fill;
+
 /* Checks one tensor to write and returns its size in bytes in *nbytes. */
-static int check_write_tensor(const char *path, const StWriteTensor *t, size_t elem, uint64_t *nbytes, char *err,
-                              size_t errlen) {
+static int check_write_tensor(const char *path, const StWriteTensor *t, size_t elem, int can_fill, uint64_t *nbytes,
+                              char *err, size_t errlen) {
     const char *name = t->name;
     if (!name || !*name) return st_fail(err, errlen, "%s: a tensor to write has no name", path);
     if (!strcmp(name, "__metadata__") || st_utf8_check((const unsigned char *)name, strlen(name)) < strlen(name))
@@ -87,19 +94,19 @@ static int check_write_tensor(const char *path, const StWriteTensor *t, size_t e
     }
     if (__builtin_mul_overflow(numel, (int64_t)elem, &bytes) || (double)bytes > ST_JSON_INT_MAX)
         return st_fail(err, errlen, "%s: tensor \"%s\": %" PRId64 " elements are too many to write", path, name, numel);
-    if (numel > 0 && !t->data) return st_fail(err, errlen, "%s: tensor \"%s\": data is NULL", path, name);
+    if (numel > 0 && !t->data && !can_fill) return st_fail(err, errlen, "%s: tensor \"%s\": data is NULL", path, name);
     *nbytes = (uint64_t)bytes;
     return 0;
 }
 
 /* Checks the list: dtype, every tensor, unique names, total size; fills nbytes [n]. */
-static int check_write_list(const char *path, const StWriteTensor *t, int n, StDtype dtype, uint64_t *nbytes, char *err,
-                            size_t errlen) {
+static int check_write_list(const char *path, const StWriteTensor *t, int n, StDtype dtype, int can_fill,
+                            uint64_t *nbytes, char *err, size_t errlen) {
     if (dtype != ST_F32 && dtype != ST_BF16)
         return st_fail(err, errlen, "%s: cannot write dtype %s; ppa writes F32 or BF16", path, st_dtype_name(dtype));
     uint64_t total = 0;
     for (int i = 0; i < n; i++) {
-        if (check_write_tensor(path, &t[i], st_dtype_size(dtype), &nbytes[i], err, errlen)) return -1;
+        if (check_write_tensor(path, &t[i], st_dtype_size(dtype), can_fill, &nbytes[i], err, errlen)) return -1;
         total += nbytes[i];
         if ((double)total > ST_JSON_INT_MAX)
             return st_fail(err, errlen, "%s: the tensors are too large to write", path);
@@ -138,6 +145,7 @@ typedef struct {
     const StWriteTensor *t;
     int n;
     StDtype dtype;
+    const Fill *fill; /* or NULL */
 } FileBody;
 
 static int write_floats(FILE *f, const float *x, size_t n, StDtype dtype) {
@@ -160,7 +168,11 @@ static int write_file_body(FILE *f, const void *ctx) {
     for (int i = 0; i < b->n; i++) {
         int64_t numel = 1;
         for (int d = 0; d < b->t[i].ndim; d++) numel *= b->t[i].shape[d]; /* checked before */
-        if (write_floats(f, b->t[i].data, (size_t)numel, b->dtype)) return -1;
+        float *made = NULL; /* one tensor at a time */
+        if (!b->t[i].data && numel > 0) b->fill->fn(b->fill->ctx, b->fill->base + i, made = xmalloc(sizeof(float) * (size_t)numel));
+        int rc = write_floats(f, made ? made : b->t[i].data, (size_t)numel, b->dtype);
+        free(made);
+        if (rc) return -1;
     }
     return 0;
 }
@@ -170,19 +182,24 @@ static int write_text_body(FILE *f, const void *ctx) {
     return fwrite(b->s, 1, b->len, f) == b->len ? 0 : -1;
 }
 
-int st_write(const char *path, const StWriteTensor *t, int n, StDtype dtype, char *err, size_t errlen) {
+static int write_file(const char *path, const StWriteTensor *t, int n, StDtype dtype, const Fill *fill, char *err,
+                      size_t errlen) {
     if (n < 0 || (n > 0 && !t)) return st_fail(err, errlen, "%s: bad tensor list (n = %d)", path, n);
     uint64_t *nbytes = xmalloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
-    int rc = check_write_list(path, t, n, dtype, nbytes, err, errlen);
+    int rc = check_write_list(path, t, n, dtype, fill != NULL, nbytes, err, errlen);
     if (!rc) {
         Buf header = {0};
         build_header(&header, t, n, dtype, nbytes);
-        FileBody body = {&header, t, n, dtype};
+        FileBody body = {&header, t, n, dtype, fill};
         rc = atomic_write(path, write_file_body, &body, err, errlen);
         free(header.s);
     }
     free(nbytes);
     return rc;
+}
+
+int st_write(const char *path, const StWriteTensor *t, int n, StDtype dtype, char *err, size_t errlen) {
+    return write_file(path, t, n, dtype, NULL, err, errlen);
 }
 
 /* DIR exists as a folder afterwards. */
@@ -221,7 +238,7 @@ static void build_index(Buf *b, const StWriteTensor *t, int n, const int *shard,
 
 /* Writes the shards [first[s], first[s+1]) and then the index. */
 static int write_shards(const char *dir, const StWriteTensor *t, int n, StDtype dtype, const int *first, int n_shards,
-                        const uint64_t *nbytes, char *err, size_t errlen) {
+                        const uint64_t *nbytes, const Fill *fill, char *err, size_t errlen) {
     if (n_shards > 99999) return st_fail(err, errlen, "%s: %d shards are more than 99999", dir, n_shards);
     int *shard = xmalloc(sizeof(int) * (size_t)n), rc = 0;
     uint64_t total = 0;
@@ -229,7 +246,8 @@ static int write_shards(const char *dir, const StWriteTensor *t, int n, StDtype 
         char name[64];
         snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", s + 1, n_shards);
         char *p = st_path_join(dir, name);
-        rc = st_write(p, t + first[s], first[s + 1] - first[s], dtype, err, errlen);
+        Fill part = fill ? (Fill){fill->fn, fill->ctx, first[s]} : (Fill){0};
+        rc = write_file(p, t + first[s], first[s + 1] - first[s], dtype, fill ? &part : NULL, err, errlen);
         free(p);
         for (int i = first[s]; i < first[s + 1]; i++) shard[i] = s, total += nbytes[i];
     }
@@ -245,12 +263,12 @@ static int write_shards(const char *dir, const StWriteTensor *t, int n, StDtype 
     return rc;
 }
 
-int st_write_sharded(const char *dir, const StWriteTensor *t, int n, StDtype dtype, size_t max_shard_bytes, char *err,
-                     size_t errlen) {
+static int write_sharded(const char *dir, const StWriteTensor *t, int n, StDtype dtype, size_t max_shard_bytes,
+                         const Fill *fill, char *err, size_t errlen) {
     if (n < 0 || (n > 0 && !t)) return st_fail(err, errlen, "%s: bad tensor list (n = %d)", dir, n);
     uint64_t *nbytes = xmalloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
     int *first = xmalloc(sizeof(int) * (size_t)(n + 2)), n_shards = 1, rc;
-    rc = check_write_list(dir, t, n, dtype, nbytes, err, errlen);
+    rc = check_write_list(dir, t, n, dtype, fill != NULL, nbytes, err, errlen);
     if (!rc) rc = ensure_dir(dir, err, errlen);
     if (!rc) {
         /* greedy in the given order: a tensor that does not fit starts the next shard */
@@ -263,15 +281,26 @@ int st_write_sharded(const char *dir, const StWriteTensor *t, int n, StDtype dty
         first[n_shards] = n;
         if (n_shards == 1) {
             char *p = st_path_join(dir, ST_SINGLE_NAME);
-            rc = st_write(p, t, n, dtype, err, errlen);
+            rc = write_file(p, t, n, dtype, fill, err, errlen);
             free(p);
             if (!rc) rc = remove_stale(dir, ST_INDEX_NAME, err, errlen);
         } else {
-            rc = write_shards(dir, t, n, dtype, first, n_shards, nbytes, err, errlen);
+            rc = write_shards(dir, t, n, dtype, first, n_shards, nbytes, fill, err, errlen);
             if (!rc) rc = remove_stale(dir, ST_SINGLE_NAME, err, errlen);
         }
     }
     free(first);
     free(nbytes);
     return rc;
+}
+
+int st_write_sharded(const char *dir, const StWriteTensor *t, int n, StDtype dtype, size_t max_shard_bytes, char *err,
+                     size_t errlen) {
+    return write_sharded(dir, t, n, dtype, max_shard_bytes, NULL, err, errlen);
+}
+
+int st_write_sharded_fill(const char *dir, const StWriteTensor *t, int n, StDtype dtype, size_t max_shard_bytes,
+                          StFillFn fill, const void *ctx, char *err, size_t errlen) {
+    Fill f = {fill, ctx, 0};
+    return write_sharded(dir, t, n, dtype, max_shard_bytes, &f, err, errlen);
 }

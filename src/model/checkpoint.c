@@ -182,8 +182,25 @@ static void remove_tree_files(const char *dir) { /* our own temporary folder: fi
     rmdir(dir);
 }
 
-int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, float *const *data,
-                            int n, StDtype dtype, const char *tokenizer_path, char *err, size_t errlen) {
+typedef struct {
+    const ModelTensorSpec *specs;
+    uint64_t seed;
+    double std;
+    int perturb_all;
+} InitFill;
+
+/* checkpoint_init's tensor i, for st_write_sharded_fill */
+static void init_fill(const void *ctx, int i, float *out) {
+    const InitFill *f = ctx;
+    float *w;
+    checkpoint_init(&f->specs[i], 1, f->seed, f->std, f->perturb_all, &w);
+    memcpy(out, w, sizeof(float) * (size_t)f->specs[i].numel);
+    free(w);
+}
+
+/* fill: NULL, or the random weights of w's NULL data */
+static int write_folder(const char *dir, const ModelConfig *c, const StWriteTensor *w, int n, StDtype dtype,
+                        const InitFill *fill, const char *tokenizer_path, char *err, size_t errlen) {
     struct stat sb;
     if (!stat(dir, &sb) && (!S_ISDIR(sb.st_mode) || non_empty_dir(dir))) {
         snprintf(err, errlen, "%s already exists and is not an empty folder: choose another --out", dir);
@@ -199,12 +216,11 @@ int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTe
         snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
         return -1;
     }
-    StWriteTensor *w = xcalloc((size_t)n + 1, sizeof *w);
-    for (int i = 0; i < n; i++) w[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, data[i]};
-    int rc = model_config_write(c, tmp, err, errlen) || st_write_sharded(tmp, w, n, dtype, SHARD_BYTES, err, errlen) ||
+    int rc = model_config_write(c, tmp, err, errlen) ||
+             (fill ? st_write_sharded_fill(tmp, w, n, dtype, SHARD_BYTES, init_fill, fill, err, errlen)
+                   : st_write_sharded(tmp, w, n, dtype, SHARD_BYTES, err, errlen)) ||
              write_generation_config(tmp, c, err, errlen) ||
              (tokenizer_path && write_tokenizer_files(tmp, c, tokenizer_path, err, errlen));
-    free(w);
     if (!rc) {
         rmdir(dir); /* an empty folder may stand there */
         if (rename(tmp, dir)) {
@@ -214,4 +230,24 @@ int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTe
     }
     if (rc) remove_tree_files(tmp);
     return rc ? -1 : 0;
+}
+
+int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, float *const *data,
+                            int n, StDtype dtype, const char *tokenizer_path, char *err, size_t errlen) {
+    StWriteTensor *w = xcalloc((size_t)n + 1, sizeof *w);
+    for (int i = 0; i < n; i++) w[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, data[i]};
+    int rc = write_folder(dir, c, w, n, dtype, NULL, tokenizer_path, err, errlen);
+    free(w);
+    return rc;
+}
+
+int checkpoint_write_random_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, int n,
+                                   uint64_t seed, double std, int perturb_all, StDtype dtype, const char *tokenizer_path,
+                                   char *err, size_t errlen) {
+    StWriteTensor *w = xcalloc((size_t)n + 1, sizeof *w);
+    for (int i = 0; i < n; i++) w[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, NULL};
+    InitFill f = {specs, seed, std, perturb_all};
+    int rc = write_folder(dir, c, w, n, dtype, &f, tokenizer_path, err, errlen);
+    free(w);
+    return rc;
 }

@@ -32,4 +32,12 @@ void checkpoint_init(const ModelTensorSpec *specs, int n, uint64_t seed, double 
 int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, float *const *data,
                             int n, StDtype dtype, const char *tokenizer_path, char *err, size_t errlen);
 
+/* The same folder with checkpoint_init's weights, made and written one
+ * tensor at a time: no float32 copy of the whole model (`ppa init` of a 7B
+ * config needs about one tensor of memory, not 29 GB). The same bytes as
+ * checkpoint_init + checkpoint_write_folder. */
+int checkpoint_write_random_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, int n,
+                                   uint64_t seed, double std, int perturb_all, StDtype dtype, const char *tokenizer_path,
+                                   char *err, size_t errlen);
+
 #endif
