@@ -184,6 +184,33 @@ static void test_repeatable(Model *m, const char *name) {
 /* the kept softmax (one LM-head chunk in the backward) against the
  * recomputed logits (chunks of lmhead_chunk): same log-probs, gradients to
  * float32 rounding */
+/* A batch whose activations exceed the machine's memory is refused with a message, before any allocation dies:
+ * one row of 2^25 tokens (a long response; the positions allow it) on a tiny model needs over 30 GB. */
+static void test_activation_refusal(void) {
+    static const char cfg[] = "{\"model_type\": \"llama\", \"vocab_size\": 11, \"hidden_size\": 16, "
+                              "\"intermediate_size\": 32, \"num_hidden_layers\": 4, \"num_attention_heads\": 2, "
+                              "\"num_key_value_heads\": 2, \"max_position_embeddings\": 67108864}";
+    char err[512];
+    ModelConfig c;
+    if (model_config_parse(&c, cfg, "big_positions", err, sizeof err)) {
+        CHECK(0, "config: %s", err);
+        return;
+    }
+    Model *m = model_new(&c, 1, err, sizeof err);
+    CHECK(m != NULL, "model_new: %s", m ? "" : err);
+    if (!m) return;
+    int n = 1 << 25, prompt[1] = {1}, len[1] = {n};
+    int *resp = calloc((size_t)n, sizeof(int));
+    const int *rp[1] = {resp};
+    Row row = {1, prompt, 1, len, rp};
+    Batch *b = batch_new(m, &row, 1, err, sizeof err);
+    CHECK(b == NULL && strstr(err, "GB of activations") && strstr(err, "micro-batch"),
+          "a batch larger than memory is refused: %s", b ? "(accepted)" : err);
+    batch_free(b);
+    free(resp);
+    model_free(m);
+}
+
 static void test_keep_softmax(Model *m, const char *name) {
     PpaRng rng;
     rng_seed(&rng, 11);
@@ -345,6 +372,7 @@ int main(void) {
     }
     const char *goldens[] = {"llama_untied", "qwen2_tied_gqa", "llama3_rope", "mistral_gqa"};
     for (int i = 0; i < 4; i++) test_golden(goldens[i]);
+    test_activation_refusal();
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -128,6 +128,10 @@ Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen
     Batch *b = xcalloc(1, sizeof *b);
     b->n_rows = n_rows, b->T = T, b->n_resp = n_resp, b->n_tgt = n_tgt, b->n_pos = n_pos;
     b->slots = m->grads && !m->gc ? m->c.num_hidden_layers : 1;
+    if (alloc_activations(m, b, err, errlen)) { /* first: a batch too large is refused before anything is allocated */
+        batch_free(b);
+        return NULL;
+    }
     ALLOC(b->tokens, T), ALLOC(b->pos, T), ALLOC(b->pstart, T), ALLOC(b->plen, T), ALLOC(b->sstart, T);
     ALLOC(b->rows, n_rows + 1), ALLOC(b->src, n_tgt), ALLOC(b->tgt, n_tgt), ALLOC(b->tgt_resp, n_tgt);
     ALLOC(b->n_scored, n_resp);
@@ -150,10 +154,6 @@ Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen
         }
     }
     b->rows[n_rows] = t;
-    if (alloc_activations(m, b, err, errlen)) {
-        batch_free(b);
-        return NULL;
-    }
     return b;
 }
 
