@@ -19,12 +19,6 @@
 #include "train/options.h"
 #include "train/trainer.h"
 
-static char *join(const char *a, const char *b) {
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *p = xmalloc(n);
-    snprintf(p, n, "%s/%s", a, b);
-    return p;
-}
 
 static int exists(const char *path) {
     struct stat sb;
@@ -140,12 +134,12 @@ static void publish(const char *from, const char *out) {
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.' || !strcmp(e->d_name, last)) continue;
-        char *a = join(from, e->d_name), *b = join(out, e->d_name);
+        char *a = ppa_path_join(from, e->d_name), *b = ppa_path_join(out, e->d_name);
         if (rename(a, b)) ppa_die(1, "train: cannot move %s to %s: %s", a, b, strerror(errno));
         free(a), free(b);
     }
     closedir(d);
-    char *a = join(from, last), *b = join(out, last), err[512];
+    char *a = ppa_path_join(from, last), *b = ppa_path_join(out, last), err[512];
     if (rename(a, b) || rmdir(from)) ppa_die(1, "train: cannot finish %s: %s", out, strerror(errno));
     if (fsync_parent(b, err, sizeof err)) ppa_die(1, "%s", err);
     free(a), free(b);
@@ -201,7 +195,7 @@ static int train_main(TrainOptions *o) {
     char err[4096];
     check_out(o->out, o->resume != NULL);
     if (state_clean_partials(o->out, err, sizeof err)) ppa_die(1, "train: %s", err); /* a killed save's leftovers */
-    char *opath = join(o->out, "train_options.json"); /* the resolved options, and where each came from */
+    char *opath = ppa_path_join(o->out, "train_options.json"); /* the resolved options, and where each came from */
     if (atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "train: %s", err);
     free(opath);
     if (o->verbose) train_options_print_json(o, stderr);
@@ -212,7 +206,7 @@ static int train_main(TrainOptions *o) {
     prep_check_labels(&p, o->objective, o->data, "train");
     RefCache ref = {0};
     int need_ref = !o->reference_free && o->objective != PPA_SIMPO;
-    char *cache = o->ref_cache ? strdup(o->ref_cache) : join(o->out, "reference.cache");
+    char *cache = o->ref_cache ? strdup(o->ref_cache) : ppa_path_join(o->out, "reference.cache");
     if (need_ref) prep_reference(&ref, &p, &pa, o->ref ? o->ref : o->model, cache, o->verbose);
     TrainPlan plan;
     plan_of(&plan, o, p.data.n);
@@ -222,7 +216,7 @@ static int train_main(TrainOptions *o) {
         ea.data = o->eval_data;
         prep_load(&ev.p, &ea, "train (eval data)");
         prep_check_labels(&ev.p, o->objective, o->eval_data, "train (eval data)");
-        char *ecache = join(o->out, "reference.eval.cache");
+        char *ecache = ppa_path_join(o->out, "reference.eval.cache");
         prep_reference(&ev.ref, &ev.p, &ea, o->ref ? o->ref : o->model, ecache, o->verbose);
         free(ecache);
         ev.beta = o->beta, ev.lo = o->loss;
@@ -245,7 +239,7 @@ static int train_main(TrainOptions *o) {
             fprintf(stderr, "ppa train: note: the checkpoint was written with %s kernels on %d threads, this run uses %s "
                             "on %d: results may differ in the last bits\n", st.kernel, st.threads, kern, gemm_threads());
     }
-    char *logp = o->log ? strdup(o->log) : join(o->out, "train_log.jsonl");
+    char *logp = o->log ? strdup(o->log) : ppa_path_join(o->out, "train_log.jsonl");
     plan.log = open_log(logp, st.step);
     TrainData *td = train_data_new(&p.data, o->list_size, o->seed);
     fprintf(stderr, "ppa train: %d lists, %s, beta %g, list size %d; %ld steps of %ld lists (micro-batch %d), lr %g, "
@@ -254,7 +248,7 @@ static int train_main(TrainOptions *o) {
     if (st.step) fprintf(stderr, "ppa train: resuming at step %ld (epoch %ld, list %ld)\n", st.step, st.epoch, st.cursor);
     if (train_run(policy, td, need_ref ? &ref : NULL, &opt, &st, &plan, err, sizeof err)) ppa_die(2, "train: %s", err);
     fclose(plan.log);
-    char *tmp = join(o->out, ".final.partial");
+    char *tmp = ppa_path_join(o->out, ".final.partial");
     if (exists(tmp)) remove_tree(tmp);
     if (model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err)) ppa_die(1, "%s", err);
     publish(tmp, o->out);

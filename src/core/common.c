@@ -37,3 +37,20 @@ void *ppa_xrealloc_at(void *p, size_t n, const char *file, int line) {
     if (!q) oom(n, file, line);
     return q;
 }
+
+int ppa_fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+char *ppa_path_join(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = xmalloc(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}

@@ -11,6 +11,10 @@
 
 /* Print "ppa: <message>" to stderr and exit with `status`. */
 _Noreturn void ppa_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Formats a message into err [errlen] (when err is not NULL) and returns -1: the error return of the library. */
+int ppa_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "dir/name", allocated (xmalloc) */
+char *ppa_path_join(const char *dir, const char *name);
 
 void *ppa_xmalloc_at(size_t n, const char *file, int line);
 void *ppa_xcalloc_at(size_t count, size_t size, const char *file, int line);

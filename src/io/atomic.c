@@ -10,15 +10,6 @@
 
 #include "core/common.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 int fsync_parent(const char *path, char *err, size_t errlen) {
     const char *slash = strrchr(path, '/');
@@ -30,7 +21,7 @@ int fsync_parent(const char *path, char *err, size_t errlen) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
     /* EINVAL: the file system has no directory fsync, nothing more to do */
     if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
-        rc = fail(err, errlen, "%s: written, but fsync of the folder %s failed: %s", path, dir, strerror(errno));
+        rc = ppa_fail(err, errlen, "%s: written, but fsync of the folder %s failed: %s", path, dir, strerror(errno));
     if (fd >= 0) close(fd);
     free(dir);
     return rc;
@@ -44,7 +35,7 @@ int atomic_write(const char *path, AtomicWriteFn fn, const void *ctx, char *err,
     if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* left by a crashed process with our pid */
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
-        fail(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        ppa_fail(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
         free(tmp);
         return -1;
     }
@@ -61,7 +52,7 @@ int atomic_write(const char *path, AtomicWriteFn fn, const void *ctx, char *err,
     if (!step && rename(tmp, path)) step = "rename", e = errno;
     if (step) {
         unlink(tmp);
-        fail(err, errlen, "%s: %s of %s failed: %s (left unchanged)", path, step, tmp, strerror(e ? e : EIO));
+        ppa_fail(err, errlen, "%s: %s of %s failed: %s (left unchanged)", path, step, tmp, strerror(e ? e : EIO));
         free(tmp);
         return -1;
     }

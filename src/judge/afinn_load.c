@@ -273,16 +273,10 @@ AfinnJudge *afinn_load(const char *afinn_js, const char *emoji_json, const char 
     return j;
 }
 
-static char *join(const char *dir, const char *file) {
-    size_t n = strlen(dir) + strlen(file) + 2;
-    char *p = xmalloc(n);
-    snprintf(p, n, "%s/%s", dir, file);
-    return p;
-}
 
 AfinnJudge *afinn_load_npm(const char *npm_dir, char *err, size_t errlen) {
-    char *js = join(npm_dir, AFINN_JS_FILE), *emoji = join(npm_dir, AFINN_EMOJI_FILE),
-         *neg = join(npm_dir, AFINN_NEGATORS_FILE);
+    char *js = ppa_path_join(npm_dir, AFINN_JS_FILE), *emoji = ppa_path_join(npm_dir, AFINN_EMOJI_FILE),
+         *neg = ppa_path_join(npm_dir, AFINN_NEGATORS_FILE);
     AfinnJudge *j = NULL;
     if (access(js, F_OK) != 0)
         snprintf(err, errlen,

@@ -16,13 +16,6 @@
 
 #define MAGIC "PPAREF1\n"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* the parameters and every config field that changes the function */
 uint64_t refkey_weights(Model *m) {
@@ -181,15 +174,15 @@ static int read_payload(RefCache *c, FILE *f, int n_resp) {
 int refcache_load(RefCache *c, const char *path, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
     FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, errlen, "%s: cannot open the reference cache: %s", path, strerror(errno));
+    if (!f) return ppa_fail(err, errlen, "%s: cannot open the reference cache: %s", path, strerror(errno));
     char magic[sizeof MAGIC] = {0}, line[4096];
     int n_resp = 0, rc = 0;
     if (fread(magic, 1, sizeof MAGIC - 1, f) != sizeof MAGIC - 1 || strcmp(magic, MAGIC))
-        rc = fail(err, errlen, "%s: not a ppa reference cache (no PPAREF1 header)", path);
+        rc = ppa_fail(err, errlen, "%s: not a ppa reference cache (no PPAREF1 header)", path);
     else if (!fgets(line, sizeof line, f) || parse_header(c, line, &n_resp))
-        rc = fail(err, errlen, "%s: the reference cache's header line is damaged", path);
+        rc = ppa_fail(err, errlen, "%s: the reference cache's header line is damaged", path);
     else if (read_payload(c, f, n_resp))
-        rc = fail(err, errlen, "%s: the reference cache is truncated or damaged (sizes or checksum do not match); "
+        rc = ppa_fail(err, errlen, "%s: the reference cache is truncated or damaged (sizes or checksum do not match); "
                   "delete it and score again", path);
     fclose(f);
     if (rc) refcache_free(c);
@@ -199,21 +192,21 @@ int refcache_load(RefCache *c, const char *path, char *err, size_t errlen) {
 int refcache_check(const RefCache *c, const RefKey *want, const DataRow *rows, int n, char *why, size_t whylen) {
     const RefKey *k = &c->key;
     if (k->weights != want->weights)
-        return fail(why, whylen, "it was computed with other reference weights (or another config)");
+        return ppa_fail(why, whylen, "it was computed with other reference weights (or another config)");
     if (want->data_file && k->data_file && k->data_file != want->data_file)
-        return fail(why, whylen, "the data file has changed since the cache was made");
+        return ppa_fail(why, whylen, "the data file has changed since the cache was made");
     if (strcmp(k->template_name, want->template_name))
-        return fail(why, whylen, "it used the chat template '%s', this run uses '%s'", k->template_name,
+        return ppa_fail(why, whylen, "it used the chat template '%s', this run uses '%s'", k->template_name,
                     want->template_name);
     if (k->max_length != want->max_length || k->max_prompt_length != want->max_prompt_length)
-        return fail(why, whylen, "it used --max-length %d --max-prompt-length %d, this run %d and %d", k->max_length,
+        return ppa_fail(why, whylen, "it used --max-length %d --max-prompt-length %d, this run %d and %d", k->max_length,
                     k->max_prompt_length, want->max_length, want->max_prompt_length);
     if (k->tokens != want->tokens)
-        return fail(why, whylen, "the token ids differ (another tokenizer, template or data)");
-    if (c->n_rows != n) return fail(why, whylen, "it has %d rows, the data has %d", c->n_rows, n);
+        return ppa_fail(why, whylen, "the token ids differ (another tokenizer, template or data)");
+    if (c->n_rows != n) return ppa_fail(why, whylen, "it has %d rows, the data has %d", c->n_rows, n);
     for (int r = 0; r < n; r++)
         if (c->offset[r + 1] - c->offset[r] != rows[r].n_resp)
-            return fail(why, whylen, "row %d has %d responses in the cache, %d in the data", r,
+            return ppa_fail(why, whylen, "row %d has %d responses in the cache, %d in the data", r,
                         c->offset[r + 1] - c->offset[r], rows[r].n_resp);
     return 0;
 }

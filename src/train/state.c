@@ -22,21 +22,7 @@
 #include "io/jsonl.h"
 #include "io/safetensors.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
-/* a/b, allocated */
-static char *join(const char *a, const char *b) {
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *p = xmalloc(n);
-    snprintf(p, n, "%s/%s", a, b);
-    return p;
-}
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb, (void)flag, (void)ftw;
@@ -56,7 +42,7 @@ static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const 
 /* {"file": "hash", ...} of every file of dir but the state file, in name order */
 static cJSON *checksums(const char *dir, char *err, size_t errlen) {
     DIR *d = opendir(dir);
-    if (!d) return fail(err, errlen, "%s: %s", dir, strerror(errno)), NULL;
+    if (!d) return ppa_fail(err, errlen, "%s: %s", dir, strerror(errno)), NULL;
     char **names = NULL;
     size_t n = 0;
     struct dirent *e;
@@ -69,11 +55,11 @@ static cJSON *checksums(const char *dir, char *err, size_t errlen) {
     qsort(names, n, sizeof(char *), name_cmp);
     cJSON *c = cJSON_CreateObject();
     for (size_t i = 0; i < n; i++) {
-        char *path = join(dir, names[i]), hex[32];
+        char *path = ppa_path_join(dir, names[i]), hex[32];
         int ok;
         snprintf(hex, sizeof hex, "%016" PRIx64, hash64_file(path, &ok));
         if (ok) cJSON_AddStringToObject(c, names[i], hex);
-        else fail(err, errlen, "%s: cannot read it back", path);
+        else ppa_fail(err, errlen, "%s: cannot read it back", path);
         free(path), free(names[i]);
         if (!ok) {
             for (size_t k = i + 1; k < n; k++) free(names[k]);
@@ -112,14 +98,14 @@ static char *state_json(const TrainState *st, cJSON *sums) {
 static int write_state_files(const char *dir, const AdamW *opt, const TrainState *st, char *err, size_t errlen) {
     int64_t shape[1] = {(int64_t)opt->n};
     StWriteTensor t[2] = {{"exp_avg", 1, shape, opt->m}, {"exp_avg_sq", 1, shape, opt->v}};
-    char *path = join(dir, "optimizer.safetensors");
+    char *path = ppa_path_join(dir, "optimizer.safetensors");
     int rc = st_write(path, t, 2, ST_F32, err, errlen);
     free(path);
     if (rc) return -1;
     cJSON *sums = checksums(dir, err, errlen);
     if (!sums) return -1;
     char *js = state_json(st, sums);
-    path = join(dir, "ppa_state.json");
+    path = ppa_path_join(dir, "ppa_state.json");
     rc = atomic_write(path, write_text, js, err, errlen);
     free(js), free(path);
     return rc;
@@ -132,8 +118,8 @@ int state_clean_partials(const char *out, char *err, size_t errlen) {
     int rc = 0;
     while (!rc && (e = readdir(d)))
         if (strstr(e->d_name, ".partial") && (!strncmp(e->d_name, "checkpoint-", 11) || !strncmp(e->d_name, ".final", 6))) {
-            char *path = join(out, e->d_name);
-            if (remove_tree(path)) rc = fail(err, errlen, "%s: cannot remove a stale partial save: %s", path, strerror(errno));
+            char *path = ppa_path_join(out, e->d_name);
+            if (remove_tree(path)) rc = ppa_fail(err, errlen, "%s: cannot remove a stale partial save: %s", path, strerror(errno));
             free(path);
         }
     closedir(d);
@@ -144,7 +130,7 @@ int state_save(const char *out, const Model *m, const AdamW *opt, const TrainSta
                char *path, size_t pathlen, char *err, size_t errlen) {
     char name[64];
     snprintf(name, sizeof name, "checkpoint-%ld", st->step);
-    char *final = join(out, name);
+    char *final = ppa_path_join(out, name);
     size_t pn = strlen(final) + 16;
     char *partial = xmalloc(pn);
     snprintf(partial, pn, "%s.partial", final);
@@ -153,14 +139,14 @@ int state_save(const char *out, const Model *m, const AdamW *opt, const TrainSta
     if (rc)
         ; /* err says why */
     else if (remove_tree(partial))
-        rc = fail(err, errlen, "%s: cannot remove a stale partial checkpoint: %s", partial, strerror(errno));
+        rc = ppa_fail(err, errlen, "%s: cannot remove a stale partial checkpoint: %s", partial, strerror(errno));
     else if (stat(final, &sb) == 0)
-        rc = fail(err, errlen, "%s: already exists (refusing to overwrite a checkpoint)", final);
+        rc = ppa_fail(err, errlen, "%s: already exists (refusing to overwrite a checkpoint)", final);
     else if (model_save(m, partial, 0, tokenizer_dir, err, errlen))
         rc = -1;
     if (!rc && getenv("PPA_TEST_DIE_IN_SAVE")) _exit(9); /* tests: a kill in the middle of a save */
     if (!rc && write_state_files(partial, opt, st, err, errlen)) rc = -1;
-    if (!rc && rename(partial, final)) rc = fail(err, errlen, "%s: rename to %s failed: %s", partial, final, strerror(errno));
+    if (!rc && rename(partial, final)) rc = ppa_fail(err, errlen, "%s: rename to %s failed: %s", partial, final, strerror(errno));
     if (!rc) rc = fsync_parent(final, err, errlen);
     if (!rc && path) snprintf(path, pathlen, "%s", final);
     free(final), free(partial);
@@ -168,7 +154,7 @@ int state_save(const char *out, const Model *m, const AdamW *opt, const TrainSta
 }
 
 static int read_moments(const char *dir, AdamW *opt, char *err, size_t errlen) {
-    char *path = join(dir, "optimizer.safetensors");
+    char *path = ppa_path_join(dir, "optimizer.safetensors");
     StSet s;
     if (st_open(&s, path, err, errlen)) return free(path), -1;
     const char *names[2] = {"exp_avg", "exp_avg_sq"};
@@ -177,13 +163,13 @@ static int read_moments(const char *dir, AdamW *opt, char *err, size_t errlen) {
     for (int i = 0; i < 2 && !rc; i++) {
         const StTensor *t = st_find(&s, names[i]);
         if (!t || t->ndim != 1 || t->shape[0] != (int64_t)opt->n || t->dtype != ST_F32)
-            rc = fail(err, errlen, "%s: tensor %s: expected F32 [%zu] (the model has %zu parameters)", path, names[i],
+            rc = ppa_fail(err, errlen, "%s: tensor %s: expected F32 [%zu] (the model has %zu parameters)", path, names[i],
                       opt->n, opt->n);
         else
             st_to_f32(t, dst[i]);
         for (size_t k = 0; k < opt->n && !rc; k++) /* Adam's moments: finite, the second never negative */
             if (!isfinite(dst[i][k]) || (i == 1 && dst[i][k] < 0))
-                rc = fail(err, errlen, "%s: %s[%zu] = %g is not a valid moment%s", path, names[i], k, dst[i][k],
+                rc = ppa_fail(err, errlen, "%s: %s[%zu] = %g is not a valid moment%s", path, names[i], k, dst[i][k],
                           i == 1 ? " (finite, >= 0)" : " (finite)");
     }
     st_close(&s);
@@ -211,15 +197,15 @@ static int verify_checksums(const char *path, const cJSON *sums, char *err, size
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
     else snprintf(dir, sizeof dir, ".");
-    if (!cJSON_IsObject(sums)) return fail(err, errlen, "%s: \"checksums\" must be an object", path);
+    if (!cJSON_IsObject(sums)) return ppa_fail(err, errlen, "%s: \"checksums\" must be an object", path);
     for (const cJSON *c = sums->child; c; c = c->next) {
         if (!cJSON_IsString(c) || strchr(c->string, '/'))
-            return fail(err, errlen, "%s: checksums: \"%s\" is not a file's hash", path, c->string);
-        char *file = join(dir, c->string), hex[32];
+            return ppa_fail(err, errlen, "%s: checksums: \"%s\" is not a file's hash", path, c->string);
+        char *file = ppa_path_join(dir, c->string), hex[32];
         int ok;
         snprintf(hex, sizeof hex, "%016" PRIx64, hash64_file(file, &ok));
         int same = ok && !strcmp(hex, c->valuestring);
-        if (!same) fail(err, errlen, "%s: %s since the checkpoint was written (checksum %s, now %s): the checkpoint is "
+        if (!same) ppa_fail(err, errlen, "%s: %s since the checkpoint was written (checksum %s, now %s): the checkpoint is "
                         "corrupt; resume from another one", file, ok ? "changed" : "unreadable", c->valuestring,
                         ok ? hex : "none");
         free(file);
@@ -231,7 +217,7 @@ static int verify_checksums(const char *path, const cJSON *sums, char *err, size
 static int parse_state(const char *path, const char *text, TrainState *st, char *err, size_t errlen) {
     char why[512];
     cJSON *j = json_parse(text, strlen(text), why, sizeof why);
-    if (!j) return fail(err, errlen, "%s: %s", path, why);
+    if (!j) return ppa_fail(err, errlen, "%s: %s", path, why);
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step"), *ep = cJSON_GetObjectItemCaseSensitive(j, "epoch");
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(j, "cursor"), *seed = cJSON_GetObjectItemCaseSensitive(j, "seed");
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "gemm_kernel"), *th = cJSON_GetObjectItemCaseSensitive(j, "gemm_threads");
@@ -239,14 +225,14 @@ static int parse_state(const char *path, const char *text, TrainState *st, char 
     if (!j || !cJSON_IsNumber(step) || !cJSON_IsNumber(ep) || !cJSON_IsNumber(cur) || !cJSON_IsString(seed) ||
         !cJSON_IsString(k) || !cJSON_IsNumber(th) || !cJSON_IsObject(o)) {
         cJSON_Delete(j);
-        return fail(err, errlen, "%s: not a ppa training state (step, epoch, cursor, seed, gemm_kernel, gemm_threads, "
+        return ppa_fail(err, errlen, "%s: not a ppa training state (step, epoch, cursor, seed, gemm_kernel, gemm_threads, "
                     "options expected)", path);
     }
     long threads;
     if (whole_in(step, STATE_MAX_COUNT, &st->step) || whole_in(ep, STATE_MAX_COUNT, &st->epoch) ||
         whole_in(cur, STATE_MAX_COUNT, &st->cursor) || whole_in(th, STATE_MAX_THREADS, &threads)) {
         cJSON_Delete(j);
-        return fail(err, errlen, "%s: step, epoch and cursor must be whole numbers from 0 to 2^53, gemm_threads "
+        return ppa_fail(err, errlen, "%s: step, epoch and cursor must be whole numbers from 0 to 2^53, gemm_threads "
                     "from 0 to %.0f", path, STATE_MAX_THREADS);
     }
     st->seed = strtoull(seed->valuestring, NULL, 10);
@@ -261,10 +247,10 @@ static int parse_state(const char *path, const char *text, TrainState *st, char 
 
 int state_load(const char *dir, AdamW *opt, TrainState *st, char *err, size_t errlen) {
     memset(st, 0, sizeof *st);
-    char *path = join(dir, "ppa_state.json");
+    char *path = ppa_path_join(dir, "ppa_state.json");
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fail(err, errlen, "%s: cannot open: %s (is %s a checkpoint-STEP folder written by ppa train?)", path,
+        ppa_fail(err, errlen, "%s: cannot open: %s (is %s a checkpoint-STEP folder written by ppa train?)", path,
              strerror(errno), dir);
         free(path);
         return -1;
@@ -277,7 +263,7 @@ int state_load(const char *dir, AdamW *opt, TrainState *st, char *err, size_t er
         memcpy(text + n, buf, got), n += got;
     }
     fclose(f);
-    int rc = text ? 0 : fail(err, errlen, "%s: empty", path);
+    int rc = text ? 0 : ppa_fail(err, errlen, "%s: empty", path);
     if (!rc) text[n] = 0, rc = parse_state(path, text, st, err, errlen);
     free(text), free(path);
     return rc ? rc : read_moments(dir, opt, err, errlen);

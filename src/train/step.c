@@ -9,13 +9,6 @@
 
 #include "core/common.h"
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* 1 if the loss, every d loss / d s and every s are finite */
 static int finite_list(int n, const double *loss, const double *g, const double *s) {
@@ -78,7 +71,7 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
         int K = mb->rows[r].n_resp;
         double s[PPA_NEURAL_MAX_ITEMS], ds[PPA_NEURAL_MAX_ITEMS], g[PPA_NEURAL_MAX_ITEMS];
         if (K > PPA_NEURAL_MAX_ITEMS) {
-            rc = fail(err, errlen, "a list of %d responses is longer than %d", K, PPA_NEURAL_MAX_ITEMS);
+            rc = ppa_fail(err, errlen, "a list of %d responses is longer than %d", K, PPA_NEURAL_MAX_ITEMS);
             break;
         }
         scores_of(sp, K, lp + at, mb->ref ? mb->ref[r] : NULL, ntok + at, s, ds);
@@ -88,11 +81,11 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
         if (mb->lines) snprintf(where, sizeof where, "the list of data line %ld", mb->lines[r]);
         else snprintf(where, sizeof where, "list %d", r);
         if (st != PPA_OK) {
-            rc = fail(err, errlen, "%s: %s (response %d)", where, ppa_status_string(st), res.bad_index + 1);
+            rc = ppa_fail(err, errlen, "%s: %s (response %d)", where, ppa_status_string(st), res.bad_index + 1);
             break;
         }
         if (!finite_list(K, &res.loss, g, s)) { /* the weights (or the reference) hold NaN or Inf */
-            rc = fail(err, errlen, "%s: the loss or its gradient is not finite (loss %g); nothing was updated", where,
+            rc = ppa_fail(err, errlen, "%s: the loss or its gradient is not finite (loss %g); nothing was updated", where,
                       res.loss);
             break;
         }
