@@ -50,14 +50,17 @@ def die(msg):
     sys.exit(2)
 
 
+def open_or_die(path):
+    try:
+        return open(path)
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+
+
 def read_rows(path, V):
     """[(prompt_ids, [response_ids, ...])] of a JSONL file, token ids checked against the vocabulary."""
     rows = []
-    try:
-        f = open(path)
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
-    with f:
+    with open_or_die(path) as f:
         for ln, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -84,11 +87,7 @@ def read_rows(path, V):
 def read_ppa(path, rows):
     """[[logp, ...] per row] of a `ppa logprobs` output, checked against the rows."""
     out = []
-    try:
-        f = open(path)
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
-    with f:
+    with open_or_die(path) as f:
         lines = [(ln, line) for ln, line in enumerate(f, 1) if line.strip()]
     if len(lines) != len(rows):
         die("%s: %d lines for %d rows" % (path, len(lines), len(rows)))

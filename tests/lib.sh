@@ -1,6 +1,6 @@
 # lib.sh: sourced by the CLI tests (tests/test_*.sh) after they set NAME.
 # Gives a temporary folder $tmp (removed on exit), the counted checks ok, bad
-# and expect with the closing summary line (report), and tiny_model_files.
+# and expect with the closing summary line (report), tiny_model_files and letter_lists.
 set -u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -42,4 +42,14 @@ tiny_model_files() {
  "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64, "rms_norm_eps": 1e-5,
  "tie_word_embeddings": true, "bos_token_id": 256, "eos_token_id": 257}
 J
+}
+
+# letter_lists: 24 prompts with 5 answers of 1-4 letters; the label is the share of a's (JSON Lines on stdout)
+letter_lists() {
+  awk 'BEGIN { srand(11); for (i = 0; i < 24; i++) {
+  printf "{\"prompt\": \"q%d\", \"responses\": [", i; sc = ""
+  for (k = 0; k < 5; k++) { n = 1 + int(rand() * 4); r = ""; a = 0
+    for (j = 0; j < n; j++) { c = substr("abcde", 1 + int(rand() * 5), 1); r = r c; a += c == "a" }
+    printf "%s\"%s\"", k ? ", " : "", r; sc = sc sprintf("%s%.4f", k ? ", " : "", a / n) }
+  printf "], \"scores\": [%s]}\n", sc } }'
 }

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "golden_rows.h"
 #include "io/jsonl.h"
 #include "io/safetensors.h"
 #include "model/bf16.h"
@@ -175,52 +176,6 @@ static void test_gemm(void) {
 
 /* ---- the engine ---- */
 
-typedef struct {
-    int n, nw;
-    double w[64]; /* the golden loss's weights: L = sum w logp */
-    Row rows[8];
-    int *prompt[8], *lens[8], **resp[8];
-} Rows;
-
-static int *ints(const cJSON *a, int *n) {
-    *n = cJSON_GetArraySize(a);
-    int *v = malloc(sizeof(int) * (size_t)(*n ? *n : 1)), i = 0;
-    for (const cJSON *it = a->child; it; it = it->next) v[i++] = it->valueint;
-    return v;
-}
-
-static void read_rows(const char *path, Rows *g) {
-    memset(g, 0, sizeof *g);
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL, "open %s", path);
-    if (!f) return;
-    JsonlReader rd;
-    jsonl_init(&rd, f, path);
-    char *line;
-    while (jsonl_next(&rd, &line) && g->n < 8) {
-        cJSON *j = cJSON_Parse(line);
-        int P, K = cJSON_GetArraySize(cJSON_GetObjectItem(j, "response_ids")), k = 0;
-        g->prompt[g->n] = ints(cJSON_GetObjectItem(j, "prompt_ids"), &P);
-        g->lens[g->n] = malloc(sizeof(int) * (size_t)K);
-        g->resp[g->n] = malloc(sizeof(int *) * (size_t)K);
-        for (const cJSON *it = cJSON_GetObjectItem(j, "response_ids")->child; it; it = it->next, k++)
-            g->resp[g->n][k] = ints(it, &g->lens[g->n][k]);
-        g->rows[g->n] = (Row){P, g->prompt[g->n], K, g->lens[g->n], (const int *const *)g->resp[g->n]};
-        for (const cJSON *it = cJSON_GetObjectItem(j, "weights")->child; it && g->nw < 64; it = it->next) g->w[g->nw++] = it->valuedouble;
-        g->n++;
-        cJSON_Delete(j);
-    }
-    jsonl_free(&rd);
-    fclose(f);
-}
-
-static void free_rows(Rows *g) {
-    for (int r = 0; r < g->n; r++) {
-        for (int k = 0; k < g->rows[r].n_resp; k++) free(g->resp[r][k]);
-        free(g->resp[r]), free(g->lens[r]), free(g->prompt[r]);
-    }
-}
-
 /* The golden folder (ppa init --seed 11 --init-std 0.3 --init-all) in dtype. */
 static int write_golden_model(const char *name, StDtype dtype, char *dir, size_t n) {
     char path[256], err[2048];
@@ -251,7 +206,7 @@ static Model *load(const char *dir, ModelPrecision p, int frozen) {
 }
 
 /* logps of rows [r0, r1) in one batch; with wts, also the gradients of sum w logp */
-static void run(Model *m, const Rows *g, int r0, int r1, double *lp, const double *wts) {
+static void run(Model *m, const GoldenRows *g, int r0, int r1, double *lp, const double *wts) {
     char err[512];
     Batch *b = batch_new(m, g->rows + r0, r1 - r0, err, sizeof err);
     CHECK(b != NULL, "batch: %s", b ? "" : err);
@@ -343,9 +298,9 @@ static void test_golden(const char *name) {
     char f32dir[160], bfdir[160], path[256];
     if (write_golden_model(name, ST_F32, f32dir, sizeof f32dir) || write_golden_model(name, ST_BF16, bfdir, sizeof bfdir))
         return;
-    Rows g;
+    GoldenRows g;
     snprintf(path, sizeof path, "tests/fixtures/engine/rows_%s.jsonl", name);
-    read_rows(path, &g);
+    read_golden_rows(path, &g);
     int n = g.nw;
     double *want = golden_logps(name, "logps.jsonl", n), *torch = golden_logps(name, "logps_autocast_bf16.jsonl", n);
     double lp[64], lp2[64], lp3[64], *wts = g.w, eo[64], et[64];
@@ -425,7 +380,7 @@ static void test_golden(const char *name) {
     model_free(re);
     model_free(m);
     free(want), free(torch);
-    free_rows(&g);
+    free_golden_rows(&g);
 }
 
 /* a frozen bf16 model holds no float32 matrices and refuses gradients and saving */

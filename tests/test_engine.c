@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "golden_rows.h"
 #include "core/rng.h"
 #include "io/jsonl.h"
 #include "io/safetensors.h"
@@ -243,54 +244,6 @@ static void test_keep_softmax(Model *m, const char *name) {
 }
 
 /* ---- PyTorch float64 goldens (tests/ref/make_engine_goldens.sh) ---- */
-
-typedef struct {
-    int n;
-    Row rows[8];
-    int *ids[8], *lens[8], *prompt[8], **resp[8];
-    double w[64];
-    int nw;
-} GoldenRows;
-
-static int *ints(const cJSON *a, int *n) {
-    *n = cJSON_GetArraySize(a);
-    int *v = malloc(sizeof(int) * (size_t)(*n ? *n : 1)), i = 0;
-    for (const cJSON *it = a->child; it; it = it->next) v[i++] = it->valueint;
-    return v;
-}
-
-static void read_golden_rows(const char *path, GoldenRows *g) {
-    memset(g, 0, sizeof *g);
-    FILE *f = fopen(path, "r");
-    JsonlReader rd;
-    jsonl_init(&rd, f, path);
-    char *line;
-    while (jsonl_next(&rd, &line) && g->n < 8) {
-        cJSON *j = cJSON_Parse(line);
-        int P, K = cJSON_GetArraySize(cJSON_GetObjectItem(j, "response_ids")), k = 0, nw;
-        g->prompt[g->n] = ints(cJSON_GetObjectItem(j, "prompt_ids"), &P);
-        g->lens[g->n] = malloc(sizeof(int) * (size_t)K);
-        g->resp[g->n] = malloc(sizeof(int *) * (size_t)K);
-        for (const cJSON *it = cJSON_GetObjectItem(j, "response_ids")->child; it; it = it->next, k++)
-            g->resp[g->n][k] = ints(it, &g->lens[g->n][k]);
-        const cJSON *w = cJSON_GetObjectItem(j, "weights");
-        nw = 0;
-        for (const cJSON *it = w->child; it; it = it->next) g->w[g->nw + nw++] = it->valuedouble;
-        g->nw += nw;
-        g->rows[g->n] = (Row){P, g->prompt[g->n], K, g->lens[g->n], (const int *const *)g->resp[g->n]};
-        g->n++;
-        cJSON_Delete(j);
-    }
-    jsonl_free(&rd);
-    fclose(f);
-}
-
-static void free_golden_rows(GoldenRows *g) {
-    for (int r = 0; r < g->n; r++) {
-        for (int k = 0; k < g->rows[r].n_resp; k++) free(g->resp[r][k]);
-        free(g->resp[r]), free(g->lens[r]), free(g->prompt[r]);
-    }
-}
 
 /* float32 engine against the float64 reference: log-probs to 1e-5 relative
  * (+1e-4 absolute), each gradient tensor to 1e-4 of its largest entry */

@@ -12,12 +12,7 @@ differ() { ! cmp -s "$1" "$2"; }
 
 tiny_model_files "$tmp"
 "$ppa" init --config "$tmp/config.json" --tokenizer "$tmp/tokenizer.json" --out "$tmp/m" --seed 7 --init-std 0.3 > /dev/null
-awk 'BEGIN { srand(11); for (i = 0; i < 24; i++) {
-  printf "{\"prompt\": \"q%d\", \"responses\": [", i; sc = ""
-  for (k = 0; k < 5; k++) { n = 1 + int(rand() * 4); r = ""; a = 0
-    for (j = 0; j < n; j++) { c = substr("abcde", 1 + int(rand() * 5), 1); r = r c; a += c == "a" }
-    printf "%s\"%s\"", k ? ", " : "", r; sc = sc sprintf("%s%.4f", k ? ", " : "", a / n) }
-  printf "], \"scores\": [%s]}\n", sc } }' > "$tmp/lists.jsonl"
+letter_lists > "$tmp/lists.jsonl"
 common=(--model "$tmp/m" --data "$tmp/lists.jsonl" --template none --beta 0.5 --list-size 4 --batch-size 4 --micro-batch 2
         --lr 0.02 --warmup-ratio 0.2 --max-steps 6 --seed 3 --objective ppa)
 

@@ -32,16 +32,6 @@
 
 /* ================================================================ helpers (safetensors_internal.h) */
 
-int st_fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static char *dup_str(const char *s) {
     size_t n = strlen(s) + 1;
     return memcpy(xmalloc(n), s, n);
@@ -202,26 +192,26 @@ static int check_entry_keys(const char *path, const cJSON *item, char *err, size
     for (const cJSON *c = item->child; c; c = c->next)
         for (int k = 0; k < 3; k++)
             if (c->string && !strcmp(c->string, keys[k]) && seen[k]++)
-                return st_fail(err, errlen, "%s: tensor \"%s\": key \"%s\" appears twice", path, item->string, keys[k]);
+                return ppa_fail(err, errlen, "%s: tensor \"%s\": key \"%s\" appears twice", path, item->string, keys[k]);
     return 0;
 }
 
 static int parse_shape(const char *path, const char *name, const cJSON *shape, Entry *e, char *err, size_t errlen) {
     if (!cJSON_IsArray(shape))
-        return st_fail(err, errlen, "%s: tensor \"%s\": \"shape\" must be an array of integers", path, name);
+        return ppa_fail(err, errlen, "%s: tensor \"%s\": \"shape\" must be an array of integers", path, name);
     int nd = cJSON_GetArraySize(shape), d = 0;
     if (nd > ST_MAX_NDIM)
-        return st_fail(err, errlen, "%s: tensor \"%s\": rank %d is more than the %d ppa supports", path, name, nd,
+        return ppa_fail(err, errlen, "%s: tensor \"%s\": rank %d is more than the %d ppa supports", path, name, nd,
                        ST_MAX_NDIM);
     int64_t numel = 1;
     for (const cJSON *v = shape->child; v; v = v->next, d++) {
         uint64_t dim;
         if (!json_uint(v, &dim))
-            return st_fail(err, errlen, "%s: tensor \"%s\": shape[%d] is not a non-negative integer (below 2^53)", path,
+            return ppa_fail(err, errlen, "%s: tensor \"%s\": shape[%d] is not a non-negative integer (below 2^53)", path,
                            name, d);
         e->t.shape[d] = (int64_t)dim;
         if (__builtin_mul_overflow(numel, (int64_t)dim, &numel))
-            return st_fail(err, errlen, "%s: tensor \"%s\": the number of elements overflows 64 bits", path, name);
+            return ppa_fail(err, errlen, "%s: tensor \"%s\": the number of elements overflows 64 bits", path, name);
     }
     e->t.ndim = nd;
     e->t.numel = numel;
@@ -232,13 +222,13 @@ static int parse_offsets(const char *path, const char *name, const cJSON *offs, 
                          size_t errlen) {
     if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || !json_uint(offs->child, &e->begin) ||
         !json_uint(offs->child->next, &e->end))
-        return st_fail(err, errlen, "%s: tensor \"%s\": \"data_offsets\" must be two non-negative integers", path,
+        return ppa_fail(err, errlen, "%s: tensor \"%s\": \"data_offsets\" must be two non-negative integers", path,
                        name);
     if (e->begin > e->end)
-        return st_fail(err, errlen, "%s: tensor \"%s\": data_offsets [%" PRIu64 ", %" PRIu64 "] begin after end", path,
+        return ppa_fail(err, errlen, "%s: tensor \"%s\": data_offsets [%" PRIu64 ", %" PRIu64 "] begin after end", path,
                        name, e->begin, e->end);
     if (e->end > data_len)
-        return st_fail(err, errlen,
+        return ppa_fail(err, errlen,
                        "%s: tensor \"%s\": data_offsets end %" PRIu64 " is past the end of the data buffer (%zu bytes)",
                        path, name, e->end, data_len);
     return 0;
@@ -249,15 +239,15 @@ static int check_size(const char *path, const char *name, Entry *e, char *err, s
     int64_t bits;
     const char *dt = DTYPES[e->dtype].name;
     if (__builtin_mul_overflow(e->t.numel, (int64_t)DTYPES[e->dtype].bits, &bits))
-        return st_fail(err, errlen, "%s: tensor \"%s\": the size in bytes of %" PRId64 " elements of %s overflows",
+        return ppa_fail(err, errlen, "%s: tensor \"%s\": the size in bytes of %" PRId64 " elements of %s overflows",
                        path, name, e->t.numel, dt);
     if (bits % 8)
-        return st_fail(err, errlen, "%s: tensor \"%s\": %" PRId64 " elements of %s are not a whole number of bytes",
+        return ppa_fail(err, errlen, "%s: tensor \"%s\": %" PRId64 " elements of %s are not a whole number of bytes",
                        path, name, e->t.numel, dt);
     if (e->end - e->begin != (uint64_t)(bits / 8)) {
         char sh[128];
         shape_str(e->t.shape, e->t.ndim, sh, sizeof sh);
-        return st_fail(err, errlen,
+        return ppa_fail(err, errlen,
                        "%s: tensor \"%s\": data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64
                        " bytes but shape %s of %s needs %" PRId64,
                        path, name, e->begin, e->end, e->end - e->begin, sh, dt, bits / 8);
@@ -269,18 +259,18 @@ static int check_size(const char *path, const char *name, Entry *e, char *err, s
 static int parse_entry(const char *path, const cJSON *item, size_t data_len, Entry *e, char *err, size_t errlen) {
     const char *name = item->string;
     e->t.name = (char *)name;
-    if (!cJSON_IsObject(item)) return st_fail(err, errlen, "%s: tensor \"%s\": entry is not an object", path, name);
+    if (!cJSON_IsObject(item)) return ppa_fail(err, errlen, "%s: tensor \"%s\": entry is not an object", path, name);
     if (check_entry_keys(path, item, err, errlen)) return -1;
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
     const char *missing = !dtype ? "dtype" : !shape ? "shape" : !offs ? "data_offsets" : NULL;
-    if (missing) return st_fail(err, errlen, "%s: tensor \"%s\": missing \"%s\"", path, name, missing);
+    if (missing) return ppa_fail(err, errlen, "%s: tensor \"%s\": missing \"%s\"", path, name, missing);
     if (!cJSON_IsString(dtype))
-        return st_fail(err, errlen, "%s: tensor \"%s\": \"dtype\" must be a string", path, name);
+        return ppa_fail(err, errlen, "%s: tensor \"%s\": \"dtype\" must be a string", path, name);
     e->dtype = dtype_lookup(dtype->valuestring);
     if (e->dtype < 0)
-        return st_fail(err, errlen,
+        return ppa_fail(err, errlen,
                        "%s: tensor \"%s\": unknown dtype \"%s\" (not a safetensors dtype; ppa loads F32, F16, BF16)",
                        path, name, dtype->valuestring);
     if (parse_shape(path, name, shape, e, err, errlen)) return -1;
@@ -289,9 +279,9 @@ static int parse_entry(const char *path, const cJSON *item, size_t data_len, Ent
 }
 
 static int check_metadata(const char *path, const cJSON *meta, char *err, size_t errlen) {
-    if (!cJSON_IsObject(meta)) return st_fail(err, errlen, "%s: __metadata__ is not an object", path);
+    if (!cJSON_IsObject(meta)) return ppa_fail(err, errlen, "%s: __metadata__ is not an object", path);
     for (const cJSON *c = meta->child; c; c = c->next)
-        if (!cJSON_IsString(c)) return st_fail(err, errlen, "%s: __metadata__ \"%s\" is not a string", path, c->string);
+        if (!cJSON_IsString(c)) return ppa_fail(err, errlen, "%s: __metadata__ \"%s\" is not a string", path, c->string);
     return 0;
 }
 
@@ -315,26 +305,26 @@ static int check_tiling(const char *path, Entry *e, int n, size_t data_len, char
     for (int i = 0; i < n && !rc; i++) {
         const Entry *x = order[i], *prev = i ? order[i - 1] : NULL;
         if (x->begin > pos && !prev)
-            rc = st_fail(err, errlen,
+            rc = ppa_fail(err, errlen,
                          "%s: tensor \"%s\" starts at byte %" PRIu64 " of the data; the first must start at 0", path,
                          x->t.name, x->begin);
         else if (x->begin > pos)
-            rc = st_fail(err, errlen,
+            rc = ppa_fail(err, errlen,
                          "%s: hole in the data: bytes [%" PRIu64 ", %" PRIu64 ") between tensors \"%s\" and \"%s\" "
                          "belong to no tensor",
                          path, pos, x->begin, prev->t.name, x->t.name);
         else if (x->begin < pos)
-            rc = st_fail(err, errlen,
+            rc = ppa_fail(err, errlen,
                          "%s: tensor \"%s\" [%" PRIu64 ", %" PRIu64 ") overlaps tensor \"%s\" which ends at %" PRIu64,
                          path, x->t.name, x->begin, x->end, prev->t.name, pos);
         pos = x->end;
     }
     if (!rc && pos != data_len) {
         if (n)
-            rc = st_fail(err, errlen,
+            rc = ppa_fail(err, errlen,
                          "%s: bytes [%" PRIu64 ", %zu) of the data after the last tensor \"%s\" belong to no tensor",
                          path, pos, data_len, order[n - 1]->t.name);
-        else rc = st_fail(err, errlen, "%s: no tensors but %zu bytes of data", path, data_len);
+        else rc = ppa_fail(err, errlen, "%s: no tensors but %zu bytes of data", path, data_len);
     }
     free(order);
     return rc;
@@ -345,7 +335,7 @@ static int read_entries(const char *path, const cJSON *root, size_t data_len, En
     int n = 0, n_meta = 0;
     for (const cJSON *c = root->child; c; c = c->next) {
         if (!strcmp(c->string, "__metadata__")) {
-            if (n_meta++) return st_fail(err, errlen, "%s: __metadata__ appears twice", path);
+            if (n_meta++) return ppa_fail(err, errlen, "%s: __metadata__ appears twice", path);
             if (check_metadata(path, c, err, errlen)) return -1;
         } else if (parse_entry(path, c, data_len, &e[n++], err, errlen)) {
             return -1;
@@ -354,12 +344,12 @@ static int read_entries(const char *path, const cJSON *root, size_t data_len, En
     qsort(e, (size_t)n, sizeof(Entry), by_name);
     for (int i = 1; i < n; i++)
         if (!strcmp(e[i].t.name, e[i - 1].t.name))
-            return st_fail(err, errlen, "%s: tensor \"%s\" appears twice in the header", path, e[i].t.name);
+            return ppa_fail(err, errlen, "%s: tensor \"%s\" appears twice in the header", path, e[i].t.name);
     if (check_tiling(path, e, n, data_len, err, errlen)) return -1;
     /* after the structural checks, so that a broken file is reported as broken */
     for (int i = 0; i < n; i++)
         if (DTYPES[e[i].dtype].ppa < 0)
-            return st_fail(err, errlen, "%s: tensor \"%s\": dtype %s is not supported; ppa loads F32, F16, BF16", path,
+            return ppa_fail(err, errlen, "%s: tensor \"%s\": dtype %s is not supported; ppa loads F32, F16, BF16", path,
                            e[i].t.name, DTYPES[e[i].dtype].name);
     return n;
 }
@@ -376,11 +366,11 @@ static cJSON *parse_json(const char *path, const char *what, const unsigned char
                          size_t errlen) {
     size_t bad = st_utf8_check(bytes, n), ctrl = control_byte(bytes, n);
     if (bad < n) {
-        st_fail(err, errlen, "%s: %s is not valid UTF-8 (byte %zu)", path, what, bad);
+        ppa_fail(err, errlen, "%s: %s is not valid UTF-8 (byte %zu)", path, what, bad);
         return NULL;
     }
     if (ctrl < n) {
-        st_fail(err, errlen, "%s: %s has control byte 0x%02x at byte %zu", path, what, bytes[ctrl], ctrl);
+        ppa_fail(err, errlen, "%s: %s has control byte 0x%02x at byte %zu", path, what, bytes[ctrl], ctrl);
         return NULL;
     }
     /* a NUL-terminated heap copy: the parser never reads the mmap, and ASan sees every overread */
@@ -391,10 +381,10 @@ static cJSON *parse_json(const char *path, const char *what, const unsigned char
     while (root && end < text + n && strchr(" \t\n\r", *end)) end++; /* padding; *end is never NUL here */
     int rc = 0;
     if (!root)
-        rc = st_fail(err, errlen, "%s: %s is not valid JSON (error near byte %td)", path, what, end ? end - text : 0);
+        rc = ppa_fail(err, errlen, "%s: %s is not valid JSON (error near byte %td)", path, what, end ? end - text : 0);
     else if (end != text + n)
-        rc = st_fail(err, errlen, "%s: %s has bytes after the JSON value (at byte %td)", path, what, end - text);
-    else if (!cJSON_IsObject(root)) rc = st_fail(err, errlen, "%s: %s is not a JSON object", path, what);
+        rc = ppa_fail(err, errlen, "%s: %s has bytes after the JSON value (at byte %td)", path, what, end - text);
+    else if (!cJSON_IsObject(root)) rc = ppa_fail(err, errlen, "%s: %s is not a JSON object", path, what);
     free(text);
     if (rc) {
         cJSON_Delete(root);
@@ -409,17 +399,17 @@ static int parse_file(const char *path, const unsigned char *map, size_t size, i
     *out = NULL;
     *n_out = 0;
     if (size < 8)
-        return st_fail(err, errlen, "%s: file is %zu bytes, shorter than the 8-byte header length", path, size);
+        return ppa_fail(err, errlen, "%s: file is %zu bytes, shorter than the 8-byte header length", path, size);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = hlen << 8 | map[i];
-    if (hlen == 0) return st_fail(err, errlen, "%s: header length is 0", path);
+    if (hlen == 0) return ppa_fail(err, errlen, "%s: header length is 0", path);
     if (hlen > HEADER_MAX)
-        return st_fail(err, errlen, "%s: header length %" PRIu64 " exceeds the limit of %llu bytes", path, hlen,
+        return ppa_fail(err, errlen, "%s: header length %" PRIu64 " exceeds the limit of %llu bytes", path, hlen,
                        HEADER_MAX);
     if (hlen > size - 8)
-        return st_fail(err, errlen, "%s: header length %" PRIu64 " runs past the end of the file (%zu bytes)", path,
+        return ppa_fail(err, errlen, "%s: header length %" PRIu64 " runs past the end of the file (%zu bytes)", path,
                        hlen, size);
-    if (map[8] != '{') return st_fail(err, errlen, "%s: header does not start with '{'", path);
+    if (map[8] != '{') return ppa_fail(err, errlen, "%s: header does not start with '{'", path);
     cJSON *root = parse_json(path, "header", map + 8, (size_t)hlen, err, errlen);
     if (!root) return -1;
     size_t data_len = size - 8 - (size_t)hlen;
@@ -448,16 +438,16 @@ static int parse_file(const char *path, const unsigned char *map, size_t size, i
 /* Maps PATH read-only; an empty file gives map NULL and size 0. */
 static int map_file(const char *path, unsigned char **map, size_t *size, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* NONBLOCK: a FIFO must not hang the open */
-    if (fd < 0) return st_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return ppa_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     int rc = 0;
     *map = NULL;
     *size = 0;
-    if (fstat(fd, &sb) != 0) rc = st_fail(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
-    else if (!S_ISREG(sb.st_mode)) rc = st_fail(err, errlen, "%s: not a regular file", path);
+    if (fstat(fd, &sb) != 0) rc = ppa_fail(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+    else if (!S_ISREG(sb.st_mode)) rc = ppa_fail(err, errlen, "%s: not a regular file", path);
     else if (sb.st_size > 0) {
         void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) rc = st_fail(err, errlen, "%s: cannot mmap: %s", path, strerror(errno));
+        if (m == MAP_FAILED) rc = ppa_fail(err, errlen, "%s: cannot mmap: %s", path, strerror(errno));
         else *map = m, *size = (size_t)sb.st_size;
     }
     close(fd);
@@ -509,7 +499,7 @@ static int read_whole(const char *path, unsigned char **buf, size_t *len, char *
     if (map_file(path, &map, &size, err, errlen)) return -1;
     if (size > HEADER_MAX) {
         munmap(map, size);
-        return st_fail(err, errlen, "%s: %zu bytes is too large for an index", path, size);
+        return ppa_fail(err, errlen, "%s: %zu bytes is too large for an index", path, size);
     }
     *buf = xmalloc(size + 1);
     if (size) memcpy(*buf, map, size);
@@ -523,21 +513,21 @@ static int read_whole(const char *path, unsigned char **buf, size_t *len, char *
 static MapEntry *read_weight_map(const char *path, const cJSON *root, int *n_out, char *err, size_t errlen) {
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     int n = cJSON_GetArraySize(wm), i = 0, rc = 0;
-    if (!wm) rc = st_fail(err, errlen, "%s: missing \"weight_map\"", path);
-    else if (!cJSON_IsObject(wm)) rc = st_fail(err, errlen, "%s: \"weight_map\" is not an object", path);
-    else if (n == 0) rc = st_fail(err, errlen, "%s: \"weight_map\" lists no tensors", path);
+    if (!wm) rc = ppa_fail(err, errlen, "%s: missing \"weight_map\"", path);
+    else if (!cJSON_IsObject(wm)) rc = ppa_fail(err, errlen, "%s: \"weight_map\" is not an object", path);
+    else if (n == 0) rc = ppa_fail(err, errlen, "%s: \"weight_map\" lists no tensors", path);
     if (rc) return NULL;
     MapEntry *m = xmalloc(sizeof(MapEntry) * (size_t)n);
     for (const cJSON *c = wm->child; c && !rc; c = c->next, i++) {
         const char *s = cJSON_IsString(c) ? c->valuestring : NULL;
         if (!s || !*s || strchr(s, '/') || !strcmp(s, ".") || !strcmp(s, ".."))
-            rc = st_fail(err, errlen, "%s: weight_map[\"%s\"] must be a file name in the same folder", path, c->string);
+            rc = ppa_fail(err, errlen, "%s: weight_map[\"%s\"] must be a file name in the same folder", path, c->string);
         m[i] = (MapEntry){c->string, s, -1};
     }
     if (!rc) qsort(m, (size_t)n, sizeof(MapEntry), by_map_name);
     for (i = 1; i < n && !rc; i++)
         if (!strcmp(m[i].name, m[i - 1].name))
-            rc = st_fail(err, errlen, "%s: weight_map lists tensor \"%s\" twice", path, m[i].name);
+            rc = ppa_fail(err, errlen, "%s: weight_map lists tensor \"%s\" twice", path, m[i].name);
     if (rc) {
         free(m);
         return NULL;
@@ -558,7 +548,7 @@ static int load_shards(StSet *st, const char *index, const char *dir, MapEntry *
         char *p = st_path_join(dir, names[s]);
         struct stat sb;
         if (stat(p, &sb) != 0)
-            rc = st_fail(err, errlen, "%s: cannot open shard listed in %s: %s", p, index, strerror(errno));
+            rc = ppa_fail(err, errlen, "%s: cannot open shard listed in %s: %s", p, index, strerror(errno));
         else if (set_load_file(st, p, err, errlen) < 0) rc = -1;
         free(p);
     }
@@ -574,21 +564,21 @@ static int load_shards(StSet *st, const char *index, const char *dir, MapEntry *
 static int check_against_map(const StSet *st, const char *index, const MapEntry *m, int n, char *err, size_t errlen) {
     for (int i = 1; i < st->n_tensors; i++)
         if (!strcmp(st->tensors[i].name, st->tensors[i - 1].name))
-            return st_fail(err, errlen, "tensor \"%s\" is in two shards: %s and %s", st->tensors[i].name,
+            return ppa_fail(err, errlen, "tensor \"%s\" is in two shards: %s and %s", st->tensors[i].name,
                            st->paths[st->tensors[i - 1].file], st->paths[st->tensors[i].file]);
     for (int i = 0; i < n; i++) {
         const StTensor *t = st_find(st, m[i].name);
         if (!t)
-            return st_fail(err, errlen, "%s: tensor \"%s\" listed in %s is not in this shard", st->paths[m[i].file],
+            return ppa_fail(err, errlen, "%s: tensor \"%s\" listed in %s is not in this shard", st->paths[m[i].file],
                            m[i].name, index);
         if (t->file != m[i].file)
-            return st_fail(err, errlen, "%s: tensor \"%s\" listed in %s is not in this shard (it is in %s)",
+            return ppa_fail(err, errlen, "%s: tensor \"%s\" listed in %s is not in this shard (it is in %s)",
                            st->paths[m[i].file], m[i].name, index, st->paths[t->file]);
     }
     for (int i = 0; i < st->n_tensors; i++) {
         MapEntry key = {st->tensors[i].name, NULL, 0};
         if (!bsearch(&key, m, (size_t)n, sizeof(MapEntry), by_map_name))
-            return st_fail(err, errlen, "%s: tensor \"%s\" is not listed in the weight_map of %s",
+            return ppa_fail(err, errlen, "%s: tensor \"%s\" is not listed in the weight_map of %s",
                            st->paths[st->tensors[i].file], st->tensors[i].name, index);
     }
     return 0;
@@ -628,7 +618,7 @@ static int open_dir(StSet *st, const char *dir, char *err, size_t errlen) {
     int rc;
     if (stat(single, &sb) == 0 || errno != ENOENT) rc = open_single(st, single, err, errlen);
     else if (stat(index, &sb) == 0 || errno != ENOENT) rc = open_index(st, index, err, errlen);
-    else rc = st_fail(err, errlen, "%s: holds neither %s nor %s", dir, ST_SINGLE_NAME, ST_INDEX_NAME);
+    else rc = ppa_fail(err, errlen, "%s: holds neither %s nor %s", dir, ST_SINGLE_NAME, ST_INDEX_NAME);
     free(single);
     free(index);
     return rc;
@@ -642,7 +632,7 @@ static int ends_with(const char *s, const char *tail) {
 int st_open(StSet *st, const char *path, char *err, size_t errlen) {
     *st = (StSet){0};
     struct stat sb;
-    if (stat(path, &sb) != 0) return st_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (stat(path, &sb) != 0) return ppa_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     int rc;
     if (S_ISDIR(sb.st_mode)) rc = open_dir(st, path, err, errlen);
     else if (ends_with(path, ".index.json")) rc = open_index(st, path, err, errlen);

@@ -9,8 +9,6 @@
 #define ST_INDEX_NAME "model.safetensors.index.json"
 #define ST_JSON_INT_MAX 9007199254740992.0 /* 2^53: cJSON keeps numbers as doubles, exact up to here */
 
-/* Formats the message into err (if any) and returns -1. */
-__attribute__((format(printf, 3, 4))) int st_fail(char *err, size_t errlen, const char *fmt, ...);
 
 /* "DIR/NAME", malloc'd. */
 char *st_path_join(const char *dir, const char *name);

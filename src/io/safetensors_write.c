@@ -78,23 +78,23 @@ typedef struct {
 static int check_write_tensor(const char *path, const StWriteTensor *t, size_t elem, int can_fill, uint64_t *nbytes,
                               char *err, size_t errlen) {
     const char *name = t->name;
-    if (!name || !*name) return st_fail(err, errlen, "%s: a tensor to write has no name", path);
+    if (!name || !*name) return ppa_fail(err, errlen, "%s: a tensor to write has no name", path);
     if (!strcmp(name, "__metadata__") || st_utf8_check((const unsigned char *)name, strlen(name)) < strlen(name))
-        return st_fail(err, errlen, "%s: tensor \"%s\": the name is reserved or not valid UTF-8", path, name);
+        return ppa_fail(err, errlen, "%s: tensor \"%s\": the name is reserved or not valid UTF-8", path, name);
     if (t->ndim < 0 || t->ndim > ST_MAX_NDIM)
-        return st_fail(err, errlen, "%s: tensor \"%s\": rank %d is not in 0..%d", path, name, t->ndim, ST_MAX_NDIM);
-    if (t->ndim > 0 && !t->shape) return st_fail(err, errlen, "%s: tensor \"%s\": shape is NULL", path, name);
+        return ppa_fail(err, errlen, "%s: tensor \"%s\": rank %d is not in 0..%d", path, name, t->ndim, ST_MAX_NDIM);
+    if (t->ndim > 0 && !t->shape) return ppa_fail(err, errlen, "%s: tensor \"%s\": shape is NULL", path, name);
     int64_t numel = 1, bytes;
     for (int d = 0; d < t->ndim; d++) {
         if (t->shape[d] < 0)
-            return st_fail(err, errlen, "%s: tensor \"%s\": shape[%d] = %" PRId64 " is negative", path, name, d,
+            return ppa_fail(err, errlen, "%s: tensor \"%s\": shape[%d] = %" PRId64 " is negative", path, name, d,
                            t->shape[d]);
         if (__builtin_mul_overflow(numel, t->shape[d], &numel))
-            return st_fail(err, errlen, "%s: tensor \"%s\": the number of elements overflows", path, name);
+            return ppa_fail(err, errlen, "%s: tensor \"%s\": the number of elements overflows", path, name);
     }
     if (__builtin_mul_overflow(numel, (int64_t)elem, &bytes) || (double)bytes > ST_JSON_INT_MAX)
-        return st_fail(err, errlen, "%s: tensor \"%s\": %" PRId64 " elements are too many to write", path, name, numel);
-    if (numel > 0 && !t->data && !can_fill) return st_fail(err, errlen, "%s: tensor \"%s\": data is NULL", path, name);
+        return ppa_fail(err, errlen, "%s: tensor \"%s\": %" PRId64 " elements are too many to write", path, name, numel);
+    if (numel > 0 && !t->data && !can_fill) return ppa_fail(err, errlen, "%s: tensor \"%s\": data is NULL", path, name);
     *nbytes = (uint64_t)bytes;
     return 0;
 }
@@ -103,13 +103,13 @@ static int check_write_tensor(const char *path, const StWriteTensor *t, size_t e
 static int check_write_list(const char *path, const StWriteTensor *t, int n, StDtype dtype, int can_fill,
                             uint64_t *nbytes, char *err, size_t errlen) {
     if (dtype != ST_F32 && dtype != ST_BF16)
-        return st_fail(err, errlen, "%s: cannot write dtype %s; ppa writes F32 or BF16", path, st_dtype_name(dtype));
+        return ppa_fail(err, errlen, "%s: cannot write dtype %s; ppa writes F32 or BF16", path, st_dtype_name(dtype));
     uint64_t total = 0;
     for (int i = 0; i < n; i++) {
         if (check_write_tensor(path, &t[i], st_dtype_size(dtype), can_fill, &nbytes[i], err, errlen)) return -1;
         total += nbytes[i];
         if ((double)total > ST_JSON_INT_MAX)
-            return st_fail(err, errlen, "%s: the tensors are too large to write", path);
+            return ppa_fail(err, errlen, "%s: the tensors are too large to write", path);
     }
     const StWriteTensor **order = xmalloc(sizeof(*order) * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) order[i] = &t[i];
@@ -117,7 +117,7 @@ static int check_write_list(const char *path, const StWriteTensor *t, int n, StD
     int rc = 0;
     for (int i = 1; i < n && !rc; i++)
         if (!strcmp(order[i]->name, order[i - 1]->name))
-            rc = st_fail(err, errlen, "%s: tensor \"%s\" is given twice", path, order[i]->name);
+            rc = ppa_fail(err, errlen, "%s: tensor \"%s\" is given twice", path, order[i]->name);
     free(order);
     return rc;
 }
@@ -184,7 +184,7 @@ static int write_text_body(FILE *f, const void *ctx) {
 
 static int write_file(const char *path, const StWriteTensor *t, int n, StDtype dtype, const Fill *fill, char *err,
                       size_t errlen) {
-    if (n < 0 || (n > 0 && !t)) return st_fail(err, errlen, "%s: bad tensor list (n = %d)", path, n);
+    if (n < 0 || (n > 0 && !t)) return ppa_fail(err, errlen, "%s: bad tensor list (n = %d)", path, n);
     uint64_t *nbytes = xmalloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
     int rc = check_write_list(path, t, n, dtype, fill != NULL, nbytes, err, errlen);
     if (!rc) {
@@ -206,8 +206,8 @@ int st_write(const char *path, const StWriteTensor *t, int n, StDtype dtype, cha
 static int ensure_dir(const char *dir, char *err, size_t errlen) {
     struct stat sb;
     if (mkdir(dir, 0755) == 0) return 0;
-    if (errno != EEXIST) return st_fail(err, errlen, "%s: cannot create folder: %s", dir, strerror(errno));
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return st_fail(err, errlen, "%s: exists and is not a folder", dir);
+    if (errno != EEXIST) return ppa_fail(err, errlen, "%s: cannot create folder: %s", dir, strerror(errno));
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return ppa_fail(err, errlen, "%s: exists and is not a folder", dir);
     return 0;
 }
 
@@ -216,7 +216,7 @@ static int remove_stale(const char *dir, const char *name, char *err, size_t err
     char *p = st_path_join(dir, name);
     int rc = 0;
     if (unlink(p) != 0 && errno != ENOENT)
-        rc = st_fail(err, errlen, "%s: cannot remove stale file: %s", p, strerror(errno));
+        rc = ppa_fail(err, errlen, "%s: cannot remove stale file: %s", p, strerror(errno));
     free(p);
     return rc;
 }
@@ -239,7 +239,7 @@ static void build_index(Buf *b, const StWriteTensor *t, int n, const int *shard,
 /* Writes the shards [first[s], first[s+1]) and then the index. */
 static int write_shards(const char *dir, const StWriteTensor *t, int n, StDtype dtype, const int *first, int n_shards,
                         const uint64_t *nbytes, const Fill *fill, char *err, size_t errlen) {
-    if (n_shards > 99999) return st_fail(err, errlen, "%s: %d shards are more than 99999", dir, n_shards);
+    if (n_shards > 99999) return ppa_fail(err, errlen, "%s: %d shards are more than 99999", dir, n_shards);
     int *shard = xmalloc(sizeof(int) * (size_t)n), rc = 0;
     uint64_t total = 0;
     for (int s = 0; s < n_shards && !rc; s++) {
@@ -265,7 +265,7 @@ static int write_shards(const char *dir, const StWriteTensor *t, int n, StDtype 
 
 static int write_sharded(const char *dir, const StWriteTensor *t, int n, StDtype dtype, size_t max_shard_bytes,
                          const Fill *fill, char *err, size_t errlen) {
-    if (n < 0 || (n > 0 && !t)) return st_fail(err, errlen, "%s: bad tensor list (n = %d)", dir, n);
+    if (n < 0 || (n > 0 && !t)) return ppa_fail(err, errlen, "%s: bad tensor list (n = %d)", dir, n);
     uint64_t *nbytes = xmalloc(sizeof(uint64_t) * (size_t)(n ? n : 1));
     int *first = xmalloc(sizeof(int) * (size_t)(n + 2)), n_shards = 1, rc;
     rc = check_write_list(dir, t, n, dtype, fill != NULL, nbytes, err, errlen);

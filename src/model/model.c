@@ -57,22 +57,23 @@ static const char *head_name(const Model *m) {
 
 float *lm_head(const Model *m, float *base) { return tensor_at(m, base, head_name(m)); }
 
-static Weight weight_named(const Model *m, const char *name) {
-    int i = spec_index(m, name);
+/* tensor i as a product operand */
+static Weight weight_at(const Model *m, int i) {
     if (i < 0) return (Weight){NULL, NULL};
-    return (Weight){tensor_at(m, m->params, name), m->wb ? m->wb[i] : NULL};
+    return (Weight){m->offset[i] == NO_OFFSET ? NULL : m->params + m->offset[i], m->wb ? m->wb[i] : NULL};
 }
 
-static Weight layer_weight(const Model *m, int l, const char *suffix) {
-    char name[MODEL_TENSOR_NAME_LEN + 16];
-    return weight_named(m, layer_name(name, sizeof name, l, suffix));
-}
+static Weight weight_named(const Model *m, const char *name) { return weight_at(m, spec_index(m, name)); }
+
+/* the layers' matrices in LayerM order, looked up once (the passes ask for them every layer, every step) */
+static const char *const LAYER_MATS[7] = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                                          "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+                                          "mlp.down_proj.weight"};
 
 LayerM model_layer_mats(const Model *m, int l) {
-    return (LayerM){layer_weight(m, l, "self_attn.q_proj.weight"), layer_weight(m, l, "self_attn.k_proj.weight"),
-                    layer_weight(m, l, "self_attn.v_proj.weight"), layer_weight(m, l, "self_attn.o_proj.weight"),
-                    layer_weight(m, l, "mlp.gate_proj.weight"),    layer_weight(m, l, "mlp.up_proj.weight"),
-                    layer_weight(m, l, "mlp.down_proj.weight")};
+    const int *i = m->mat_spec + 7 * l;
+    return (LayerM){weight_at(m, i[0]), weight_at(m, i[1]), weight_at(m, i[2]), weight_at(m, i[3]),
+                    weight_at(m, i[4]), weight_at(m, i[5]), weight_at(m, i[6])};
 }
 
 Weight model_lm_weight(const Model *m) { return weight_named(m, head_name(m)); }
@@ -122,6 +123,12 @@ static int model_layout(Model *m, int frozen, char *err, size_t errlen) {
         m->n_f32 += f32 ? (size_t)m->specs[i].numel : 0;
         m->n_params += (size_t)m->specs[i].numel;
     }
+    m->mat_spec = xmalloc(sizeof(int) * 7 * (size_t)(m->c.num_hidden_layers ? m->c.num_hidden_layers : 1));
+    for (int l = 0; l < m->c.num_hidden_layers; l++)
+        for (int k = 0; k < 7; k++) {
+            char name[MODEL_TENSOR_NAME_LEN + 16];
+            m->mat_spec[7 * l + k] = spec_index(m, layer_name(name, sizeof name, l, LAYER_MATS[k]));
+        }
     double need = 4.0 * (double)m->n_f32, have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (have > 0 && need > have) { /* said before the allocation fails */
         snprintf(err, errlen, "%.1f GB of float32 weights do not fit in this machine's %.1f GB%s", need / 1e9,
@@ -278,6 +285,7 @@ uint64_t model_hash(const Model *m, uint64_t h) {
     free(row);
     for (int i = 0; i < m->n_specs; i++) {
         size_t n = (size_t)m->specs[i].numel;
+        if (!strcmp(m->specs[i].name, "model.embed_tokens.weight")) continue; /* hashed above; its bf16 copy derives from it */
         if (m->bf16 && m->wb[i])
             h = hash64_more(h, m->wb[i], sizeof(bf16) * n);
         else
@@ -290,6 +298,7 @@ void model_free(Model *m) {
     if (!m) return;
     free(m->specs);
     free(m->offset);
+    free(m->mat_spec);
     free(m->params);
     free(m->grads);
     free(m->wb);

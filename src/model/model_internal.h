@@ -12,6 +12,7 @@ struct Model {
     ModelConfig c;
     ModelTensorSpec *specs; /* [n_specs] the tensor table */
     size_t *offset;         /* [n_specs] into params / grads, or NO_OFFSET */
+    int *mat_spec;          /* [L * 7] spec index of each layer's q, k, v, o, gate, up, down (LayerM order) */
     int n_specs;
     size_t n_params;        /* parameters of the model */
     size_t n_f32;           /* floats in params: n_params, or the vectors alone when frozen */
