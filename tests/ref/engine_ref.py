@@ -3,7 +3,8 @@
 
 A Hugging Face Llama / Mistral / Qwen2 causal-LM forward, written here from the
 formulas of shared/spec/formats.md e.2-e.3 (not copied from transformers), run
-in torch float64 on the config.json + model.safetensors of a model folder.
+in torch float64 on the config.json + model.safetensors of a model folder; and
+the reward models built on the same body (see "Reward models" below).
 Gradients come from torch autograd, so they are an independent check of the
 C engine's hand-written backward.
 
@@ -39,14 +40,43 @@ from P.  logps and dL/dtheta must equal the separate-sequence ones to 1e-12
 --check compares autograd with central finite differences of L (Richardson
 extrapolated, float64) for a few seeded random parameters of every tensor.
 
+Reward models, chosen by config.json's architectures[0]:
+    *ForSequenceClassification (Llama, Mistral, Qwen2, ...): head score.weight
+        [n_out, H], n_out = len(id2label), else num_labels (one of them is
+        required here: transformers' default of 2 is not assumed; both given
+        and different is refused);
+    LlamaForRewardModelWithGating (ArmoRM): head regression_layer.weight
+        [n_out, H], n_out = num_objectives.  The gating network is not
+        computed; its tensors (gating.*, reward_transform_matrix) may be in the
+        checkpoint, are never used, and get a zero gradient.
+The checkpoint holds model.* and the head (no bias) and no lm_head.weight,
+whatever tie_word_embeddings says (there is no output embedding to tie).
+The reward vector of response k is r_k = W_head h_last [n_out], h_last the
+hidden state after model.norm at the LAST token of the sequence prompt +
+response_k (positions 0..P+R_k-1, plain causal attention; no padding exists
+here, so it is transformers' "last non-pad token" whenever the sequence holds
+no pad_token_id; --make-rows leaves that id out of reward models' rows);
+n_tokens_k = P + R_k.  Test loss
+    L = sum_rows sum_k w_k sum_j c_j r_kj,   c_j = 1 / (j + 1), j = 0..n_out-1
+(distinct weights per component, so a swapped or misread head row shows).
+--shared-prefix reads r_k at the packed index of response k's last token;
+--check and --autocast-bf16 work as for the causal LM (under autocast the head
+matmul is bf16, as transformers' Linear head is).
+
 Commands (Debian's interpreter, torch 1.13; no transformers, no safetensors):
     /usr/bin/python3 tests/ref/engine_ref.py --model DIR --rows ROWS.jsonl --out OUTDIR \
-        [--shared-prefix] [--check]
+        [--shared-prefix] [--check] [--autocast-bf16]
     /usr/bin/python3 tests/ref/engine_ref.py --make-rows --config CONFIG.json --seed N --out ROWS.jsonl
-Outputs: OUTDIR/logps.jsonl, one line per row {"logps": [K], "n_tokens": [K]},
+Outputs: OUTDIR/logps.jsonl, one line per row {"logps": [K], "n_tokens": [K]}
+(a reward model: OUTDIR/rewards.jsonl, one line per row
+{"rewards": [[n_out] per response], "n_tokens": [P + R_k per response]}),
 and OUTDIR/grads.safetensors: dL/dtheta as F32 under the HF names of the
 checkpoint (same tensors, same order; a tied embedding's gradient includes the
-LM head's share), metadata {"format": "pt", "loss": "<L, 17 digits>"}.
+LM head's share), metadata {"format": "pt", "loss": repr(L)}.  Floats are
+Python's repr (json.dumps): the shortest decimal that reads back as the same
+double, at most 17 significant digits.  --autocast-bf16 adds
+logps_autocast_bf16.jsonl (or rewards_autocast_bf16.jsonl) and
+grads_autocast_bf16.safetensors: the same on PyTorch's CPU autocast bf16.
 Everything is deterministic (one thread, fixed seeds): same bytes every run.
 """
 
@@ -169,6 +199,7 @@ def load_config(path):
         die("%s: hidden_act %r (silu only)" % (path, act))
     c.eps = float(j.get("rms_norm_eps", 1e-6))
     c.tie = bool(j.get("tie_word_embeddings", False))
+    reward_head(c, j, path)
     c.qk_norm = c.type == "qwen3"
     if c.type == "qwen2":
         c.qkv_bias, c.o_bias, c.mlp_bias = True, False, False
@@ -212,6 +243,38 @@ def load_config(path):
     return c
 
 
+def reward_head(c, j, path):
+    """Sets c.head (None: causal LM; else the head tensor's name), c.n_out (its rows) and c.pad (pad_token_id or
+    None) from architectures[0].  A reward model has no LM head, whatever tie_word_embeddings says."""
+    arch = j.get("architectures")
+    arch = arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) else ""
+    c.arch = arch
+    c.head, c.n_out = None, 0
+    pad = j.get("pad_token_id")
+    c.pad = pad if isinstance(pad, int) and not isinstance(pad, bool) else None
+    if arch.endswith("ForSequenceClassification"):
+        c.head = "score.weight"
+        i2l, nl = j.get("id2label"), j.get("num_labels")
+        if i2l is not None:
+            if not isinstance(i2l, dict) or not i2l:
+                die("%s: id2label must be a non-empty object {\"0\": \"LABEL_0\", ...}" % path)
+            c.n_out = len(i2l)
+            if nl is not None and nl != c.n_out:
+                die("%s: num_labels %r disagrees with the %d entries of id2label" % (path, nl, c.n_out))
+        elif isinstance(nl, int) and not isinstance(nl, bool) and nl >= 1:
+            c.n_out = nl
+        else:
+            die("%s: %s needs id2label or num_labels (transformers' default of 2 is not assumed)" % (path, arch))
+    elif arch == "LlamaForRewardModelWithGating":
+        c.head = "regression_layer.weight"
+        no = j.get("num_objectives")
+        if not isinstance(no, int) or isinstance(no, bool) or no < 1:
+            die("%s: %s needs num_objectives (a positive integer)" % (path, arch))
+        c.n_out = no
+    if c.head:
+        c.tie = False
+
+
 def rope_inv_freq(c):
     """[hd/2] float64, formats.md e.3."""
     out = []
@@ -249,7 +312,9 @@ def llama3_regimes(c):
 def expected_tensors(c):
     """{name: shape} the checkpoint must hold."""
     t = {"model.embed_tokens.weight": (c.V, c.H), "model.norm.weight": (c.H,)}
-    if not c.tie:
+    if c.head:
+        t[c.head] = (c.n_out, c.H)
+    elif not c.tie:
         t["lm_head.weight"] = (c.V, c.H)
     for i in range(c.L):
         p = "model.layers.%d." % i
@@ -280,6 +345,11 @@ def expected_tensors(c):
     return t
 
 
+def ignored_tensor(c, name):
+    """ArmoRM's gating network (gating.*, reward_transform_matrix): read, never used, so its gradient is 0."""
+    return c.head == "regression_layer.weight" and (name.startswith("gating.") or name == "reward_transform_matrix")
+
+
 def load_model(folder):
     c = load_config(os.path.join(folder, "config.json"))
     path = os.path.join(folder, "model.safetensors")
@@ -293,7 +363,7 @@ def load_model(folder):
         if tuple(arrays[n].shape) != want[n]:
             die("%s: %s has shape %s, expected %s" % (path, n, list(arrays[n].shape), list(want[n])))
     for n in arrays:
-        if n not in want:
+        if n not in want and not ignored_tensor(c, n):
             die("%s: unexpected tensor %s" % (path, n))
     params = {n: torch.tensor(arrays[n], dtype=DT) for n in names}
     return c, names, params
@@ -323,10 +393,19 @@ def apply_rope(x, cos, sin):
 
 
 def forward(c, p, ids, positions, allowed):
-    """Logits [T, V] of one packed sequence.
+    """Logits [T, V] of one packed sequence (causal LM).
 
     ids, positions: lists of T ints; allowed: [T, T] bool, allowed[i, j] true
     when token i attends to token j."""
+    if c.head:
+        die("%s has no LM head (a reward model: its head is %s)" % (c.arch, c.head))
+    x = final_hidden(c, p, ids, positions, allowed)
+    W = p["model.embed_tokens.weight"] if c.tie else p["lm_head.weight"]
+    return x @ W.t()
+
+
+def final_hidden(c, p, ids, positions, allowed):
+    """Hidden states [T, H] after the final RMSNorm (model.norm) of one packed sequence; arguments as forward's."""
     T = len(ids)
     if c.window and T > c.window:
         die("sequence of %d tokens is longer than the sliding window %d" % (T, c.window))
@@ -365,9 +444,7 @@ def forward(c, p, ids, positions, allowed):
         g = linear(h, p, m + "gate_proj", c.mlp_bias)
         u = linear(h, p, m + "up_proj", c.mlp_bias)
         x = x + linear(torch.nn.functional.silu(g) * u, p, m + "down_proj", c.mlp_bias)
-    x = rmsnorm(x, p["model.norm.weight"], c.eps)
-    W = E if c.tie else p["lm_head.weight"]
-    return x @ W.t()
+    return rmsnorm(x, p["model.norm.weight"], c.eps)
 
 
 def row_logps_separate(c, p, row, lsm_dtype=None):
@@ -388,8 +465,10 @@ def row_logps_separate(c, p, row, lsm_dtype=None):
     return out
 
 
-def row_logps_shared(c, p, row):
-    """logp_k of one row, all K responses packed after one copy of the prompt."""
+def packed_layout(row):
+    """(ids, positions, allowed [T, T], starts) of a row packed as prompt + response_1 + ... + response_K: response
+    tokens attend to the prompt and to their own earlier tokens, positions continue from P; starts[k] is the packed
+    index of response k's first token."""
     P = row["prompt_ids"]
     nP = len(P)
     ids = list(P)
@@ -407,6 +486,13 @@ def row_logps_shared(c, p, row):
     same = segt[:, None] == segt[None, :]
     to_prompt = (segt == -1)[None, :].expand(T, T)
     allowed = causal & (same | to_prompt)
+    return ids, positions, allowed, starts
+
+
+def row_logps_shared(c, p, row):
+    """logp_k of one row, all K responses packed after one copy of the prompt."""
+    nP = len(row["prompt_ids"])
+    ids, positions, allowed, starts = packed_layout(row)
     logits = forward(c, p, ids, positions, allowed)
     lsm = torch.log_softmax(logits, dim=-1)
     out = []
@@ -418,8 +504,42 @@ def row_logps_shared(c, p, row):
     return out
 
 
+def reward_head_out(c, p, h_last):
+    """Reward vector [n_out] = W_head h_last (h_last: [H], after model.norm)."""
+    return h_last @ p[c.head].t()
+
+
+def row_rewards_separate(c, p, row):
+    """[reward vector r_k [n_out] per response], each on its own sequence prompt + response_k (positions 0..T-1,
+    plain causal attention), read at its last token."""
+    P = row["prompt_ids"]
+    out = []
+    for r in row["response_ids"]:
+        ids = P + r
+        T = len(ids)
+        allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        h = final_hidden(c, p, ids, list(range(T)), allowed)
+        out.append(reward_head_out(c, p, h[T - 1]))
+    return out
+
+
+def row_rewards_shared(c, p, row):
+    """As row_rewards_separate on the packed layout: r_k read at the packed index of response k's last token."""
+    ids, positions, allowed, starts = packed_layout(row)
+    h = final_hidden(c, p, ids, positions, allowed)
+    return [reward_head_out(c, p, h[s0 + len(r) - 1]) for s0, r in zip(starts, row["response_ids"])]
+
+
+def reward_coefs(c):
+    """c_j = 1 / (j + 1), j = 0..n_out-1: the test loss's weight of reward component j."""
+    return torch.tensor([1.0 / (j + 1) for j in range(c.n_out)], dtype=DT)
+
+
 def evaluate(c, p, rows, shared=False, lsm_dtype=None):
-    """(L, [[logp_k] per row]) with L = sum w_k logp_k (torch scalar)."""
+    """(L, [[logp_k] per row]) with L = sum w_k logp_k (torch scalar); for a reward model
+    (L, [[r_k [n_out]] per row]) with L = sum_k w_k sum_j c_j r_kj."""
+    if c.head:
+        return evaluate_rewards(c, p, rows, shared)
     L = torch.zeros((), dtype=DT)
     all_lp = []
     for row in rows:
@@ -430,9 +550,22 @@ def evaluate(c, p, rows, shared=False, lsm_dtype=None):
     return L, all_lp
 
 
+def evaluate_rewards(c, p, rows, shared=False):
+    coef = reward_coefs(c)
+    L = torch.zeros((), dtype=DT)
+    all_r = []
+    for row in rows:
+        rs = row_rewards_shared(c, p, row) if shared else row_rewards_separate(c, p, row)
+        for w, r in zip(row["weights"], rs):
+            L = L + w * (coef * r).sum()
+        all_r.append(rs)
+    return L, all_r
+
+
 def loss_and_grads(c, names, params, rows, shared=False, autocast=False):
     """autocast: float32 parameters, the forward under torch.autocast("cpu", bfloat16) with the log_softmax in
-    float32 (logits.float(), as a careful user writes it), the backward outside it."""
+    float32 (logits.float(), as a careful user writes it), the backward outside it.  A reward model's head runs
+    under autocast too (bf16 matmul, bf16 rewards, as transformers' score / regression_layer Linear does)."""
     p = {n: t.detach().clone().requires_grad_(True) for n, t in params.items()}
     if autocast:
         p = {n: t.detach().float().requires_grad_(True) for n, t in params.items()}
@@ -443,6 +576,8 @@ def loss_and_grads(c, names, params, rows, shared=False, autocast=False):
     for n in names:
         g = p[n].grad
         grads[n] = torch.zeros_like(p[n]) if g is None else g.detach()
+    if c.head:  # [[[r_k0, ..., r_k(n_out-1)] per response] per row]
+        return float(L), [[[float(x) for x in rk] for rk in r] for r in lps], grads
     logps = [[float(x) for x in r] for r in lps]
     return float(L), logps, grads
 
@@ -474,11 +609,22 @@ def read_rows(path, c):
     return rows
 
 
-def make_rows(vocab, seed):
+def make_rows(vocab, seed, avoid=None):
     """4 rows, K = 1, 2, 4, 2; prompt lengths 1..9 (1 and 9 both present),
     response lengths 1..7 (a 1-token and a 7-token response present),
-    ids uniform in [0, vocab), weights uniform in [-1, 1] rounded to 6 places."""
+    ids uniform in [0, vocab), weights uniform in [-1, 1] rounded to 6 places.
+    avoid (a reward model's pad_token_id, or None): ids uniform over [0, vocab) minus that id (the same draws, ids
+    from avoid up shifted by one), so that transformers' pooling at the last token that is not the pad id reads
+    the last token."""
     rng = random.Random(seed)
+    skip = avoid is not None and 0 <= avoid < vocab
+
+    def tok():
+        if not skip:
+            return rng.randrange(vocab)
+        t = rng.randrange(vocab - 1)
+        return t + (t >= avoid)
+
     Ks = [1, 2, 4, 2]
     Ps = [rng.randint(2, 8) for _ in Ks]
     Ps[0], Ps[2] = 1, 9
@@ -486,27 +632,33 @@ def make_rows(vocab, seed):
     rows = []
     for K, nP in zip(Ks, Ps):
         lens = [rng.randint(1, 7) for _ in range(K)]
-        rows.append({"prompt_ids": [rng.randrange(vocab) for _ in range(nP)],
-                     "response_ids": [[rng.randrange(vocab) for _ in range(n)] for n in lens],
+        rows.append({"prompt_ids": [tok() for _ in range(nP)],
+                     "response_ids": [[tok() for _ in range(n)] for n in lens],
                      "weights": [round(rng.uniform(-1.0, 1.0), 6) for _ in range(K)]})
     rows[2]["response_ids"][1] = rows[2]["response_ids"][1][:1]     # a 1-token response
-    rows[2]["response_ids"][3] = [rng.randrange(vocab) for _ in range(7)]  # a 7-token one
+    rows[2]["response_ids"][3] = [tok() for _ in range(7)]  # a 7-token one
     return rows
 
 
 # ---------------------------------------------------------------------------
 # checks
 
+def flat(x):
+    """The numbers of a nested list, in order."""
+    return [z for y in x for z in flat(y)] if isinstance(x, list) else [x]
+
+
 def shared_prefix_check(c, names, params, rows, L, logps, grads):
+    """logps: the log-probs, or for a reward model the reward vectors."""
     L2, logps2, grads2 = loss_and_grads(c, names, params, rows, shared=True)
-    dlp = max(abs(a - b) for r1, r2 in zip(logps, logps2) for a, b in zip(r1, r2))
+    dlp = max(abs(a - b) for a, b in zip(flat(logps), flat(logps2)))
     dg = 0.0
     for n in names:
         dg = max(dg, float((grads[n] - grads2[n]).abs().max()))
     dL = abs(L - L2)
     ok = dlp <= 1e-12 and dL <= 1e-12 and dg <= 1e-12
-    print("shared-prefix vs separate: max |dlogp| %.3g, |dL| %.3g, max |dgrad| %.3g -> %s"
-          % (dlp, dL, dg, "OK" if ok else "FAIL"))
+    print("shared-prefix vs separate: max |d%s| %.3g, |dL| %.3g, max |dgrad| %.3g -> %s"
+          % ("reward" if c.head else "logp", dlp, dL, dg, "OK" if ok else "FAIL"))
     return ok
 
 
@@ -547,6 +699,18 @@ def fd_check(c, names, params, rows, grads, seed, per_tensor=2):
     return ok
 
 
+def write_values(path, c, rows, values):
+    """logps.jsonl: {"logps": [K], "n_tokens": [R_k]} per row; for a reward model rewards.jsonl:
+    {"rewards": [[n_out] per response], "n_tokens": [P + R_k]} per row.  Floats as json.dumps prints them."""
+    with open(path, "w") as f:
+        for r, v in zip(rows, values):
+            if c.head:
+                line = {"rewards": v, "n_tokens": [len(r["prompt_ids"]) + len(x) for x in r["response_ids"]]}
+            else:
+                line = {"logps": v, "n_tokens": [len(x) for x in r["response_ids"]]}
+            f.write(json.dumps(line) + "\n")
+
+
 # ---------------------------------------------------------------------------
 
 def main():
@@ -561,15 +725,16 @@ def main():
     ap.add_argument("--config", help="config.json (for --make-rows: the vocabulary size)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--autocast-bf16", action="store_true",
-                    help="also write PyTorch autocast bf16's log-probs and gradients (logps_autocast_bf16.jsonl, "
-                         "grads_autocast_bf16.safetensors): what PyTorch's own reduced precision gets on these inputs")
+                    help="also write PyTorch autocast bf16's log-probs (or rewards) and gradients "
+                         "(logps_autocast_bf16.jsonl or rewards_autocast_bf16.jsonl, grads_autocast_bf16.safetensors): "
+                         "what PyTorch's own reduced precision gets on these inputs")
     a = ap.parse_args()
 
     if a.make_rows:
         if not a.config or not a.out:
             die("--make-rows needs --config and --out")
         c = load_config(a.config)
-        rows = make_rows(c.V, a.seed)
+        rows = make_rows(c.V, a.seed, c.pad if c.head else None)
         with open(a.out, "w") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
@@ -585,31 +750,36 @@ def main():
     L, logps, grads = loss_and_grads(c, names, params, rows)
 
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "logps.jsonl"), "w") as f:
-        for r, lp in zip(rows, logps):
-            f.write(json.dumps({"logps": lp, "n_tokens": [len(x) for x in r["response_ids"]]}) + "\n")
+    stem = "rewards" if c.head else "logps"
+    write_values(os.path.join(a.out, stem + ".jsonl"), c, rows, logps)
     write_safetensors(os.path.join(a.out, "grads.safetensors"), names,
                       {n: grads[n].numpy() for n in names}, {"format": "pt", "loss": repr(L)})
 
     if a.autocast_bf16:
         La, logps_a, grads_a = loss_and_grads(c, names, params, rows, autocast=True)
-        with open(os.path.join(a.out, "logps_autocast_bf16.jsonl"), "w") as f:
-            for r, lp in zip(rows, logps_a):
-                f.write(json.dumps({"logps": lp, "n_tokens": [len(x) for x in r["response_ids"]]}) + "\n")
+        write_values(os.path.join(a.out, stem + "_autocast_bf16.jsonl"), c, rows, logps_a)
         write_safetensors(os.path.join(a.out, "grads_autocast_bf16.safetensors"), names,
                           {n: grads_a[n].double().numpy() for n in names}, {"format": "pt", "loss": repr(La)})
 
-    ntok = sum(len(x) for r in rows for x in r["response_ids"])
-    allp = [x for r in logps for x in r]
     gnorm = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
     extra = ""
     if c.rope_type == "llama3":
         extra = ", llama3 regimes (unchanged, smoothed, /factor) = %s" % (llama3_regimes(c),)
-    print("%s: %s, %d params in %d tensors, %d rows, %d responses, %d scored tokens%s"
-          % (a.model, c.type, sum(t.numel() for t in params.values()), len(names), len(rows),
-             len(allp), ntok, extra))
-    print("  logp range [%.6g, %.6g], mean per token %.6g (uniform: %.6g)"
-          % (min(allp), max(allp), sum(allp) / ntok, -math.log(c.V)))
+    if c.head:
+        ntok = sum(len(r["prompt_ids"]) + len(x) for r in rows for x in r["response_ids"])
+        allr = flat(logps)
+        print("%s: %s %s (head %s [%d, %d]), %d params in %d tensors, %d rows, %d responses, %d tokens%s"
+              % (a.model, c.type, c.arch, c.head, c.n_out, c.H, sum(t.numel() for t in params.values()),
+                 len(names), len(rows), sum(len(r) for r in logps), ntok, extra))
+        print("  reward range [%.6g, %.6g], mean %.6g" % (min(allr), max(allr), sum(allr) / len(allr)))
+    else:
+        ntok = sum(len(x) for r in rows for x in r["response_ids"])
+        allp = [x for r in logps for x in r]
+        print("%s: %s, %d params in %d tensors, %d rows, %d responses, %d scored tokens%s"
+              % (a.model, c.type, sum(t.numel() for t in params.values()), len(names), len(rows),
+                 len(allp), ntok, extra))
+        print("  logp range [%.6g, %.6g], mean per token %.6g (uniform: %.6g)"
+              % (min(allp), max(allp), sum(allp) / ntok, -math.log(c.V)))
     print("  L = %r, |dL/dtheta| = %.6g, max |g| = %.6g"
           % (L, gnorm, max(float(g.abs().max()) for g in grads.values())))
     ok = True
