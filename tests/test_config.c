@@ -463,6 +463,46 @@ static int accept(ModelConfig *c, const char *text) {
     return rc;
 }
 
+/* reward heads: architectures[0] picks the head; num_labels from id2label, num_labels or the default; the
+ * tensor table ends in the head (no lm_head, tied or not); config.json round-trips */
+static void test_reward_heads(void) {
+    ModelConfig c, back;
+    char err[512], path[] = "/tmp/ppa_cfg_reward_XXXXXX";
+    if (!accept(&c, json_with("architectures", "[\"LlamaForSequenceClassification\"]", NULL)))
+        CHECK(c.head == HEAD_SCORE && c.num_labels == 2, "no labels given: PretrainedConfig's 2");
+    if (!accept(&c, json_with("architectures", "[\"LlamaForSequenceClassification\"]", "id2label",
+                              "{\"0\": \"bad\", \"1\": \"ok\", \"2\": \"good\"}", "tie_word_embeddings", "true", NULL))) {
+        CHECK(c.num_labels == 3, "id2label's 3 labels");
+        ModelTensorSpec *t;
+        int n = model_tensor_table(&c, &t);
+        CHECK(!strcmp(t[n - 1].name, "score.weight") && t[n - 1].shape[0] == 3 && t[n - 1].shape[1] == 64,
+              "the table ends in score.weight [3, 64]");
+        int lm = 0;
+        for (int i = 0; i < n; i++) lm += !strcmp(t[i].name, "lm_head.weight");
+        CHECK(!lm && n == model_tensor_count(&c), "no lm_head; the count agrees");
+        CHECK(model_param_count(&c) == 256 * 64 + 3 * 64 + (model_param_count(&c) - 256 * 64 - 3 * 64),
+              "parameters count the head");
+        free(t);
+        int fd = mkstemp(path);
+        if (fd >= 0) close(fd);
+        CHECK(model_config_write(&c, path, err, sizeof err) == 0, "write: %s", err);
+        CHECK(model_config_load(&back, path, err, sizeof err) == 0, "read back: %s", err);
+        CHECK(!model_config_difference(&c, &back), "round trip (%s)", model_config_difference(&c, &back));
+        remove(path);
+    }
+    if (!accept(&c, json_with("architectures", "[\"LlamaForSequenceClassification\"]", "num_labels", "1", NULL)))
+        CHECK(c.num_labels == 1 && !strcmp(model_head_tensor(&c), "score.weight"), "num_labels 1");
+    if (!accept(&c, json_with("architectures", "[\"LlamaForRewardModelWithGating\"]", NULL)))
+        CHECK(c.head == HEAD_REGRESSION && c.num_labels == 19 && !strcmp(model_head_tensor(&c), "regression_layer.weight"),
+              "ArmoRM: 19 objectives by default, regression_layer");
+    if (!accept(&c, json_with("architectures", "[\"LlamaForRewardModelWithGating\"]", "num_objectives", "5", NULL)))
+        CHECK(c.num_labels == 5 && !strcmp(model_config_architecture(&c), "LlamaForRewardModelWithGating"), "num_objectives 5");
+    if (!accept(&c, json_with("model_type", "\"qwen2\"", "num_key_value_heads", "2", "architectures", "[\"Qwen2ForSequenceClassification\"]", NULL)))
+        CHECK(c.head == HEAD_SCORE && !strcmp(model_config_architecture(&c), "Qwen2ForSequenceClassification"), "qwen2");
+    if (!accept(&c, json_with("architectures", "[\"LlamaForCausalLM\"]", NULL)))
+        CHECK(c.head == HEAD_LM && c.num_labels == 0 && !model_head_tensor(&c), "a causal LM has no reward head");
+}
+
 static void test_type_defaults(void) {
     ModelConfig c;
     if (!accept(&c, json_with("model_type", "\"mistral\"", "num_attention_heads", "8", NULL))) {
@@ -628,8 +668,14 @@ static void test_refusals(void) {
     refuse(json_with("model_type", "-", NULL), "missing field \"model_type\"", NULL);
     refuse(json_with("architectures", "[\"MistralForCausalLM\"]", NULL), "architectures[0] = \"MistralForCausalLM\"",
            "model_type = \"llama\"");
-    refuse(json_with("architectures", "[\"LlamaForSequenceClassification\"]", NULL), "architectures[0]",
+    refuse(json_with("architectures", "[\"LlamaForTokenClassification\"]", NULL), "architectures[0]",
            "not supported");
+    refuse(json_with("architectures", "[\"Qwen2ForSequenceClassification\"]", NULL), "does not match",
+           "model_type = \"llama\"");
+    refuse(json_with("architectures", "[\"LlamaForSequenceClassification\"]", "num_labels", "2", "id2label",
+                     "{\"0\": \"a\"}", NULL), "num_labels = 2 but id2label has 1", NULL);
+    refuse(json_with("architectures", "[\"LlamaForSequenceClassification\"]", "id2label", "[]", NULL), "id2label", NULL);
+    refuse(json_with("architectures", "[\"LlamaForSequenceClassification\"]", "num_labels", "0", NULL), "num_labels", NULL);
     refuse(json_with("architectures", "\"LlamaForCausalLM\"", NULL), "architectures is not an array", NULL);
     /* dtype, quantisation, sliding window */
     refuse(json_with("torch_dtype", "\"float16\"", "dtype", "\"bfloat16\"", NULL), "torch_dtype", "dtype");
@@ -831,6 +877,7 @@ int main(int argc, char **argv) {
     test_v5_rope_parameters();
     test_small_fixtures();
     test_type_defaults();
+    test_reward_heads();
     test_forms();
     test_refusals();
     test_small_err_buffer();

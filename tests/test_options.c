@@ -12,7 +12,8 @@
 #include "check.h"
 #include "train/options.h"
 
-static const OptCommand CMDS[] = {CMD_TRAIN, CMD_SFT, CMD_SCORE, CMD_EVAL, CMD_LOGPROBS, CMD_GRAD, CMD_GENERATE};
+static const OptCommand CMDS[] = {CMD_TRAIN, CMD_SFT, CMD_SCORE, CMD_EVAL, CMD_LOGPROBS, CMD_GRAD, CMD_GENERATE,
+                                  CMD_REWARD, CMD_JUDGE, CMD_WINRATE};
 #define N_CMDS ((int)(sizeof CMDS / sizeof CMDS[0]))
 
 static char err[2048];

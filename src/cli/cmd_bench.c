@@ -11,6 +11,7 @@
 #endif
 
 #include "cli/commands.h"
+#include "cli/prep.h"
 #include "cli/objective_flags.h"
 #include "core/common.h"
 #include "core/rng.h"
@@ -288,6 +289,7 @@ static Model *step_model(const char *model, const char *config, int in_bf16, int
     Model *m;
     if (model) {
         m = model_load_as(model, in_bf16 ? MODEL_BF16 : MODEL_FP32, 0, err, sizeof err);
+        if (m) prep_need_head(m, model, 0, "bench step");
     } else {
         ModelConfig cfg;
         if (model_config_load(&cfg, config, err, sizeof err)) ppa_die(2, "%s", err);

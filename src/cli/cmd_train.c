@@ -1,4 +1,5 @@
-/* cmd_train.c: `ppa train` (listwise preference alignment end to end) and
+/* cmd_train.c: `ppa train` (listwise preference alignment end to end),
+ * `ppa reward` (the same loop training a reward model on its own scores) and
  * `ppa score` (the reference cache alone). */
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -19,6 +20,8 @@
 #include "train/options.h"
 #include "train/trainer.h"
 
+
+static const char *WHO = "train"; /* train_main's command, for messages */
 
 static int exists(const char *path) {
     struct stat sb;
@@ -41,15 +44,15 @@ static int make_dirs(const char *path) {
 
 /* OUT may be new or hold a reference cache; a model or checkpoints there need --resume */
 static void check_out(const char *out, int resuming) {
-    if (make_dirs(out)) ppa_die(2, "train: cannot create --out %s: %s", out, strerror(errno));
+    if (make_dirs(out)) ppa_die(2, "%s: cannot create --out %s: %s", WHO, out, strerror(errno));
     if (resuming) return;
     DIR *d = opendir(out);
-    if (!d) ppa_die(2, "train: cannot open --out %s: %s", out, strerror(errno));
+    if (!d) ppa_die(2, "%s: cannot open --out %s: %s", WHO, out, strerror(errno));
     struct dirent *e;
     while ((e = readdir(d)))
         if (!strcmp(e->d_name, "config.json") || !strncmp(e->d_name, "checkpoint-", 11))
-            ppa_die(2, "train: %s already holds a model or checkpoints (%s): continue with --resume %s/checkpoint-STEP, "
-                       "or choose another --out", out, e->d_name, out);
+            ppa_die(2, "%s: %s already holds a model or checkpoints (%s): continue with --resume %s/checkpoint-STEP, "
+                       "or choose another --out", WHO, out, e->d_name, out);
     closedir(d);
 }
 
@@ -65,14 +68,15 @@ static char *fingerprint(const TrainOptions *o, const Prepared *p) {
                      l->ties, l->pairs, l->sigma, l->label_smoothing, l->gamma, l->normalize, o->list_size,
                      o->reference_free, o->epochs, (double)o->max_steps, o->lr, o->batch_size, o->micro_batch,
                      o->warmup_ratio, o->schedule, o->weight_decay, o->clip_grad, (double)o->seed, o->max_length,
-                     o->max_prompt_length, o->bf16};
+                     o->max_prompt_length, o->bf16, o->reward_index};
     const char *names[] = {"beta", "tau", "alpha", "k", "gain", "discount", "sinkhorn", "sinkhorn_iters", "sinkhorn_tol",
                            "ties", "pairs", "sigma", "label_smoothing", "gamma", "normalize", "list_size",
                            "reference_free", "epochs", "max_steps", "lr", "batch_size", "micro_batch", "warmup_ratio",
                            "schedule", "weight_decay", "clip_grad", "seed", "max_length", "max_prompt_length",
-                           "bf16"}; /* other products, other numbers; checkpointing changes none */
+                           "bf16", "reward_index"}; /* other products, other numbers; checkpointing changes none */
     for (size_t i = 0; i < PPA_ARRAY_LEN(names); i++) cJSON_AddNumberToObject(j, names[i], nums[i]);
     cJSON_AddStringToObject(j, "template", p->template_name);
+    cJSON_AddStringToObject(j, "command", options_command_name(o->cmd)); /* a policy's checkpoint is no reward model's */
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     return s;
@@ -90,7 +94,7 @@ static void check_resume_options(const char *dir, const char *saved, const char 
         free(vx), free(vy);
     }
     cJSON_Delete(a), cJSON_Delete(b);
-    if (msg[0]) ppa_die(2, "train: %s", msg);
+    if (msg[0]) ppa_die(2, "%s: %s", WHO, msg);
 }
 
 /* the state's step, epoch and cursor must be one position of this run: a hand-edited or foreign state is refused */
@@ -98,8 +102,8 @@ static void check_resume_position(const char *dir, const TrainState *st, const T
     long per_epoch = (lists + pl->batch_size - 1) / pl->batch_size; /* steps; an epoch's last one may be smaller */
     long want = st->epoch * per_epoch + (st->cursor + pl->batch_size - 1) / pl->batch_size;
     if (st->step > pl->total_steps || st->cursor % pl->batch_size || st->step != want)
-        ppa_die(2, "train: --resume %s: step %ld, epoch %ld and list %ld are not a position of this run (%ld lists, %ld "
-                   "per step, %ld steps): the state was edited or belongs to another run", dir, st->step, st->epoch,
+        ppa_die(2, "%s: --resume %s: step %ld, epoch %ld and list %ld are not a position of this run (%ld lists, %ld "
+                   "per step, %ld steps): the state was edited or belongs to another run", WHO, dir, st->step, st->epoch,
                 st->cursor, lists, pl->batch_size, pl->total_steps);
 }
 
@@ -118,11 +122,11 @@ static FILE *open_log(const char *path, long step) {
         if (in) fclose(in);
         fclose(mem);
         FILE *out = fopen(path, "wb");
-        if (!out || fwrite(kept, 1, n, out) != n || fclose(out)) ppa_die(1, "train: cannot rewrite the log %s", path);
+        if (!out || fwrite(kept, 1, n, out) != n || fclose(out)) ppa_die(1, "%s: cannot rewrite the log %s", WHO, path);
         free(kept);
     }
     FILE *f = fopen(path, step > 0 ? "ab" : "wb");
-    if (!f) ppa_die(2, "train: cannot write the log %s: %s", path, strerror(errno));
+    if (!f) ppa_die(2, "%s: cannot write the log %s: %s", WHO, path, strerror(errno));
     return f;
 }
 
@@ -130,31 +134,33 @@ static FILE *open_log(const char *path, long step) {
 static void publish(const char *from, const char *out) {
     const char *last = "config.json";
     DIR *d = opendir(from);
-    if (!d) ppa_die(1, "train: %s: %s", from, strerror(errno));
+    if (!d) ppa_die(1, "%s: %s: %s", WHO, from, strerror(errno));
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.' || !strcmp(e->d_name, last)) continue;
         char *a = ppa_path_join(from, e->d_name), *b = ppa_path_join(out, e->d_name);
-        if (rename(a, b)) ppa_die(1, "train: cannot move %s to %s: %s", a, b, strerror(errno));
+        if (rename(a, b)) ppa_die(1, "%s: cannot move %s to %s: %s", WHO, a, b, strerror(errno));
         free(a), free(b);
     }
     closedir(d);
     char *a = ppa_path_join(from, last), *b = ppa_path_join(out, last), err[512];
-    if (rename(a, b) || rmdir(from)) ppa_die(1, "train: cannot finish %s: %s", out, strerror(errno));
+    if (rename(a, b) || rmdir(from)) ppa_die(1, "%s: cannot finish %s: %s", WHO, out, strerror(errno));
     if (fsync_parent(b, err, sizeof err)) ppa_die(1, "%s", err);
     free(a), free(b);
 }
 
 static void plan_of(TrainPlan *pl, const TrainOptions *o, long lists) {
     memset(pl, 0, sizeof *pl);
-    pl->score = (ScoreSpec){o->objective, o->loss, o->beta, o->reference_free};
+    int reward = o->cmd == CMD_REWARD;
+    pl->score = (ScoreSpec){o->objective, o->loss, reward ? 1.0 : o->beta, o->reference_free || reward, reward,
+                            o->reward_index};
     long per_epoch = (lists + o->batch_size - 1) / o->batch_size;
     pl->total_steps = o->max_steps > 0 ? o->max_steps : (long)o->epochs * per_epoch;
     pl->warmup_steps = (long)(o->warmup_ratio * (double)pl->total_steps + 0.999999);
     pl->batch_size = o->batch_size, pl->micro_batch = o->micro_batch;
     pl->lr = o->lr, pl->weight_decay = o->weight_decay, pl->clip_grad = o->clip_grad, pl->schedule = o->schedule;
     pl->save_every = o->save_every, pl->log_lambdas = o->log_lambdas, pl->out = o->out;
-    pl->progress = 1;
+    pl->progress = 1, pl->who = options_command_name(o->cmd);
 }
 
 /* held-out lists: rows, their reference log-probs, and how to score them */
@@ -163,17 +169,21 @@ typedef struct {
     RefCache ref;
     double beta;
     PpaLossOptions lo;
+    int reward, index; /* a reward model: s = its output index, no reference */
+    const char *who;
 } EvalSet;
 
 /* one JSON line {"step": S, "eval": {...}} in the log, and a summary on stderr */
 static void eval_hook(Model *policy, long step, FILE *log, void *ctx) {
     EvalSet *e = ctx;
     RefCache pol;
-    refcache_compute(&pol, policy, e->p.data.rows, e->p.data.n, 4096, NULL, NULL);
+    refcache_compute_at(&pol, policy, e->p.data.rows, e->p.data.n, 4096, e->index, NULL, NULL);
     EvalSums sums = {0};
+    double *zero = xcalloc((size_t)pol.offset[e->p.data.n] + 1, sizeof(double)); /* a reward model's "reference" */
     for (int r = 0; r < e->p.data.n; r++)
         eval_add_list(&sums, &e->lo, e->beta, e->p.data.rows[r].n_resp, pol.logp + pol.offset[r],
-                      e->ref.logp + e->ref.offset[r], e->p.data.rows[r].scores);
+                      e->reward ? zero : e->ref.logp + e->ref.offset[r], e->p.data.rows[r].scores);
+    free(zero);
     refcache_free(&pol);
     if (log) {
         fprintf(log, "{\"step\": %ld, \"eval\": ", step);
@@ -181,8 +191,8 @@ static void eval_hook(Model *policy, long step, FILE *log, void *ctx) {
         fputs("}\n", log);
         fflush(log);
     }
-    fprintf(stderr, "ppa train: held-out at step %ld: ranking accuracy %.4f, ndcg %.4f, rank flips +%ld -%ld (%ld lists)\n",
-            step, sums.lists_with_pairs ? sums.acc / (double)sums.lists_with_pairs : NAN,
+    fprintf(stderr, "ppa %s: held-out at step %ld: ranking accuracy %.4f, ndcg %.4f, rank flips +%ld -%ld (%ld lists)\n",
+            e->who, step, sums.lists_with_pairs ? sums.acc / (double)sums.lists_with_pairs : NAN,
             sums.lists ? sums.ndcg / (double)sums.lists : NAN, sums.gained, sums.lost, sums.lists);
 }
 
@@ -193,19 +203,22 @@ static int write_options(FILE *f, const void *ctx) {
 
 static int train_main(TrainOptions *o) {
     char err[4096];
+    WHO = options_command_name(o->cmd);
     check_out(o->out, o->resume != NULL);
-    if (state_clean_partials(o->out, err, sizeof err)) ppa_die(1, "train: %s", err); /* a killed save's leftovers */
+    if (state_clean_partials(o->out, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err); /* a killed save's leftovers */
     char *opath = ppa_path_join(o->out, "train_options.json"); /* the resolved options, and where each came from */
-    if (atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "train: %s", err);
+    if (atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err);
     free(opath);
     if (o->verbose) train_options_print_json(o, stderr);
     Model *policy = prep_model(o, o->resume ? o->resume : o->model, 1);
     PrepArgs pa = prep_args(o, policy);
     Prepared p;
-    prep_load(&p, &pa, "train");
-    prep_check_labels(&p, o->objective, o->data, "train");
+    const char *who = WHO;
+    int reward = o->cmd == CMD_REWARD;
+    prep_load(&p, &pa, who);
+    prep_check_labels(&p, o->objective, o->data, who);
     RefCache ref = {0};
-    int need_ref = !o->reference_free && o->objective != PPA_SIMPO;
+    int need_ref = !reward && !o->reference_free && o->objective != PPA_SIMPO;
     char *cache = o->ref_cache ? strdup(o->ref_cache) : ppa_path_join(o->out, "reference.cache");
     if (need_ref) prep_reference(&ref, &p, &pa, o->ref ? o->ref : o->model, cache, o->verbose);
     TrainPlan plan;
@@ -214,12 +227,12 @@ static int train_main(TrainOptions *o) {
     if (o->eval_data) { /* the reference of held-out lists is needed for rank flips even without a training reference */
         PrepArgs ea = pa;
         ea.data = o->eval_data;
-        prep_load(&ev.p, &ea, "train (eval data)");
-        prep_check_labels(&ev.p, o->objective, o->eval_data, "train (eval data)");
+        prep_load(&ev.p, &ea, "eval data");
+        prep_check_labels(&ev.p, o->objective, o->eval_data, "eval data");
         char *ecache = ppa_path_join(o->out, "reference.eval.cache");
-        prep_reference(&ev.ref, &ev.p, &ea, o->ref ? o->ref : o->model, ecache, o->verbose);
+        if (!reward) prep_reference(&ev.ref, &ev.p, &ea, o->ref ? o->ref : o->model, ecache, o->verbose);
         free(ecache);
-        ev.beta = o->beta, ev.lo = o->loss;
+        ev.beta = reward ? 1.0 : o->beta, ev.lo = o->loss, ev.reward = reward, ev.index = o->reward_index, ev.who = who;
         plan.eval = eval_hook, plan.eval_ctx = &ev, plan.eval_every = o->eval_every;
     }
     char *fp = fingerprint(o, &p);
@@ -230,29 +243,32 @@ static int train_main(TrainOptions *o) {
     TrainState st = {0};
     st.seed = o->seed;
     if (o->resume) {
-        if (state_load(o->resume, &opt, &st, err, sizeof err)) ppa_die(2, "train: %s", err);
+        if (state_load(o->resume, &opt, &st, err, sizeof err)) ppa_die(2, "%s: %s", WHO, err);
         check_resume_options(o->resume, st.options, fp);
         check_resume_position(o->resume, &st, &plan, p.data.n);
         char kern[48];
         model_kernel_name(policy, kern, sizeof kern);
         if (strcmp(st.kernel, kern) || st.threads != gemm_threads())
-            fprintf(stderr, "ppa train: note: the checkpoint was written with %s kernels on %d threads, this run uses %s "
-                            "on %d: results may differ in the last bits\n", st.kernel, st.threads, kern, gemm_threads());
+            fprintf(stderr, "ppa %s: note: the checkpoint was written with %s kernels on %d threads, this run uses %s "
+                            "on %d: results may differ in the last bits\n", WHO, st.kernel, st.threads, kern, gemm_threads());
     }
     char *logp = o->log ? strdup(o->log) : ppa_path_join(o->out, "train_log.jsonl");
     plan.log = open_log(logp, st.step);
     TrainData *td = train_data_new(&p.data, o->list_size, o->seed);
-    fprintf(stderr, "ppa train: %d lists, %s, beta %g, list size %d; %ld steps of %ld lists (micro-batch %d), lr %g, "
-                    "warm-up %ld; %s\n", p.data.n, ppa_objective_name(o->objective), o->beta, o->list_size,
+    char scored[64];
+    if (reward) snprintf(scored, sizeof scored, "s = reward output %d", o->reward_index);
+    else snprintf(scored, sizeof scored, "beta %g", o->beta);
+    fprintf(stderr, "ppa %s: %d lists, %s, %s, list size %d; %ld steps of %ld lists (micro-batch %d), lr %g, "
+                    "warm-up %ld; %s\n", who, p.data.n, ppa_objective_name(o->objective), scored, o->list_size,
             plan.total_steps, plan.batch_size, plan.micro_batch, o->lr, plan.warmup_steps, prep_kernels(policy));
-    if (st.step) fprintf(stderr, "ppa train: resuming at step %ld (epoch %ld, list %ld)\n", st.step, st.epoch, st.cursor);
-    if (train_run(policy, td, need_ref ? &ref : NULL, &opt, &st, &plan, err, sizeof err)) ppa_die(2, "train: %s", err);
+    if (st.step) fprintf(stderr, "ppa %s: resuming at step %ld (epoch %ld, list %ld)\n", who, st.step, st.epoch, st.cursor);
+    if (train_run(policy, td, need_ref ? &ref : NULL, &opt, &st, &plan, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
     fclose(plan.log);
     char *tmp = ppa_path_join(o->out, ".final.partial");
     if (exists(tmp)) remove_tree(tmp);
     if (model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err)) ppa_die(1, "%s", err);
     publish(tmp, o->out);
-    fprintf(stderr, "ppa train: wrote %s (log %s)\n", o->out, logp);
+    fprintf(stderr, "ppa %s: wrote %s (log %s)\n", who, o->out, logp);
     free(tmp), free(logp), free(cache), free(fp);
     train_data_free(td);
     if (o->eval_data) refcache_free(&ev.ref), prep_free(&ev.p);
@@ -267,6 +283,26 @@ static int train_main(TrainOptions *o) {
 int cmd_train(int argc, char **argv) {
     TrainOptions o;
     prep_options(CMD_TRAIN, NULL, argc, argv, &o);
+    int rc = train_main(&o);
+    train_options_free(&o);
+    return rc;
+}
+
+static const char REWARD_USAGE[] =
+    "usage: ppa reward --model DIR --data LISTS.jsonl --out RM_DIR [--objective NAME] [options]\n"
+    "\n"
+    "Trains a reward model on scored lists: the score of response k is the reward model's output\n"
+    "r(x, y_k) (--reward-index of its head, read at the last token; no beta, no reference), under any\n"
+    "objective of the library: Bradley-Terry over all pairs (dpo_all_pairs, -log sigmoid(r_w - r_l),\n"
+    "TRL's RewardTrainer loss) by default, or a listwise one such as neural_ndcg. --model is a reward\n"
+    "model folder, or a causal LM whose lm_head is dropped and given a one-output head score.weight drawn\n"
+    "from N(0, 0.02^2) with --seed. The output is a <Type>ForSequenceClassification folder that\n"
+    "transformers loads. The loop, logging, checkpoints and exact resume are `ppa train`'s; --eval-data\n"
+    "logs the held-out ranking accuracy of the rewards.\n\n";
+
+int cmd_reward(int argc, char **argv) {
+    TrainOptions o;
+    prep_options(CMD_REWARD, REWARD_USAGE, argc, argv, &o);
     int rc = train_main(&o);
     train_options_free(&o);
     return rc;

@@ -13,6 +13,7 @@ int cmd_logprobs(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
 int cmd_sft(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_reward(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_judge(int argc, char **argv);

@@ -20,10 +20,11 @@ static const struct {
     {"grad", cmd_grad, "the gradient of an objective on implicit rewards, as safetensors"},
     {"sft", cmd_sft, "supervised next-token training (AdamW), writes a model folder"},
     {"train", cmd_train, "listwise preference alignment (PPA or any baseline objective), writes a model folder"},
+    {"reward", cmd_reward, "trains a reward model on scored lists (Bradley-Terry or any objective), writes its folder"},
     {"score", cmd_score, "reference log-probs of a data set, computed once into a cache file"},
     {"eval", cmd_eval, "ranking accuracy, NDCG and rank flips of a policy against its reference"},
     {"generate", cmd_generate, "K responses per prompt (greedy or sampled), as JSON Lines ready to be scored"},
-    {"judge", cmd_judge, "sentiment scores (AFINN-165 or VADER) of the responses of JSON Lines rows"},
+    {"judge", cmd_judge, "scores of the responses of JSON Lines rows: a reward model, or AFINN-165 / VADER"},
     {"bench", cmd_bench, "benchmarks: 'ppa bench loss'"},
     {"demo", cmd_demo, "the paper's worked examples, computed by the library"},
 };

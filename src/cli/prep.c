@@ -50,7 +50,7 @@ void prep_options(OptCommand cmd, const char *usage, int argc, char **argv, Trai
 PrepArgs prep_args(const TrainOptions *o, const Model *m) {
     const ModelConfig *c = model_config(m);
     int len = o->max_length, plen = o->max_prompt_length, pos = c->max_position_embeddings;
-    if (pos >= 2 && len > pos) { /* rows never run past the positions: cut to them, the prompt's share kept */
+    if (options_takes(o->cmd, TOPT_MAX_LENGTH) && pos >= 2 && len > pos) { /* rows never run past the positions: cut to them, the prompt's share kept */
         plen = (int)((long)plen * pos / len);
         plen = plen < 1 ? 1 : plen > pos - 1 ? pos - 1 : plen;
         fprintf(stderr, "ppa %s: note: --max-length %d is more than the model's %d positions: rows are cut to %d "
@@ -61,10 +61,29 @@ PrepArgs prep_args(const TrainOptions *o, const Model *m) {
                       c->n_eos ? c->eos_token_ids[0] : -1, o->bf16};
 }
 
+/* a causal LM's commands refuse a reward model (it has no LM head), and the other way round */
+void prep_need_head(const Model *m, const char *dir, int reward, const char *who) {
+    const ModelConfig *c = model_config(m);
+    if (reward && c->head == HEAD_LM)
+        ppa_die(2, "%s: %s is a causal LM (%s), not a reward model: give a <Type>ForSequenceClassification folder "
+                   "(`ppa reward` trains one)", who, dir, model_config_architecture(c));
+    if (!reward && c->head != HEAD_LM)
+        ppa_die(2, "%s: %s is a reward model (%s) without a language-model head: it scores with `ppa judge "
+                   "--reward-model` and trains with `ppa reward`", who, dir, model_config_architecture(c));
+}
+
 Model *prep_model(const TrainOptions *o, const char *dir, int trainable) {
     char err[4096];
-    Model *m = model_load_as(dir, o->bf16 ? MODEL_BF16 : MODEL_FP32, !trainable, err, sizeof err);
-    if (!m) ppa_die(2, "%s: %s", options_command_name(o->cmd), err);
+    const char *who = options_command_name(o->cmd);
+    ModelPrecision prec = o->bf16 ? MODEL_BF16 : MODEL_FP32;
+    int reward = o->cmd & (CMD_REWARD | CMD_JUDGE | CMD_WINRATE);
+    Model *m = o->cmd == CMD_REWARD ? model_load_reward(dir, prec, o->seed, err, sizeof err)
+                                    : model_load_as(dir, prec, !trainable, err, sizeof err);
+    if (!m) ppa_die(2, "%s: %s", who, err);
+    prep_need_head(m, dir, reward != 0, who);
+    if (reward && o->reward_index >= model_config(m)->num_labels)
+        ppa_die(2, "%s: --reward-index %d: %s has %d output%s (0..%d)", who, o->reward_index, dir,
+                model_config(m)->num_labels, model_config(m)->num_labels == 1 ? "" : "s", model_config(m)->num_labels - 1);
     if (trainable) model_gradient_checkpointing(m, o->gradient_checkpointing);
     return m;
 }
@@ -78,7 +97,7 @@ const char *prep_kernels(const Model *m) {
     return line;
 }
 
-void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
+void prep_read(Prepared *p, const PrepArgs *a, const char *who) {
     char err[4096];
     memset(p, 0, sizeof *p);
     p->tok = tokenizer_load_folder(a->model_dir, err, sizeof err);
@@ -98,6 +117,11 @@ void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
     if (!ok) ppa_die(2, "%s: cannot read %s", who, a->data);
     if (data_read(&p->data, a->data, &o, err, sizeof err)) ppa_die(2, "%s", err);
     if (p->data.skipped) fprintf(stderr, "ppa %s: skipped %ld invalid lines of %s (--skip-invalid)\n", who, p->data.skipped, a->data);
+}
+
+void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
+    char err[4096];
+    prep_read(p, a, who);
     if (data_prepare(&p->data, a->max_length, a->max_prompt_length, &p->stats, err, sizeof err))
         ppa_die(2, "%s: %s: %s", who, a->data, err);
     char prefix[64];
@@ -141,6 +165,7 @@ void prep_reference(RefCache *c, const Prepared *p, const PrepArgs *a, const cha
     /* frozen: a bf16 reference keeps bf16 weights only, and computes what a bf16 policy of the same weights does */
     Model *ref = model_load_as(ref_dir, a->bf16 ? MODEL_BF16 : MODEL_FP32, 1, err, sizeof err);
     if (!ref) ppa_die(2, "reference: %s", err);
+    prep_need_head(ref, ref_dir, 0, "reference");
     RefKey want = prep_refkey(p, ref, a);
     struct stat sb;
     if (path && stat(path, &sb) == 0) {

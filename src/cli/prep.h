@@ -35,8 +35,13 @@ void prep_options(OptCommand cmd, const char *usage, int argc, char **argv, Trai
 void prep_threads(int n);
 /* Loads the command's model in its --precision: trainable (float32 master
  * weights and a bf16 copy, --gradient-checkpointing) or frozen (bf16 weights
- * only). Dies with "CMD: message" (exit 2), e.g. on a CPU without bf16. */
+ * only). Dies with "CMD: message" (exit 2), e.g. on a CPU without bf16. The
+ * causal-LM commands refuse a reward model; reward, judge and winrate want
+ * one (reward also takes a causal LM and gives it a head: model_load_reward)
+ * and check --reward-index against its outputs. */
 Model *prep_model(const TrainOptions *o, const char *dir, int trainable);
+/* Dies (exit 2) unless m is a reward model (reward != 0) or a causal LM. */
+void prep_need_head(const Model *m, const char *dir, int reward, const char *who);
 /* "fp32 products: <gemm_backend()>" or "bf16 products: <oneDNN line>; ..." */
 const char *prep_kernels(const Model *m);
 /* The reading settings of a command's options, with the model's vocabulary and first end-of-sequence id. */
@@ -44,6 +49,9 @@ PrepArgs prep_args(const TrainOptions *o, const Model *m);
 
 /* Reads and prepares; dies with a message (exit 2) on bad input. */
 void prep_load(Prepared *p, const PrepArgs *a, const char *who);
+/* Reads only: every row and response as in the file (no truncation, no
+ * filtering; missing labels stay NaN), for the judges. */
+void prep_read(Prepared *p, const PrepArgs *a, const char *who);
 void prep_free(Prepared *p);
 /* Every label of the prepared rows against the objective (negative or too
  * large for a gain, infinite): the first bad one dies with FILE:LINE before

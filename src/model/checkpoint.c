@@ -29,6 +29,10 @@ static void problem(char *err, size_t errlen, int *count, const char *fmt, const
     (*count)++;
 }
 
+int checkpoint_ignored(const ModelConfig *c, const char *name) {
+    return c->head == HEAD_REGRESSION && (!strncmp(name, "gating.", 7) || !strcmp(name, "reward_transform_matrix"));
+}
+
 int checkpoint_check(const ModelConfig *c, const StSet *st, char *err, size_t errlen) {
     ModelTensorSpec *specs;
     int n = model_tensor_table(c, &specs), count = 0;
@@ -48,7 +52,7 @@ int checkpoint_check(const ModelConfig *c, const StSet *st, char *err, size_t er
         if (!same) problem(err, errlen, &count, "tensor %s has shape %s but config.json needs %s\n", specs[i].name, got, want);
     }
     for (int i = 0; i < st->n_tensors; i++)
-        if (!used[i])
+        if (!used[i] && !checkpoint_ignored(c, st->tensors[i].name))
             problem(err, errlen, &count, "unexpected tensor %s (%s%s)\n", st->tensors[i].name,
                     !strcmp(st->tensors[i].name, "lm_head.weight") ? "tie_word_embeddings is true"
                                                                    : "a model with this config.json has no such tensor",

@@ -14,6 +14,9 @@
  * else. Returns the number of problems (0 = fine); the first ones are
  * described in err, one per line, naming the tensors. */
 int checkpoint_check(const ModelConfig *c, const StSet *st, char *err, size_t errlen);
+/* 1 for a tensor the checkpoint may hold that the engine does not use:
+ * ArmoRM's gating network (gating.*) and reward_transform_matrix. */
+int checkpoint_ignored(const ModelConfig *c, const char *name);
 
 /* Initial weights, deterministic in seed and independent of tensor order:
  * matrices (embeddings and projections) ~ N(0, std^2) (transformers'

@@ -26,11 +26,15 @@
 /* ---- model types and their transformers class defaults ---------------- */
 
 const TypeInfo CONFIG_TYPES[] = {
-    [MODEL_LLAMA] = {"llama", "LlamaForCausalLM", 2048, 0, 0, 1, 2},
-    [MODEL_MISTRAL] = {"mistral", "MistralForCausalLM", 4096 * 32, 8, 0, 1, 2},
-    [MODEL_QWEN2] = {"qwen2", "Qwen2ForCausalLM", 32768, 32, 0, -1, -1},
-    [MODEL_QWEN3] = {"qwen3", "Qwen3ForCausalLM", 32768, 32, 128, -1, -1},
+    [MODEL_LLAMA] = {"llama", "LlamaForCausalLM", "LlamaForSequenceClassification", 2048, 0, 0, 1, 2},
+    [MODEL_MISTRAL] = {"mistral", "MistralForCausalLM", "MistralForSequenceClassification", 4096 * 32, 8, 0, 1, 2},
+    [MODEL_QWEN2] = {"qwen2", "Qwen2ForCausalLM", "Qwen2ForSequenceClassification", 32768, 32, 0, -1, -1},
+    [MODEL_QWEN3] = {"qwen3", "Qwen3ForCausalLM", "Qwen3ForSequenceClassification", 32768, 32, 128, -1, -1},
 };
+
+#define ARMORM_ARCHITECTURE "LlamaForRewardModelWithGating" /* llama only */
+#define DEFAULT_NUM_LABELS 2                               /* PretrainedConfig */
+#define DEFAULT_NUM_OBJECTIVES 19                          /* ArmoRM's code */
 
 #define DEFAULT_RMS_NORM_EPS 1e-6 /* every one of the four config classes */
 #define DEFAULT_SLIDING_WINDOW 4096
@@ -42,6 +46,16 @@ const char *model_type_name(ModelType t) {
 
 const char *model_architecture_name(ModelType t) {
     return (unsigned)t < PPA_ARRAY_LEN(CONFIG_TYPES) ? CONFIG_TYPES[t].architecture : "?";
+}
+
+const char *model_config_architecture(const ModelConfig *c) {
+    if ((unsigned)c->type >= PPA_ARRAY_LEN(CONFIG_TYPES)) return "?";
+    return c->head == HEAD_SCORE ? CONFIG_TYPES[c->type].seqcls
+           : c->head == HEAD_REGRESSION ? ARMORM_ARCHITECTURE : CONFIG_TYPES[c->type].architecture;
+}
+
+const char *model_head_tensor(const ModelConfig *c) {
+    return c->head == HEAD_SCORE ? "score.weight" : c->head == HEAD_REGRESSION ? "regression_layer.weight" : NULL;
 }
 
 /* ---- error context and typed getters ------------------------------------ */
@@ -157,19 +171,31 @@ int config_get_string(const Ctx *x, const cJSON *obj, const char *prefix, const 
 
 /* ---- the parts of the config ---------------------------------------------- */
 
-static int type_from_name(const char *s, int architecture) {
+/* the type an architecture names, and its head; -1 if none */
+static int type_from_architecture(const char *s, ModelHead *head) {
+    for (size_t t = 0; t < PPA_ARRAY_LEN(CONFIG_TYPES); t++) {
+        if (!strcmp(s, CONFIG_TYPES[t].architecture)) return *head = HEAD_LM, (int)t;
+        if (!strcmp(s, CONFIG_TYPES[t].seqcls)) return *head = HEAD_SCORE, (int)t;
+    }
+    if (!strcmp(s, ARMORM_ARCHITECTURE)) return *head = HEAD_REGRESSION, MODEL_LLAMA;
+    return -1;
+}
+
+static int type_from_name(const char *s) {
     for (size_t t = 0; t < PPA_ARRAY_LEN(CONFIG_TYPES); t++)
-        if (!strcmp(s, architecture ? CONFIG_TYPES[t].architecture : CONFIG_TYPES[t].model_type)) return (int)t;
+        if (!strcmp(s, CONFIG_TYPES[t].model_type)) return (int)t;
     return -1;
 }
 
 /* model_type decides, as for transformers' AutoModel; architectures[0],
- * when given, must name the causal-LM class of the same type. */
-static int parse_type(const Ctx *x, const cJSON *root, ModelType *type) {
+ * when given, must name a class of the same type, and picks the head (a
+ * config without it is a causal LM). */
+static int parse_type(const Ctx *x, const cJSON *root, ModelType *type, ModelHead *head) {
     const char *mt;
     int from_mt = -1, from_arch = -1;
+    *head = HEAD_LM;
     if (config_get_string(x, root, "", "model_type", "llama, mistral, qwen2 or qwen3", &mt) < 0) return -1;
-    if (mt && (from_mt = type_from_name(mt, 0)) < 0)
+    if (mt && (from_mt = type_from_name(mt)) < 0)
         return config_fail(x, "model_type = \"%s\" is not supported (expected llama, mistral, qwen2 or qwen3)", mt);
     const cJSON *arch = config_member(root, "architectures");
     if (arch) {
@@ -178,18 +204,44 @@ static int parse_type(const Ctx *x, const cJSON *root, ModelType *type) {
         const cJSON *first = arch->child;
         if (first && !cJSON_IsString(first))
             return config_fail(x, "architectures[0] is not a string (expected %s)", expect);
-        if (first && (from_arch = type_from_name(first->valuestring, 1)) < 0)
+        if (first && (from_arch = type_from_architecture(first->valuestring, head)) < 0)
             return config_fail(x,
-                               "architectures[0] = \"%s\" is not supported (expected LlamaForCausalLM, "
-                               "MistralForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM)",
+                               "architectures[0] = \"%s\" is not supported (expected <Type>ForCausalLM or "
+                               "<Type>ForSequenceClassification for Llama, Mistral, Qwen2 or Qwen3, or "
+                               ARMORM_ARCHITECTURE ")",
                                first->valuestring);
     }
     if (from_mt < 0 && from_arch < 0)
         return config_missing(x, root, "", "model_type", "llama, mistral, qwen2 or qwen3, or architectures");
     if (from_mt >= 0 && from_arch >= 0 && from_mt != from_arch)
         return config_fail(x, "architectures[0] = \"%s\" does not match model_type = \"%s\" (expected %s)",
-                           CONFIG_TYPES[from_arch].architecture, mt, CONFIG_TYPES[from_mt].architecture);
+                           arch->child->valuestring, mt, CONFIG_TYPES[from_mt].architecture);
     *type = (ModelType)(from_mt >= 0 ? from_mt : from_arch);
+    return 0;
+}
+
+/* num_labels of a reward head: id2label's size (what transformers derives it
+ * from), or num_labels; ArmoRM: num_objectives */
+static int parse_head(const Ctx *x, const cJSON *root, ModelConfig *c) {
+    c->num_labels = 0;
+    if (c->head == HEAD_LM) return 0;
+    if (c->head == HEAD_REGRESSION)
+        return config_get_int(x, root, "", "num_objectives", 0, DEFAULT_NUM_OBJECTIVES, 1, 1 << 16, &c->num_labels) < 0
+                   ? -1 : 0;
+    const cJSON *ids = config_member(root, "id2label");
+    int n = -1;
+    if (ids) {
+        if (!cJSON_IsObject(ids) || !ids->child)
+            return config_fail(x, "id2label is not a non-empty object (expected {\"0\": \"LABEL_0\", ...})");
+        n = cJSON_GetArraySize(ids);
+        if (n > 1 << 16) return config_fail(x, "id2label has %d labels (expected at most %d)", n, 1 << 16);
+    }
+    int given;
+    if ((given = config_get_int(x, root, "", "num_labels", 0, n > 0 ? n : DEFAULT_NUM_LABELS, 1, 1 << 16,
+                                &c->num_labels)) < 0)
+        return -1;
+    if (given && n > 0 && n != c->num_labels)
+        return config_fail(x, "num_labels = %d but id2label has %d labels (expected them to agree)", c->num_labels, n);
     return 0;
 }
 
@@ -379,7 +431,8 @@ static int parse_root(const Ctx *x, const cJSON *root, ModelConfig *c) {
     if (config_member(root, "quantization_config"))
         return config_fail(x, "quantization_config: quantized checkpoints are not supported (expected float32, "
                               "float16 or bfloat16 weights)");
-    if (parse_type(x, root, &c->type) < 0 || parse_sizes(x, root, c) < 0 || parse_activation_and_norm(x, root, c) < 0 ||
+    if (parse_type(x, root, &c->type, &c->head) < 0 || parse_head(x, root, c) < 0 || parse_sizes(x, root, c) < 0 ||
+        parse_activation_and_norm(x, root, c) < 0 ||
         parse_biases(x, root, c) < 0 || parse_tokens(x, root, c) < 0 || parse_dtype(x, root, c) < 0 ||
         config_parse_rope(x, root, c) < 0 || parse_sliding(x, root, c) < 0)
         return -1;

@@ -47,6 +47,16 @@ typedef enum { MODEL_LLAMA, MODEL_MISTRAL, MODEL_QWEN2, MODEL_QWEN3 } ModelType;
 
 typedef enum { ROPE_DEFAULT, ROPE_LINEAR, ROPE_LLAMA3 } RopeType;
 
+/* What sits on the final norm: the LM head (a causal LM), or a reward head of
+ * num_labels rows, read at a sequence's last token: transformers'
+ * <Type>ForSequenceClassification (score.weight [num_labels, H], num_labels
+ * from id2label or num_labels, default 2 as PretrainedConfig), or ArmoRM's
+ * LlamaForRewardModelWithGating objective heads (regression_layer.weight
+ * [num_objectives, H], default 19 as its code; its gating network and
+ * reward_transform_matrix are tolerated in the checkpoint and not used: the
+ * gated score is not computed). */
+typedef enum { HEAD_LM, HEAD_SCORE, HEAD_REGRESSION } ModelHead;
+
 #define MODEL_MAX_EOS 8
 #define MODEL_DTYPE_LEN 16
 /* Sizes above these are refused as implausible; they keep every element
@@ -94,6 +104,8 @@ typedef struct {
      * slides: layer i >= max_window_layers, or layer_types when given. */
     int sliding_window;
     int max_window_layers; /* qwen2/qwen3: first sliding layer (as written back), else 0 */
+    ModelHead head;
+    int num_labels;        /* reward heads: rows of the head; 0 for HEAD_LM */
 } ModelConfig;
 
 typedef enum {
@@ -139,7 +151,7 @@ void model_rope_inv_freq(const ModelConfig *c, double *inv_freq);
  * input_layernorm, q_proj.weight/.bias, k_proj.weight/.bias, v_proj.weight/
  * .bias, o_proj.weight/.bias, q_norm, k_norm, post_attention_layernorm,
  * gate_proj, up_proj, down_proj (each .weight then .bias); model.norm;
- * lm_head unless tied. Absent biases/norms are skipped. *out is malloc'd
+ * lm_head unless tied, or a reward model's head (model_head_tensor). Absent biases/norms are skipped. *out is malloc'd
  * (caller frees); returns the count. */
 int model_tensor_table(const ModelConfig *c, ModelTensorSpec **out);
 
@@ -161,6 +173,10 @@ int model_config_describe(const ModelConfig *c, char *buf, size_t len);
 
 const char *model_type_name(ModelType t);         /* "llama" */
 const char *model_architecture_name(ModelType t); /* "LlamaForCausalLM" */
+/* The class config.json names: "LlamaForCausalLM", "Qwen2ForSequenceClassification", ... */
+const char *model_config_architecture(const ModelConfig *c);
+/* The head's tensor: "score.weight", "regression_layer.weight", or NULL for HEAD_LM */
+const char *model_head_tensor(const ModelConfig *c);
 const char *model_rope_type_name(RopeType t);     /* "llama3" */
 
 #endif

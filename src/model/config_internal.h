@@ -15,7 +15,7 @@
 /* ---- model types and their transformers class defaults (config.c) ---- */
 
 typedef struct {
-    const char *model_type, *architecture;
+    const char *model_type, *architecture, *seqcls; /* the causal-LM and sequence-classification classes */
     int max_position_embeddings;
     int kv_heads;    /* 0: = num_attention_heads (LlamaConfig: None) */
     int head_dim;    /* 0: hidden_size / num_attention_heads */

@@ -83,6 +83,25 @@ static void put_rope_scaling(FILE *f, const RopeConfig *r) {
     fprintf(f, ",\n    \"rope_type\": \"%s\"\n  }", CONFIG_ROPE_NAMES[r->type]);
 }
 
+static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
+
+/* id2label {"0": "LABEL_0", ...} or label2id {"LABEL_0": 0, ...}, as
+ * PretrainedConfig writes them; the keys sort as strings, "10" before "2" */
+static void put_labels(Emit *e, int n, const char *which) {
+    int inverse = !strcmp(which, "label2id");
+    key(e, which);
+    fputc('{', e->f);
+    char (*names)[16] = xmalloc(sizeof *names * (size_t)n);
+    for (int i = 0; i < n; i++) snprintf(names[i], sizeof names[i], "%d", i);
+    qsort(names, (size_t)n, sizeof *names, cmp_name);
+    for (int i = 0; i < n; i++) {
+        if (inverse) fprintf(e->f, "%s\n    \"LABEL_%s\": %s", i ? "," : "", names[i], names[i]);
+        else fprintf(e->f, "%s\n    \"%s\": \"LABEL_%s\"", i ? "," : "", names[i], names[i]);
+    }
+    fputs("\n  }", e->f);
+    free(names);
+}
+
 /* The keys in transformers' (sorted) order, only those the type's config
  * class reads. */
 static void write_json(FILE *f, const ModelConfig *c) {
@@ -90,7 +109,7 @@ static void write_json(FILE *f, const ModelConfig *c) {
     Emit e = {f, 0};
     fputc('{', f);
     key(&e, "architectures");
-    fprintf(f, "[\n    \"%s\"\n  ]", CONFIG_TYPES[c->type].architecture);
+    fprintf(f, "[\n    \"%s\"\n  ]", model_config_architecture(c));
     if (c->type == MODEL_LLAMA || c->type == MODEL_QWEN3) {
         key(&e, "attention_bias");
         fputs(c->o_bias ? "true" : "false", f);
@@ -111,8 +130,10 @@ static void write_json(FILE *f, const ModelConfig *c) {
     fputs("\"silu\"", f);
     key(&e, "hidden_size");
     fprintf(f, "%d", c->hidden_size);
+    if (c->head == HEAD_SCORE) put_labels(&e, c->num_labels, "id2label");
     key(&e, "intermediate_size");
     fprintf(f, "%d", c->intermediate_size);
+    if (c->head == HEAD_SCORE) put_labels(&e, c->num_labels, "label2id");
     key(&e, "max_position_embeddings");
     fprintf(f, "%d", c->max_position_embeddings);
     if (qwen) {
@@ -131,6 +152,10 @@ static void write_json(FILE *f, const ModelConfig *c) {
     fprintf(f, "%d", c->num_hidden_layers);
     key(&e, "num_key_value_heads");
     fprintf(f, "%d", c->num_key_value_heads);
+    if (c->head == HEAD_REGRESSION) {
+        key(&e, "num_objectives");
+        fprintf(f, "%d", c->num_labels);
+    }
     if (c->pad_token_id >= 0) {
         key(&e, "pad_token_id");
         fprintf(f, "%d", c->pad_token_id);
@@ -185,7 +210,8 @@ const char *model_config_difference(const ModelConfig *a, const ModelConfig *b) 
     SAME(rms_norm_eps); SAME(tie_word_embeddings); SAME(qkv_bias); SAME(o_bias); SAME(mlp_bias); SAME(qk_norm);
     SAME(bos_token_id); SAME(n_eos); SAME(eos_token_ids); SAME(pad_token_id); SAME(dtype); SAME(rope.type);
     SAME(rope.theta); SAME(rope.factor); SAME(rope.low_freq_factor); SAME(rope.high_freq_factor);
-    SAME(rope.original_max_position_embeddings); SAME(sliding_window); SAME(max_window_layers);
+    SAME(rope.original_max_position_embeddings); SAME(sliding_window); SAME(max_window_layers); SAME(head);
+    SAME(num_labels);
 #undef SAME
     return NULL;
 }
@@ -297,7 +323,7 @@ int model_config_describe(const ModelConfig *c, char *buf, size_t len) {
     const RopeConfig *r = &c->rope;
     if (len) buf[0] = 0;
     sb(&s, "%s (%s): %d layers, hidden %d, %d heads / %d kv heads", model_type_name(c->type),
-       model_architecture_name(c->type), c->num_hidden_layers, c->hidden_size, c->num_attention_heads,
+       model_config_architecture(c), c->num_hidden_layers, c->hidden_size, c->num_attention_heads,
        c->num_key_value_heads);
     if (c->num_key_value_heads > 0 && c->num_key_value_heads != c->num_attention_heads)
         sb(&s, " (GQA, %d query heads per kv head)", c->num_attention_heads / c->num_key_value_heads);
@@ -310,7 +336,9 @@ int model_config_describe(const ModelConfig *c, char *buf, size_t len) {
     if (r->type == ROPE_LLAMA3)
         sb(&s, ", low_freq_factor %g, high_freq_factor %g, original_max_position_embeddings %d", r->low_freq_factor,
            r->high_freq_factor, r->original_max_position_embeddings);
-    sb(&s, "; lm_head %s; biases:", c->tie_word_embeddings ? "tied to embed_tokens" : "untied");
+    if (c->head == HEAD_LM) sb(&s, "; lm_head %s; biases:", c->tie_word_embeddings ? "tied to embed_tokens" : "untied");
+    else sb(&s, "; reward head %s [%d, %d] on the last token (no lm_head); biases:", model_head_tensor(c), c->num_labels,
+            c->hidden_size);
     if (!c->qkv_bias && !c->o_bias && !c->mlp_bias) sb(&s, " none");
     sb(&s, "%s%s%s", c->qkv_bias ? " q/k/v" : "", c->o_bias ? " o" : "", c->mlp_bias ? " mlp" : "");
     if (c->qk_norm) sb(&s, "; q_norm/k_norm per head");

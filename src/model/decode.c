@@ -37,6 +37,11 @@ int decoder_model_max_len(const ModelConfig *c) {
 Decoder *decoder_new(Model *m, int n_seq, int max_len, char *err, size_t errlen) {
     const ModelConfig *c = model_config(m);
     int limit = decoder_model_max_len(c);
+    if (c->head != HEAD_LM) {
+        snprintf(err, errlen, "decoder: a reward model (%s) has no language-model head to decode with",
+                 model_config_architecture(c));
+        return NULL;
+    }
     if (n_seq < 1 || max_len < 1 || max_len > limit) {
         snprintf(err, errlen, "decoder: %d sequences of %d tokens: need at least 1 of 1 to %d tokens (the model's limit)",
                  n_seq, max_len, limit);

@@ -23,6 +23,7 @@ struct Batch {
     int *tokens, *pos, *pstart, *plen, *sstart, *rows; /* [T], rows [n_rows + 1] */
     int *src, *tgt, *tgt_resp;                         /* [n_tgt] scored targets */
     int *n_scored;                                     /* [n_resp] */
+    int *last;                                         /* [n_resp] where a reward head reads each response */
     /* activations, per layer l: [slots, T, ...] (layer l in slot l, or all in slot 0) */
     float *x;           /* [L + 1, T, H] input of each layer, then the last residual */
     float *xn1, *xn2;   /* [L, T, H] normalised inputs of attention and MLP (float32 models) */
@@ -122,6 +123,19 @@ static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
     return 0;
 }
 
+/* The packed index a reward head reads for the sequence prompt [p0, s0) +
+ * response [s0, end): its last token, or the rightmost one that is not pad
+ * when the sequence ends in pad tokens (transformers' rule since 4.48; the
+ * first token when all are pad). */
+static int reward_token(const int *tokens, int p0, int s0, int end, int pad) {
+    if (pad < 0) return end - 1;
+    for (int t = end - 1; t >= s0; t--)
+        if (tokens[t] != pad) return t;
+    for (int t = s0 - 1; t >= p0; t--)
+        if (tokens[t] != pad) return t;
+    return p0;
+}
+
 Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen) {
     int T, n_resp, n_tgt, n_pos;
     if (count_rows(m, rows, n_rows, &T, &n_resp, &n_tgt, &n_pos, err, errlen)) return NULL;
@@ -134,7 +148,7 @@ Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen
     }
     ALLOC(b->tokens, T), ALLOC(b->pos, T), ALLOC(b->pstart, T), ALLOC(b->plen, T), ALLOC(b->sstart, T);
     ALLOC(b->rows, n_rows + 1), ALLOC(b->src, n_tgt), ALLOC(b->tgt, n_tgt), ALLOC(b->tgt_resp, n_tgt);
-    ALLOC(b->n_scored, n_resp);
+    ALLOC(b->n_scored, n_resp), ALLOC(b->last, n_resp);
     int t = 0, i = 0, g = 0;
     for (int r = 0; r < n_rows; r++) {
         const Row *w = &rows[r];
@@ -151,6 +165,7 @@ Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen
                 b->tgt_resp[i] = g;
             }
             b->n_scored[g] = w->resp_len[k];
+            b->last[g] = reward_token(b->tokens, p0, s0, t, m->c.pad_token_id);
         }
     }
     b->rows[n_rows] = t;
@@ -160,7 +175,7 @@ Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen
 void batch_free(Batch *b) {
     if (!b) return;
     void *all[] = {b->tokens, b->pos, b->pstart, b->plen, b->sstart, b->rows, b->src, b->tgt, b->tgt_resp, b->n_scored,
-                   b->logp_t}; /* the activations live in the model's arena */
+                   b->last, b->logp_t}; /* the activations live in the model's arena */
     for (size_t i = 0; i < PPA_ARRAY_LEN(all); i++) free(all[i]);
     free(b);
 }
@@ -274,15 +289,28 @@ static float *lmkeep(Model *m, const Batch *b) {
     return grow(&m->lmkeep, &m->lmkeep_n, n);
 }
 
-void model_forward(Model *m, Batch *b, double *logps, int *n_scored) {
+/* the layers and the final norm: b->xf */
+static void trunk_forward(Model *m, Batch *b) {
     const ModelConfig *c = &m->c;
-    int T = b->T, H = c->hidden_size, L = c->num_hidden_layers, V = c->vocab_size;
+    int T = b->T, H = c->hidden_size, L = c->num_hidden_layers;
     model_embed(m, b->tokens, T, b->x);
     size_t wide = (size_t)(c->intermediate_size > H ? c->intermediate_size : H);
     float *hbuf = scratch(m, (size_t)T * wide); /* reused by the backward */
     for (int l = 0; l < L; l++) layer_forward(m, b, l, hbuf);
     rmsnorm_forward(b->xf, b->rstdf, b->x + (size_t)L * T * H, tensor_at(m, m->params, "model.norm.weight"), T, H,
                     (float)c->rms_norm_eps);
+}
+
+static void need_head(const Model *m, int reward, const char *who) {
+    if ((m->c.head != HEAD_LM) != reward)
+        ppa_die(70, "%s: called on a %s (internal)", who, reward ? "causal LM" : "reward model");
+}
+
+void model_forward(Model *m, Batch *b, double *logps, int *n_scored) {
+    const ModelConfig *c = &m->c;
+    int H = c->hidden_size, V = c->vocab_size;
+    need_head(m, 0, "model_forward");
+    trunk_forward(m, b);
     bf16 *bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL;
     b->lmkeep = lmkeep(m, b);
     lmhead_forward(b->logp_t, b->lse_t, b->xf, model_lm_weight(m), b->src, b->tgt, b->n_tgt, H, V, lmwork(m, b),
@@ -290,6 +318,24 @@ void model_forward(Model *m, Batch *b, double *logps, int *n_scored) {
     for (int g = 0; g < b->n_resp; g++) logps[g] = 0.0;
     for (int i = 0; i < b->n_tgt; i++) logps[b->tgt_resp[i]] += b->logp_t[i];
     if (n_scored) memcpy(n_scored, b->n_scored, sizeof(int) * (size_t)b->n_resp);
+}
+
+/* row j of the reward head as the products see it: the bf16 copy in a bf16 model */
+static float head_w(Weight W, size_t i) { return W.b ? bf16_f32(W.b[i]) : W.f[i]; }
+
+void model_forward_rewards(Model *m, Batch *b, double *rewards) {
+    int H = m->c.hidden_size, NL = m->c.num_labels;
+    need_head(m, 1, "model_forward_rewards");
+    trunk_forward(m, b);
+    Weight W = model_lm_weight(m);
+    for (int g = 0; g < b->n_resp; g++) {
+        const float *h = b->xf + (size_t)b->last[g] * H;
+        for (int j = 0; j < NL; j++) {
+            double acc = 0.0;
+            for (int k = 0; k < H; k++) acc += (double)head_w(W, (size_t)j * H + k) * h[k];
+            rewards[(size_t)g * NL + j] = acc;
+        }
+    }
 }
 
 /* ---- backward ---- */
@@ -349,22 +395,25 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     rmsnorm_backward(dx, dw.attn_norm, s->dxn, a.x, w.attn_norm, a.rstd1, T, H); /* dx: d x */
 }
 
-void model_backward(Model *m, Batch *b, const double *dlogps) {
+/* The scratch of the backward: dxf and dx [T, H] zeroed, the layer buffers after them */
+static float *backward_scratch(Model *m, const Batch *b) {
     const ModelConfig *c = &m->c;
-    int T = b->T, H = c->hidden_size, L = c->num_hidden_layers, I = c->intermediate_size, V = c->vocab_size;
+    size_t T = (size_t)b->T, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+    size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
+    size_t TW = T * (I > H ? I : H); /* the recomputing forward's hbuf */
+    float *at = scratch(m, 3 * T * H + 2 * T * QD + 2 * T * KD + 3 * T * I + TW);
+    memset(at, 0, sizeof(float) * 2 * T * H); /* dxf and dx accumulate */
+    return at;
+}
+
+/* From d loss / d xf (at [T, H], the scratch's start) down to the embeddings. */
+static void trunk_backward(Model *m, Batch *b, float *at) {
+    const ModelConfig *c = &m->c;
+    int T = b->T, H = c->hidden_size, L = c->num_hidden_layers, I = c->intermediate_size;
     int QD = c->num_attention_heads * c->head_dim, KD = c->num_key_value_heads * c->head_dim;
-    model_grads(m);
-    double *g = xmalloc(sizeof(double) * (size_t)(b->n_tgt ? b->n_tgt : 1));
-    for (int i = 0; i < b->n_tgt; i++) g[i] = dlogps[b->tgt_resp[i]];
     size_t TH = (size_t)T * H, TQ = (size_t)T * QD, TK = (size_t)T * KD, TI = (size_t)T * I;
-    size_t TW = (size_t)T * (I > H ? I : H); /* the recomputing forward's hbuf */
-    float *at = scratch(m, 3 * TH + 2 * TQ + 2 * TK + 3 * TI + TW), *dxf = at, *dx = at + TH;
-    memset(at, 0, sizeof(float) * 2 * TH); /* dxf and dx accumulate */
+    float *dxf = at, *dx = at + TH;
     at += 2 * TH;
-    bf16 *bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL;
-    lmhead_backward(dxf, lm_head(m, m->grads), g, b->xf, model_lm_weight(m), b->lse_t, b->src, b->tgt, b->n_tgt, H, V,
-                    lmwork(m, b), b->lmkeep, bt);
-    b->lmkeep = NULL; /* consumed: another backward recomputes */
     rmsnorm_backward(dx, tensor_at(m, m->grads, "model.norm.weight"), dxf, b->x + (size_t)L * T * H,
                      tensor_at(m, m->params, "model.norm.weight"), b->rstdf, T, H);
     Scratch s; /* every buffer is written before it is read */
@@ -382,5 +431,39 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
         float *d = dE + (size_t)b->tokens[t] * H;
         for (int h = 0; h < H; h++) d[h] += dx[(size_t)t * H + h];
     }
+}
+
+void model_backward(Model *m, Batch *b, const double *dlogps) {
+    int H = m->c.hidden_size, V = m->c.vocab_size;
+    need_head(m, 0, "model_backward");
+    model_grads(m);
+    double *g = xmalloc(sizeof(double) * (size_t)(b->n_tgt ? b->n_tgt : 1));
+    for (int i = 0; i < b->n_tgt; i++) g[i] = dlogps[b->tgt_resp[i]];
+    float *at = backward_scratch(m, b);
+    bf16 *bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL;
+    lmhead_backward(at, lm_head(m, m->grads), g, b->xf, model_lm_weight(m), b->lse_t, b->src, b->tgt, b->n_tgt, H, V,
+                    lmwork(m, b), b->lmkeep, bt);
+    b->lmkeep = NULL; /* consumed: another backward recomputes */
     free(g);
+    trunk_backward(m, b, at);
+}
+
+void model_backward_rewards(Model *m, Batch *b, const double *drewards) {
+    int H = m->c.hidden_size, NL = m->c.num_labels;
+    need_head(m, 1, "model_backward_rewards");
+    model_grads(m);
+    float *dxf = backward_scratch(m, b), *dW = lm_head(m, m->grads);
+    Weight W = model_lm_weight(m);
+    for (int g = 0; g < b->n_resp; g++) { /* in response order: deterministic */
+        const float *h = b->xf + (size_t)b->last[g] * H;
+        float *dh = dxf + (size_t)b->last[g] * H;
+        for (int j = 0; j < NL; j++) {
+            float d = (float)drewards[(size_t)g * NL + j];
+            for (int k = 0; k < H; k++) {
+                dh[k] += d * head_w(W, (size_t)j * H + k);
+                dW[(size_t)j * H + k] += d * h[k];
+            }
+        }
+    }
+    trunk_backward(m, b, dxf);
 }

@@ -28,6 +28,11 @@ typedef enum { MODEL_FP32, MODEL_BF16 } ModelPrecision;
  * refreshed by model_bf16_refresh after every update. Refuses bf16 where
  * gemm_bf16_ready() does. */
 Model *model_load_as(const char *dir, ModelPrecision prec, int frozen, char *err, size_t errlen);
+/* A trainable reward model: a reward-model folder as model_load_as does, or
+ * a causal-LM folder turned into <Type>ForSequenceClassification with one
+ * label: its lm_head dropped, score.weight [1, H] drawn from N(0, 0.02^2)
+ * (transformers' initializer_range) with a stream fixed by seed. */
+Model *model_load_reward(const char *dir, ModelPrecision prec, uint64_t seed, char *err, size_t errlen);
 /* Switches a trainable model's products to prec (allocating the bf16 copy). */
 int model_set_precision(Model *m, ModelPrecision prec, char *err, size_t errlen);
 /* Copies the float32 master weights into the bf16 copy (after an optimizer step). */
@@ -98,5 +103,14 @@ void model_forward(Model *m, Batch *b, double *logps, int *n_scored);
 /* dlogps: [n_responses] d loss / d logp; adds d loss / d params into the
  * gradients. Needs the forward of the same batch just before. */
 void model_backward(Model *m, Batch *b, const double *dlogps);
+
+/* Reward models (config head != HEAD_LM; the two calls above are for causal
+ * LMs only). rewards: [n_responses, num_labels], the head applied in double
+ * to the final-norm hidden state of each response's last token (of prompt +
+ * response; the rightmost that is not pad_token_id when it ends in pads, as
+ * transformers reads it). The prompt is computed once for its responses. */
+void model_forward_rewards(Model *m, Batch *b, double *rewards);
+/* drewards: [n_responses, num_labels] d loss / d reward; adds into the gradients. */
+void model_backward_rewards(Model *m, Batch *b, const double *drewards);
 
 #endif

@@ -51,7 +51,9 @@ LayerW layer_view(const Model *m, float *base, int l) {
     };
 }
 
+/* the LM head, or a reward model's head */
 static const char *head_name(const Model *m) {
+    if (m->c.head != HEAD_LM) return model_head_tensor(&m->c);
     return m->c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
 }
 
@@ -184,7 +186,9 @@ static void load_frozen_matrices(Model *m) {
     }
 }
 
-Model *model_load_as(const char *dir, ModelPrecision prec, int frozen, char *err, size_t errlen) {
+/* make_head: a causal-LM folder loaded as a reward model of one label, its head drawn from N(0, 0.02^2) */
+static Model *load(const char *dir, ModelPrecision prec, int frozen, int make_head, uint64_t head_seed, char *err,
+                   size_t errlen) {
     Model *m = xcalloc(1, sizeof *m);
     int bf16 = prec == MODEL_BF16;
     if (bf16 && gemm_bf16_ready(err, errlen)) goto fail;
@@ -195,13 +199,25 @@ Model *model_load_as(const char *dir, ModelPrecision prec, int frozen, char *err
         snprintf(err, errlen, "%s: the tensors do not match config.json:\n%s", dir, problems);
         goto fail;
     }
+    int init_head = make_head && m->c.head == HEAD_LM;
+    if (init_head) m->c.head = HEAD_SCORE, m->c.num_labels = 1; /* lm_head, if any, is left out */
     char msg[512];
     if (model_layout(m, bf16 && frozen, msg, sizeof msg)) {
         snprintf(err, errlen, "%s: %s", dir, msg);
         goto fail;
     }
-    for (int i = 0; i < m->n_specs; i++)
-        if (m->offset[i] != NO_OFFSET) st_to_f32(st_find(&m->st, m->specs[i].name), m->params + m->offset[i]);
+    for (int i = 0; i < m->n_specs; i++) {
+        if (m->offset[i] == NO_OFFSET) continue;
+        const StTensor *t = st_find(&m->st, m->specs[i].name);
+        if (t) {
+            st_to_f32(t, m->params + m->offset[i]);
+            continue;
+        }
+        float *w; /* the new head: transformers' normal init, initializer_range 0.02 */
+        checkpoint_init(&m->specs[i], 1, head_seed, 0.02, 0, &w);
+        memcpy(m->params + m->offset[i], w, sizeof(float) * (size_t)m->specs[i].numel);
+        free(w);
+    }
     m->bf16 = bf16;
     if (m->frozen) /* the embedding rows are read from the mapping: st stays open */
         load_frozen_matrices(m), m->embed = st_find(&m->st, "model.embed_tokens.weight");
@@ -212,6 +228,14 @@ Model *model_load_as(const char *dir, ModelPrecision prec, int frozen, char *err
 fail:
     model_free(m);
     return NULL;
+}
+
+Model *model_load_as(const char *dir, ModelPrecision prec, int frozen, char *err, size_t errlen) {
+    return load(dir, prec, frozen, 0, 0, err, errlen);
+}
+
+Model *model_load_reward(const char *dir, ModelPrecision prec, uint64_t seed, char *err, size_t errlen) {
+    return load(dir, prec, 0, 1, seed, err, errlen);
 }
 
 Model *model_load(const char *dir, char *err, size_t errlen) { return model_load_as(dir, MODEL_FP32, 0, err, errlen); }

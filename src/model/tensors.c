@@ -19,7 +19,7 @@ static int tensors_per_layer(const ModelConfig *c) {
 }
 
 int model_tensor_count(const ModelConfig *c) {
-    return 2 + !c->tie_word_embeddings + c->num_hidden_layers * tensors_per_layer(c);
+    return 2 + (c->head != HEAD_LM || !c->tie_word_embeddings) + c->num_hidden_layers * tensors_per_layer(c);
 }
 
 int64_t model_param_count(const ModelConfig *c) {
@@ -29,7 +29,8 @@ int64_t model_param_count(const ModelConfig *c) {
                     + q * H + 2 * kv * H + H * q           /* q, k, v, o */
                     + 3 * I * H                            /* gate, up, down */
                     + c->qkv_bias * (q + 2 * kv) + c->o_bias * H + c->mlp_bias * (2 * I + H) + c->qk_norm * 2 * hd;
-    return V * H * (c->tie_word_embeddings ? 1 : 2) + H + c->num_hidden_layers * layer;
+    int64_t head = c->head != HEAD_LM ? (int64_t)c->num_labels * H : c->tie_word_embeddings ? 0 : V * H;
+    return V * H + head + H + c->num_hidden_layers * layer;
 }
 
 typedef struct {
@@ -83,7 +84,10 @@ int model_tensor_table(const ModelConfig *c, ModelTensorSpec **out) {
         add_linear(&tb, i, "mlp.down_proj", H, I, c->mlp_bias);
     }
     add(&tb, MODEL_TENSOR_NORM, -1, H, 0, "model.norm.weight");
-    if (!c->tie_word_embeddings) add(&tb, MODEL_TENSOR_MATRIX, -1, V, H, "lm_head.weight");
+    if (c->head != HEAD_LM) /* a reward model: no lm_head, tied or not */
+        add(&tb, MODEL_TENSOR_MATRIX, -1, c->num_labels, H, "%s", model_head_tensor(c));
+    else if (!c->tie_word_embeddings)
+        add(&tb, MODEL_TENSOR_MATRIX, -1, V, H, "lm_head.weight");
     if (tb.n != model_tensor_count(c)) ppa_die(1, "tensor table: %d entries, expected %d", tb.n, model_tensor_count(c));
     *out = tb.t;
     return tb.n;

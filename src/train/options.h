@@ -99,6 +99,16 @@ typedef enum {
     TOPT_TEMPERATURE,
     TOPT_TOP_P,
     TOPT_N,
+    TOPT_REWARD_INDEX,
+    TOPT_JUDGE,
+    TOPT_RAW,
+    TOPT_NPM_CACHE,
+    TOPT_REWARD_MODEL,
+    TOPT_PAIR_MODEL,
+    TOPT_PAIR_TEMPLATE,
+    TOPT_A,
+    TOPT_B,
+    TOPT_SKIP_UNMATCHED,
     TOPT_COUNT
 } TrainOptId;
 
@@ -111,6 +121,9 @@ typedef enum {
     CMD_LOGPROBS = 1u << 4,
     CMD_GRAD = 1u << 5,
     CMD_GENERATE = 1u << 6,
+    CMD_REWARD = 1u << 7,  /* ppa reward: train's loop on a reward model's scores */
+    CMD_JUDGE = 1u << 8,
+    CMD_WINRATE = 1u << 9,
 } OptCommand;
 
 typedef enum {
@@ -182,6 +195,15 @@ typedef struct {
     double temperature;     /* generate: 0 = greedy */
     double top_p;           /* generate: nucleus mass, 1 */
     int n_samples;          /* generate: responses per prompt, 1 */
+    int reward_index;       /* reward, judge, winrate: the reward head's output used, 0 */
+    char *judge;            /* judge, winrate: afinn | vader | reward-model | pair-model */
+    int raw;                /* judge: the lexicon's own numbers */
+    char *npm_cache;        /* judge, winrate: the word lists' folder; NULL = cache/npm */
+    char *reward_model;     /* judge, winrate: --reward-model DIR */
+    char *pair_model;       /* judge, winrate: --pair-model DIR */
+    char *pair_template;    /* judge, winrate: --pair-template FILE */
+    char *a, *b;            /* winrate: the two sets of responses */
+    int skip_unmatched;     /* winrate: prompts of one file only are counted, not an error */
 
     OptCommand cmd;         /* the command these options are for */
     TrainOrigin origin[TOPT_COUNT];

@@ -263,6 +263,11 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
     if (o->objective == PPA_SIMPO && (o->ref || o->ref_cache))
         opt_note(o, "simpo uses no reference model: %s is not used", o->ref ? "the reference model (--ref)" : "--ref-cache");
     if (o->cmd == CMD_GENERATE && validate_generate(o, err, errlen)) return -1;
+    if (o->cmd == CMD_REWARD && (o->objective == PPA_SIMPO || o->objective == PPA_IPO))
+        BAD(TOPT_OBJECTIVE, "%s is defined on log-probs and a beta; a reward model's score is its head's output: "
+                            "choose another objective", ppa_objective_name(o->objective));
+    if (o->reward_index < 0 || o->reward_index >= 1 << 16)
+        BAD(TOPT_REWARD_INDEX, "must be in 0..65535, found %d", o->reward_index);
     for (int id = TOPT_TAU; id <= TOPT_NORMALIZE && opt_takes(o->cmd, TOPT_OBJECTIVE); id++)
         if (o->origin[id].from != TRAIN_FROM_DEFAULT && !objective_uses(o->objective, (TrainOptId)id))
             opt_note(o, "%s has no effect on objective %s", opt_where(o, (TrainOptId)id, w, sizeof w),

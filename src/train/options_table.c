@@ -14,10 +14,13 @@
 #include "losses/objective_opts.h"
 #include "train/options_internal.h"
 
-#define TRAINING (CMD_TRAIN | CMD_SFT)
-#define DATA_CMDS (CMD_TRAIN | CMD_SFT | CMD_SCORE | CMD_EVAL | CMD_LOGPROBS | CMD_GRAD)
+#define TRAINING (CMD_TRAIN | CMD_SFT | CMD_REWARD)
+#define LISTS (CMD_TRAIN | CMD_REWARD) /* training on lists: checkpoints, resume, held-out lists */
+#define DATA_CMDS (CMD_TRAIN | CMD_SFT | CMD_SCORE | CMD_EVAL | CMD_LOGPROBS | CMD_GRAD | CMD_REWARD)
 #define MODEL_CMDS (DATA_CMDS | CMD_GENERATE)
-#define LOSS_CMDS (CMD_TRAIN | CMD_GRAD)
+#define JUDGES (CMD_JUDGE | CMD_WINRATE)
+#define ANY_MODEL (MODEL_CMDS | JUDGES) /* every command that may run a model */
+#define LOSS_CMDS (CMD_TRAIN | CMD_GRAD | CMD_REWARD)
 
 const char *const GAIN_NAMES[2] = {"pow2", "linear"};
 const char *const DISCOUNT_NAMES[4] = {"log2", "inv", "inv_sqrt", "inv_sq"};
@@ -31,13 +34,13 @@ const char *const SCHEDULE_NAMES[3] = {"cosine", "linear", "constant"};
 #define L(id, name, flag, cmds) [id] = {name, flag, T_LOSS, 0, cmds, 0, S_OBJECTIVE, NULL, NULL, NULL, 0}
 const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_MODEL, "model", "model", T_STR, model, MODEL_CMDS, MODEL_CMDS, S_IO, "DIR", "the model, a Hugging Face folder"),
-    F(TOPT_DATA, "data", "data", T_STR, data, DATA_CMDS, DATA_CMDS, S_IO, "FILE.jsonl", "rows with scored responses"),
-    F(TOPT_OUT, "out", "out", T_STR, out, TRAINING | CMD_SCORE | CMD_GRAD | CMD_GENERATE,
+    F(TOPT_DATA, "data", "data", T_STR, data, DATA_CMDS | CMD_JUDGE, DATA_CMDS | CMD_JUDGE, S_IO, "FILE.jsonl", "rows with scored responses"),
+    F(TOPT_OUT, "out", "out", T_STR, out, TRAINING | CMD_SCORE | CMD_GRAD | CMD_GENERATE | JUDGES,
       TRAINING | CMD_SCORE | CMD_GRAD, S_IO, "DIR", "the trained model folder"),
     F(TOPT_OBJECTIVE, "objective", "objective", T_OBJECTIVE, objective, LOSS_CMDS, CMD_GRAD, S_OBJECTIVE, "NAME", NULL),
-    F(TOPT_BETA, "beta", "beta", T_DOUBLE, beta, LOSS_CMDS | CMD_EVAL, CMD_GRAD, S_OBJECTIVE, "B",
+    F(TOPT_BETA, "beta", "beta", T_DOUBLE, beta, CMD_TRAIN | CMD_GRAD | CMD_EVAL, CMD_GRAD, S_OBJECTIVE, "B",
       "implicit-reward beta, also ipo's"),
-    F(TOPT_LIST_SIZE, "list_size", "list-size", T_INT, list_size, CMD_TRAIN, 0, S_OBJECTIVE, "K", "responses per list"),
+    F(TOPT_LIST_SIZE, "list_size", "list-size", T_INT, list_size, LISTS, 0, S_OBJECTIVE, "K", "responses per list"),
     F(TOPT_EPOCHS, "epochs", "epochs", T_INT, epochs, TRAINING, 0, S_OPTIM, "N", "passes over the data"),
     F(TOPT_MAX_STEPS, "max_steps", "max-steps", T_LONG, max_steps, TRAINING, 0, S_OPTIM, "N",
       "optimizer steps; 0: from the epochs"),
@@ -61,10 +64,10 @@ const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_MAX_LENGTH, "max_length", "max-length", T_INT, max_length, TRAINING | CMD_SCORE | CMD_EVAL, 0, S_IO, "N",
       "prompt + response tokens"),
     F(TOPT_MAX_PROMPT_LENGTH, "max_prompt_length", "max-prompt-length", T_INT, max_prompt_length,
-      CMD_TRAIN | CMD_SCORE | CMD_EVAL, 0, S_IO, "N", "prompt tokens; responses get the rest"),
-    F(TOPT_TEMPLATE, "template", "template", T_STR, template_name, MODEL_CMDS, 0, S_IO, "NAME",
+      LISTS | CMD_SCORE | CMD_EVAL, 0, S_IO, "N", "prompt tokens; responses get the rest"),
+    F(TOPT_TEMPLATE, "template", "template", T_STR, template_name, ANY_MODEL, 0, S_IO, "NAME",
       "chatml | llama3 | mistral | zephyr | llama2 | none (default: detected)"),
-    F(TOPT_SKIP_INVALID, "skip_invalid", "skip-invalid", T_BOOL, skip_invalid, MODEL_CMDS, 0, S_IO, NULL,
+    F(TOPT_SKIP_INVALID, "skip_invalid", "skip-invalid", T_BOOL, skip_invalid, ANY_MODEL, 0, S_IO, NULL,
       "report and skip malformed rows"),
     F(TOPT_REFERENCE_FREE, "reference_free", "reference-free", T_BOOL, reference_free, CMD_TRAIN, 0, S_IO, NULL,
       "s = beta log pi, no reference model"),
@@ -72,25 +75,25 @@ const OptSpec OPT[TOPT_COUNT] = {
       "reference model (default: the initial --model)"),
     F(TOPT_REF_CACHE, "ref_cache", "ref-cache", T_STR, ref_cache, CMD_TRAIN | CMD_EVAL, 0, S_IO, "FILE",
       "reference log-probs, written once and reused"),
-    F(TOPT_SAVE_EVERY, "save_every", "save-every", T_LONG, save_every, CMD_TRAIN, 0, S_RUN, "N",
+    F(TOPT_SAVE_EVERY, "save_every", "save-every", T_LONG, save_every, LISTS, 0, S_RUN, "N",
       "checkpoint every N steps, 0: the final model only"),
-    F(TOPT_RESUME, "resume", "resume", T_STR, resume, CMD_TRAIN, 0, S_RUN, "DIR", "continue from a checkpoint"),
+    F(TOPT_RESUME, "resume", "resume", T_STR, resume, LISTS, 0, S_RUN, "DIR", "continue from a checkpoint"),
     F(TOPT_SAVE_DTYPE, "save_dtype", "save-dtype", T_DTYPE, save_dtype, TRAINING, 0, S_RUN, "D",
       "f32 | bf16: the dtype of the written model"),
-    F(TOPT_PRECISION, "precision", "precision", T_PRECISION, bf16, MODEL_CMDS, 0, S_RUN, "P",
+    F(TOPT_PRECISION, "precision", "precision", T_PRECISION, bf16, ANY_MODEL, 0, S_RUN, "P",
       "fp32 | bf16: matrix products in bf16, sums and the rest in float32"),
     F(TOPT_GRADIENT_CHECKPOINTING, "gradient_checkpointing", "gradient-checkpointing", T_BOOL, gradient_checkpointing,
       TRAINING | CMD_GRAD, 0, S_RUN, NULL, "keep each layer's input only; recompute it in the backward"),
-    F(TOPT_LOG, "log", "log", T_STR, log, CMD_TRAIN, 0, S_RUN, "FILE", "JSON Lines metrics (default: OUT/train_log.jsonl)"),
-    F(TOPT_LOG_LAMBDAS, "log_lambdas", "log-lambdas", T_BOOL, log_lambdas, CMD_TRAIN, 0, S_RUN, NULL,
+    F(TOPT_LOG, "log", "log", T_STR, log, LISTS, 0, S_RUN, "FILE", "JSON Lines metrics (default: OUT/train_log.jsonl)"),
+    F(TOPT_LOG_LAMBDAS, "log_lambdas", "log-lambdas", T_BOOL, log_lambdas, LISTS, 0, S_RUN, NULL,
       "log d loss / d s of every list"),
-    F(TOPT_EVAL_DATA, "eval_data", "eval-data", T_STR, eval_data, CMD_TRAIN, 0, S_IO, "FILE.jsonl", "held-out lists"),
-    F(TOPT_EVAL_EVERY, "eval_every", "eval-every", T_LONG, eval_every, CMD_TRAIN, 0, S_IO, "N",
+    F(TOPT_EVAL_DATA, "eval_data", "eval-data", T_STR, eval_data, LISTS, 0, S_IO, "FILE.jsonl", "held-out lists"),
+    F(TOPT_EVAL_EVERY, "eval_every", "eval-every", T_LONG, eval_every, LISTS, 0, S_IO, "N",
       "evaluate every N steps, 0: at the end"),
-    F(TOPT_THREADS, "threads", "threads", T_INT, threads, MODEL_CMDS, 0, S_RUN, "N", "compute threads, 0: all cores"),
-    F(TOPT_MAX_LINE_BYTES, "max_line_bytes", "max-line-bytes", T_LONG, max_line_bytes, MODEL_CMDS, 0, S_RUN, "N",
+    F(TOPT_THREADS, "threads", "threads", T_INT, threads, ANY_MODEL, 0, S_RUN, "N", "compute threads, 0: all cores"),
+    F(TOPT_MAX_LINE_BYTES, "max_line_bytes", "max-line-bytes", T_LONG, max_line_bytes, ANY_MODEL, 0, S_RUN, "N",
       "longest line of a JSON Lines input; a longer one stops the run"),
-    F(TOPT_VERBOSE, "verbose", "verbose", T_BOOL, verbose, CMD_TRAIN | CMD_LOGPROBS | CMD_GRAD, 0, S_RUN, NULL,
+    F(TOPT_VERBOSE, "verbose", "verbose", T_BOOL, verbose, LISTS | CMD_LOGPROBS | CMD_GRAD | JUDGES, 0, S_RUN, NULL,
       "say more on stderr (resolved options, kernels)"),
     L(TOPT_TAU, "tau", "tau", LOSS_CMDS),
     L(TOPT_ALPHA, "alpha", "alpha", LOSS_CMDS),
@@ -118,6 +121,24 @@ const OptSpec OPT[TOPT_COUNT] = {
       "nucleus sampling: the smallest set of likeliest tokens with mass >= P"),
     [TOPT_N] = {"n", "n", T_INT, offsetof(TrainOptions, n_samples), CMD_GENERATE, 0, S_GENERATE, "K",
                 "responses per prompt", "num-samples", 'n'},
+    F(TOPT_REWARD_INDEX, "reward_index", "reward-index", T_INT, reward_index, CMD_REWARD | JUDGES, 0, S_IO, "N",
+      "the reward head's output used, 0-based (ArmoRM's overall score: 5)"),
+    F(TOPT_JUDGE, "judge", "judge", T_STR, judge, JUDGES, CMD_WINRATE, S_IO, "NAME",
+      "afinn | vader | reward-model | pair-model (a model judge: implied by its folder's flag)"),
+    F(TOPT_RAW, "raw", "raw", T_BOOL, raw, CMD_JUDGE, 0, S_IO, NULL,
+      "a lexicon's own numbers: {score, comparative} (afinn) or {neg, neu, pos, compound} (vader)"),
+    F(TOPT_NPM_CACHE, "npm_cache", "npm-cache", T_STR, npm_cache, JUDGES, 0, S_IO, "DIR",
+      "the word lists unpacked by scripts/fetch-fixtures.sh (default cache/npm)"),
+    F(TOPT_REWARD_MODEL, "reward_model", "reward-model", T_STR, reward_model, JUDGES, 0, S_IO, "DIR",
+      "a reward-model folder (<Type>ForSequenceClassification, ArmoRM)"),
+    F(TOPT_PAIR_MODEL, "pair_model", "pair-model", T_STR, pair_model, JUDGES, 0, S_IO, "DIR",
+      "a pair-preference causal LM: P(\"A\") against P(\"B\"), both orders"),
+    F(TOPT_PAIR_TEMPLATE, "pair_template", "pair-template", T_STR, pair_template, JUDGES, 0, S_IO, "FILE",
+      "the pair model's prompt, with {prompt}, {response_A}, {response_B}"),
+    F(TOPT_A, "a", "a", T_STR, a, CMD_WINRATE, CMD_WINRATE, S_IO, "A.jsonl", "responses to rate (\"prompt\", \"responses\")"),
+    F(TOPT_B, "b", "b", T_STR, b, CMD_WINRATE, CMD_WINRATE, S_IO, "B.jsonl", "the responses they are compared with"),
+    F(TOPT_SKIP_UNMATCHED, "skip_unmatched", "skip-unmatched", T_BOOL, skip_unmatched, CMD_WINRATE, 0, S_IO, NULL,
+      "count prompts found in one file only instead of stopping"),
 };
 #undef F
 #undef L
@@ -135,6 +156,12 @@ const OptHelpOverride OPT_HELP_OVERRIDES[] = {
     {TOPT_MICRO_BATCH, CMD_SFT, "N", "rows per forward/backward"},
     {TOPT_SEED, CMD_GENERATE, "S", "sample j of the prompt on line i draws from a stream fixed by (S, i, j)"},
     {TOPT_K, CMD_EVAL, "N", "NDCG@k of the metric (0: the list size)"},
+    {TOPT_MODEL, CMD_REWARD, "DIR", "a reward-model folder, or a causal LM given a new one-label head"},
+    {TOPT_DATA, CMD_REWARD, "FILE.jsonl", "training lists with scores"},
+    {TOPT_OUT, CMD_REWARD, "DIR", "the trained reward-model folder"},
+    {TOPT_DATA, CMD_JUDGE, "FILE.jsonl", "rows with \"responses\" (or pre-tokenized) to score"},
+    {TOPT_OUT, CMD_JUDGE, "FILE", "write the rows here, atomically (default: stdout)"},
+    {TOPT_OUT, CMD_WINRATE, "FILE", "write the JSON here, atomically (default: stdout)"},
 };
 const int OPT_N_HELP_OVERRIDES = (int)PPA_ARRAY_LEN(OPT_HELP_OVERRIDES);
 
@@ -143,7 +170,8 @@ static const struct {
     const char *name;
 } COMMAND_NAMES[] = {
     {CMD_TRAIN, "train"}, {CMD_SFT, "sft"},   {CMD_SCORE, "score"},       {CMD_EVAL, "eval"},
-    {CMD_LOGPROBS, "logprobs"}, {CMD_GRAD, "grad"}, {CMD_GENERATE, "generate"},
+    {CMD_LOGPROBS, "logprobs"}, {CMD_GRAD, "grad"}, {CMD_GENERATE, "generate"}, {CMD_REWARD, "reward"},
+    {CMD_JUDGE, "judge"}, {CMD_WINRATE, "winrate"},
 };
 
 int options_takes(OptCommand cmd, TrainOptId id) { return id >= 0 && id < TOPT_COUNT && opt_takes(cmd, id); }
@@ -181,6 +209,11 @@ void options_default(OptCommand cmd, TrainOptions *o) {
     o->top_p = 1.0;
     o->n_samples = 1;
     o->max_line_bytes = JSONL_MAX_LINE_DEFAULT;
+    if (cmd == CMD_REWARD) { /* TRL's RewardTrainer: Bradley-Terry on pairs; a reward model learns at larger steps */
+        o->objective = PPA_DPO_ALL_PAIRS;
+        o->beta = 1, o->loss.beta = 1;
+        o->lr = 1e-5;
+    }
     if (cmd == CMD_SFT) { /* next-token training of a small model: ppa's demo settings */
         o->lr = 1e-4;
         o->batch_size = 8, o->micro_batch = 8, o->grad_accum = 1;
@@ -191,7 +224,8 @@ void options_default(OptCommand cmd, TrainOptions *o) {
 
 void train_options_free(TrainOptions *o) {
     char **strs[] = {&o->model, &o->data, &o->out, &o->ref, &o->ref_cache, &o->resume, &o->log, &o->eval_data,
-                     &o->template_name, &o->config, &o->prompts};
+                     &o->template_name, &o->config, &o->prompts, &o->judge, &o->npm_cache, &o->reward_model,
+                     &o->pair_model, &o->pair_template, &o->a, &o->b};
     for (size_t i = 0; i < PPA_ARRAY_LEN(strs); i++) free(*strs[i]), *strs[i] = NULL;
     for (int i = 0; i < o->n_notes; i++) free(o->notes[i]);
     free(o->notes);

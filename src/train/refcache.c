@@ -52,8 +52,8 @@ static long row_tokens(const DataRow *d) {
     return t;
 }
 
-/* rows [r0, r1) as one batch; their logps and counts go to c at offset[r0] */
-static void run_batch(RefCache *c, Model *ref, const DataRow *rows, int r0, int r1) {
+/* rows [r0, r1) as one batch; their logps (a reward model: rewards[index]) and counts go to c at offset[r0] */
+static void run_batch(RefCache *c, Model *ref, const DataRow *rows, int r0, int r1, int index) {
     Row *b = xmalloc(sizeof(Row) * (size_t)(r1 - r0));
     for (int r = r0; r < r1; r++)
         b[r - r0] = (Row){rows[r].prompt_len, rows[r].prompt, rows[r].n_resp, rows[r].resp_len,
@@ -61,13 +61,28 @@ static void run_batch(RefCache *c, Model *ref, const DataRow *rows, int r0, int 
     char err[512];
     Batch *batch = batch_new(ref, b, r1 - r0, err, sizeof err);
     if (!batch) ppa_die(2, "reference: %s", err); /* the rows were checked when the data set was built */
-    model_forward(ref, batch, c->logp + c->offset[r0], c->n_scored + c->offset[r0]);
+    if (model_config(ref)->head == HEAD_LM) {
+        model_forward(ref, batch, c->logp + c->offset[r0], c->n_scored + c->offset[r0]);
+    } else {
+        int nr = batch_n_responses(batch), NL = model_config(ref)->num_labels;
+        double *rw = xmalloc(sizeof(double) * (size_t)nr * (size_t)NL);
+        model_forward_rewards(ref, batch, rw);
+        for (int g = 0, at = c->offset[r0]; g < nr; g++) c->logp[at + g] = rw[(size_t)g * NL + index];
+        for (int r = r0, at = c->offset[r0]; r < r1; r++)
+            for (int k = 0; k < rows[r].n_resp; k++) c->n_scored[at++] = rows[r].resp_len[k];
+        free(rw);
+    }
     batch_free(batch);
     free(b);
 }
 
 void refcache_compute(RefCache *c, Model *ref, const DataRow *rows, int n, long max_tokens,
                       void (*progress)(int done, int total, void *ctx), void *ctx) {
+    refcache_compute_at(c, ref, rows, n, max_tokens, 0, progress, ctx);
+}
+
+void refcache_compute_at(RefCache *c, Model *ref, const DataRow *rows, int n, long max_tokens, int index,
+                         void (*progress)(int done, int total, void *ctx), void *ctx) {
     c->n_rows = n;
     c->offset = xmalloc(sizeof(int) * (size_t)(n + 1));
     c->offset[0] = 0;
@@ -79,7 +94,7 @@ void refcache_compute(RefCache *c, Model *ref, const DataRow *rows, int n, long 
         int r1 = r0 + 1;
         long t = row_tokens(&rows[r0]);
         while (r1 < n && t + row_tokens(&rows[r1]) <= max_tokens) t += row_tokens(&rows[r1++]);
-        run_batch(c, ref, rows, r0, r1);
+        run_batch(c, ref, rows, r0, r1, index);
         r0 = r1;
         if (progress) progress(r0, n, ctx);
     }

@@ -44,6 +44,11 @@ uint64_t refkey_tokens(const DataRow *rows, int n);
  * called after each batch with the rows done. */
 void refcache_compute(RefCache *c, Model *ref, const DataRow *rows, int n, long max_tokens,
                       void (*progress)(int done, int total, void *ctx), void *ctx);
+/* refcache_compute with a reward model too: then logp holds each response's
+ * reward, output index of the head (0 <= index < num_labels), and n_scored
+ * its token count (the key is left for the caller). */
+void refcache_compute_at(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens, int index,
+                         void (*progress)(int done, int total, void *ctx), void *ctx);
 int refcache_save(const RefCache *c, const char *path, char *err, size_t errlen);
 int refcache_load(RefCache *c, const char *path, char *err, size_t errlen);
 /* 0 if the cache was made for `want` and the rows' shapes, else -1 with the

@@ -22,6 +22,10 @@ void scores_of(const ScoreSpec *sp, int n, const double *lp, const double *ref, 
     int mean = sp->obj == PPA_SIMPO || sp->obj == PPA_IPO;
     int no_ref = sp->reference_free || sp->obj == PPA_SIMPO;
     for (int i = 0; i < n; i++) {
+        if (sp->reward) { /* lp holds the rewards */
+            s[i] = lp[i], ds_dlp[i] = 1.0;
+            continue;
+        }
         double scale = mean ? sp->beta / ntok[i] : sp->beta;
         /* policy = reference gives exactly 0 (pitfall 9): the difference first */
         s[i] = scale * (no_ref ? lp[i] : lp[i] - ref[i]);
@@ -57,6 +61,25 @@ static void list_stats(StepSums *sums, const ScoreSpec *sp, int n, const double 
     other_losses(sums, sp, n, s, psi);
 }
 
+/* a reward model's output index of each response into lp, the response lengths into ntok */
+static void forward_rewards(Model *m, Batch *b, const MicroLists *mb, int index, double *lp, int *ntok) {
+    int nr = batch_n_responses(b), NL = model_config(m)->num_labels;
+    double *rw = xmalloc(sizeof(double) * (size_t)nr * (size_t)NL);
+    model_forward_rewards(m, b, rw);
+    for (int g = 0; g < nr; g++) lp[g] = rw[(size_t)g * NL + index];
+    for (int r = 0, g = 0; r < mb->n; r++)
+        for (int k = 0; k < mb->rows[r].n_resp; k++) ntok[g++] = mb->rows[r].resp_len[k];
+    free(rw);
+}
+
+static void backward_rewards(Model *m, Batch *b, int index, const double *dlp) {
+    int nr = batch_n_responses(b), NL = model_config(m)->num_labels;
+    double *d = xcalloc((size_t)nr * (size_t)NL, sizeof(double));
+    for (int g = 0; g < nr; g++) d[(size_t)g * NL + index] = dlp[g];
+    model_backward_rewards(m, b, d);
+    free(d);
+}
+
 int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weight, int backward, StepSums *sums,
                double *lambdas, char *err, size_t errlen) {
     Batch *b = batch_new(m, mb->rows, mb->n, err, errlen);
@@ -64,7 +87,8 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
     int nr = batch_n_responses(b), rc = 0;
     double *lp = xmalloc(sizeof(double) * (size_t)nr), *dlp = xmalloc(sizeof(double) * (size_t)nr);
     int *ntok = xmalloc(sizeof(int) * (size_t)nr);
-    model_forward(m, b, lp, ntok);
+    if (sp->reward) forward_rewards(m, b, mb, sp->reward_index, lp, ntok);
+    else model_forward(m, b, lp, ntok);
     PpaLossOptions lo = sp->lo;
     if (sp->obj == PPA_IPO) lo.beta = sp->beta;
     for (int r = 0, at = 0; r < mb->n && !rc; r++) {
@@ -98,7 +122,10 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
         }
         at += K;
     }
-    if (!rc && backward) model_backward(m, b, dlp);
+    if (!rc && backward) {
+        if (sp->reward) backward_rewards(m, b, sp->reward_index, dlp);
+        else model_backward(m, b, dlp);
+    }
     batch_free(b);
     free(lp), free(dlp), free(ntok);
     return rc;

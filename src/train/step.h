@@ -4,7 +4,8 @@
  *
  * Scores (objectives.md 2.1): s_i = beta (logp_i - ref_i) on summed response
  * log-probs; simpo: s_i = beta logp_i / n_i (mean over tokens, no reference);
- * ipo: s_i = beta (logp_i - ref_i) / n_i; with reference_free, ref_i = 0.
+ * ipo: s_i = beta (logp_i - ref_i) / n_i; with reference_free, ref_i = 0;
+ * a reward model (`ppa reward`): s_i = r(x, y_i), one output of its head.
  * The step loss is the mean over the lists of the optimizer step, so a
  * micro-batch's lists carry weight 1 / (lists per optimizer step) and
  * gradient accumulation equals one large batch (pitfall 23). */
@@ -19,6 +20,8 @@ typedef struct {
     PpaLossOptions lo; /* the objective's options; lo.beta is set to beta for ipo */
     double beta;
     int reference_free;
+    int reward;       /* a reward model trains: s_i = its head's output reward_index (no beta, no reference) */
+    int reward_index;
 } ScoreSpec;
 
 /* The lists of one forward/backward: row r is one prompt with its K_r responses. */

@@ -61,7 +61,8 @@ static void log_line(FILE *f, long step, double epoch, const StepLog *s, double 
 
 /* a line per step on a terminal (rewritten in place), else the first, one
  * every 30 s and the last */
-static void progress(long step, long total, const StepLog *s, double step_sec, double t_start, long first_step) {
+static void progress(const char *who, long step, long total, const StepLog *s, double step_sec, double t_start,
+                     long first_step) {
     static double last_print;
     int tty = isatty(2);
     double now = timer_now();
@@ -70,8 +71,10 @@ static void progress(long step, long total, const StepLog *s, double step_sec, d
     double per = (now - t_start) / (double)(step - first_step);
     long eta = (long)(per * (double)(total - step));
     const StepSums *u = &s->sums;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, tty ? "\r" : "ppa %s: ", who ? who : "train");
     fprintf(stderr, "%sstep %ld/%ld  loss %.4f  acc %.3f  ndcg %.3f  %.2f s/step  %.0f tok/s  ETA %ld:%02ld:%02ld%s",
-            tty ? "\r" : "ppa train: ", step, total, u->loss / (double)u->lists,
+            prefix, step, total, u->loss / (double)u->lists,
             u->lists_with_pairs ? u->acc / (double)u->lists_with_pairs : NAN, u->ndcg / (double)u->lists, per,
             step_sec > 0 ? (double)s->tokens / step_sec : 0.0, eta / 3600, eta / 60 % 60, eta % 60,
             tty && step != total ? "   " : "\n");
@@ -158,7 +161,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             st->step++;
             double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
             if (p->log) log_line(p->log, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0);
-            if (p->progress) progress(st->step, p->total_steps, &sl, timer_now() - ts, t0, first);
+            if (p->progress) progress(p->who, st->step, p->total_steps, &sl, timer_now() - ts, t0, first);
             if (p->eval && ((p->eval_every > 0 && st->step % p->eval_every == 0) || st->step == p->total_steps)) {
                 if (p->progress && isatty(2)) fputc('\n', stderr);
                 p->eval(policy, st->step, p->log, p->eval_ctx);
@@ -171,7 +174,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 if (!weights_finite(policy, st->step, err, errlen) ||
                     state_save(p->out, policy, opt, st, p->tokenizer_dir, path, sizeof path, err, errlen))
                     rc = -1;
-                else if (p->progress) fprintf(stderr, "%sppa train: saved %s\n", isatty(2) ? "\n" : "", path);
+                else if (p->progress) fprintf(stderr, "%sppa %s: saved %s\n", isatty(2) ? "\n" : "", p->who ? p->who : "train", path);
             }
         }
         free(sl.lambdas), free(sl.lam_k);

@@ -38,6 +38,7 @@ typedef struct {
     const char *options_json;  /* stored in checkpoints, compared on resume */
     FILE *log;                 /* JSON lines (may be NULL) */
     int progress;              /* print progress to stderr */
+    const char *who;           /* the command, in progress lines ("train" when NULL) */
     /* held-out evaluation (eval may be NULL): after every eval_every steps
      * (0: none on the way) and after the last step; it may log to plan->log */
     void (*eval)(Model *policy, long step, FILE *log, void *ctx);
