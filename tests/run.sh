@@ -40,6 +40,7 @@ done
 run bash tests/test_cli.sh "$ppa"
 run bash tests/test_train_cli.sh "$ppa"
 run bash tests/test_judge.sh "$ppa"
+run bash tests/test_winrate.sh "$ppa"
 run bash tests/test_generate.sh "$ppa"
 run bash tests/test_hostile.sh "$ppa"
 run bash tests/test_precision.sh "$ppa"
