@@ -63,11 +63,13 @@ static int open_vader(const JudgeArgs *a, WinJudge *j, char *err, size_t errlen)
 
 static void close_vader(WinJudge *j) { vader_free(j->ctx); }
 
-/* ---- the judges --judge takes. A new judge is one more entry: open sets
- * either j->score (a WinScoreFn: rates the responses of a prompt, as a reward
- * model would) or j->prefer (a WinPreferFn: p that A's response is better, as
- * a pair-preference model would) and j->ctx; close releases ctx. Options it
- * needs go into JudgeArgs and the option list of cmd_winrate. */
+/* ---- the judges --judge takes, listed by --help and by the unknown-judge
+ * message. A new judge (reward-model, pair-model) is one more entry here:
+ * open sets either j->score (a WinScoreFn: scores the responses of a prompt,
+ * as a reward model does) or j->prefer (a WinPreferFn: p that A's response is
+ * better than B's, as a pair-preference model does) and j->ctx; close
+ * releases ctx. The options it needs (a model folder, ...) go into JudgeArgs
+ * and the option list of cmd_winrate. */
 typedef struct {
     const char *name;
     const char *help; /* for --help */
