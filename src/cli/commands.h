@@ -17,6 +17,7 @@ int cmd_reward(int argc, char **argv);
 int cmd_score(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_judge(int argc, char **argv);
+int cmd_winrate(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 
 #endif

@@ -25,6 +25,7 @@ static const struct {
     {"eval", cmd_eval, "ranking accuracy, NDCG and rank flips of a policy against its reference"},
     {"generate", cmd_generate, "K responses per prompt (greedy or sampled), as JSON Lines ready to be scored"},
     {"judge", cmd_judge, "scores of the responses of JSON Lines rows: a reward model, or AFINN-165 / VADER"},
+    {"winrate", cmd_winrate, "win rate of one file's responses against another's on the same prompts, by a judge"},
     {"bench", cmd_bench, "benchmarks: 'ppa bench loss'"},
     {"demo", cmd_demo, "the paper's worked examples, computed by the library"},
 };
