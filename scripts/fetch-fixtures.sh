@@ -14,6 +14,7 @@
 #   cache/tokenizers/{qwen3,llama3_1,mistral}/{tokenizer.json,tokenizer_config.json}  symlinks
 #   cache/tokref/{qwen3,llama3_1,mistral}.jsonl      tests/ref/tokenizer_ref.cjs output
 #   cache/tokref/chat_{qwen3,llama3_1}.jsonl          tests/ref/chat_ref.cjs output
+#   cache/tokref/pair_rlhflow.jsonl                  tests/ref/pair_template_ref.cjs output
 #   cache/judgeref/{afinn,vader}.jsonl               tests/ref/judges_ref.cjs output
 # Nothing here is committed (licences: shared/spec/formats.md sections c and f; the AFINN list
 # is ODbL-1.0 and the sentiment fixtures are CC BY 4.0).
@@ -177,6 +178,14 @@ for fam in "${VARIANTS[@]}"; do
   queue "$CACHE/tokref/$fam.jsonl" "$key" \
         node "$ROOT/tests/ref/tokenizer_ref.cjs" --tokenizer "$tdir" --strings "$STRINGS" --out "$CACHE/tokref/$fam.jsonl"
 done
+
+# The RLHFlow pair judge's input as its reference code builds it, on the Llama 3 tokenizer
+# (test_pair_judge compares examples/pair_templates/rlhflow_llama3.txt with it)
+tdir="$CACHE/tokenizers/llama3_1"
+key=$(input_key llama3_1 "$ROOT/tests/ref/pair_template_ref.cjs" "$ROOT/tests/ref/refcommon.cjs" \
+                "$tdir/tokenizer.json" "$tdir/tokenizer_config.json" "$TOKJS" "$JINJAJS")
+queue "$CACHE/tokref/pair_rlhflow.jsonl" "$key" \
+      node "$ROOT/tests/ref/pair_template_ref.cjs" --tokenizer "$tdir" --out "$CACHE/tokref/pair_rlhflow.jsonl"
 
 # The two sentiment judges (formats.md section f) on sentiment's fixture sentences and on the
 # committed edge cases
