@@ -119,6 +119,60 @@ expect "a listwise objective trains a reward model too" test -f "$tmp/rmn/model.
 "$ppa" reward "${args[@]}" --objective simpo --out "$tmp/rms" > /dev/null 2> "$tmp/err"
 expect_status "simpo is refused for a reward model" 2 "$?"
 
+# -- winrate with the trained reward model: answers stripped of their a's lose; the swap gives 1 - p
+python3 - "$tmp" <<'P'
+import json, sys
+d = sys.argv[1]
+with open(d + "/A.jsonl", "w") as a, open(d + "/B.jsonl", "w") as b:
+    for l in open(d + "/all.jsonl"):  # each prompt's answer with the most a's, against it with its a's made e's
+        r = json.loads(l)
+        best = max(r["responses"], key=lambda x: x.count("a") / len(x))
+        if "a" in best:
+            a.write(json.dumps({"prompt": r["prompt"], "responses": [best]}) + "\n")
+            b.write(json.dumps({"prompt": r["prompt"], "response": best.replace("a", "e")}) + "\n")
+P
+"$ppa" winrate --a "$tmp/A.jsonl" --b "$tmp/B.jsonl" --judge reward-model --reward-model "$tmp/rmt" > "$tmp/w1" 2> /dev/null
+"$ppa" winrate --a "$tmp/B.jsonl" --b "$tmp/A.jsonl" --judge reward-model --reward-model "$tmp/rmt" > "$tmp/w2" 2> /dev/null
+python3 - "$tmp" > "$tmp/py" <<'P'
+import json, sys
+d = sys.argv[1]
+w1, w2 = json.load(open(d + "/w1")), json.load(open(d + "/w2"))
+print("wins %s" % ("yes" if w1["win_rate"] > 0.9 else "no %g" % w1["win_rate"]))
+print("swap %s" % ("exact" if abs(w1["win_rate"] + w2["win_rate"] - 1) < 1e-12 else "off"))
+P
+expect "the reward model prefers the answers with a's" has "$tmp/py" "wins yes"
+expect "swapping A and B gives 1 - the win rate" has "$tmp/py" "swap exact"
+"$ppa" winrate --a "$tmp/A.jsonl" --b "$tmp/B.jsonl" --judge reward-model --reward-model "$tmp/lm" > /dev/null 2> "$tmp/err"
+expect_status "winrate refuses a causal LM as a reward model" 2 "$?"
+
+# -- the pair-preference judge on the causal LM: a K x K matrix whose mirror entries add to 1
+printf 'Q: {prompt} 1: {response_A} 2: {response_B} ->\n' > "$tmp/pair.txt"
+"$ppa" judge --pair-model "$tmp/lm" --pair-template "$tmp/pair.txt" --data "$tmp/eval.jsonl" > "$tmp/pj.jsonl" 2> "$tmp/err"
+expect "the pair judge runs" test "$(wc -l < "$tmp/pj.jsonl")" -eq 6
+expect "and counts its pairs" has "$tmp/err" "6 rows, 30 responses, 60 pairs judged in both orders"
+python3 - "$tmp" > "$tmp/py" <<'P'
+import json, sys
+ok = True
+for l in open(sys.argv[1] + "/pj.jsonl"):
+    r = json.loads(l)
+    P, s, K = r["preferences"], r["scores"], len(r["responses"])
+    for i in range(K):
+        ok &= P[i][i] is None and abs(s[i] - sum(P[i][j] for j in range(K) if j != i) / (K - 1)) < 1e-12
+        for j in range(K):
+            ok &= i == j or P[i][j] + P[j][i] == 1.0
+print("symmetric" if ok else "ASYMMETRIC")
+P
+expect "p(i over j) + p(j over i) = 1 exactly; scores are the mean preferences" has "$tmp/py" "symmetric"
+"$ppa" winrate --a "$tmp/A.jsonl" --b "$tmp/B.jsonl" --judge pair-model --pair-model "$tmp/lm" --pair-template "$tmp/pair.txt" \
+  > "$tmp/w3" 2> /dev/null
+"$ppa" winrate --a "$tmp/B.jsonl" --b "$tmp/A.jsonl" --judge pair-model --pair-model "$tmp/lm" --pair-template "$tmp/pair.txt" \
+  > "$tmp/w4" 2> /dev/null
+expect "pair-model win rates: the swap gives 1 - p" python3 -c "import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); sys.exit(abs(a['win_rate']+b['win_rate']-1)>1e-12 or abs(a['mean_preference']+b['mean_preference']-1)>1e-12)" "$tmp/w3" "$tmp/w4"
+"$ppa" judge --pair-model "$tmp/rm" --pair-template "$tmp/pair.txt" --data "$tmp/eval.jsonl" > /dev/null 2> "$tmp/err"
+expect_status "the pair judge refuses a reward model" 2 "$?"
+"$ppa" judge --pair-model "$tmp/lm" --data "$tmp/eval.jsonl" > /dev/null 2> "$tmp/err"
+expect_status "the pair judge needs its template" 2 "$?"
+
 # -- exact resume: stop at a checkpoint, continue, the same bytes as one run
 short=(--model "$tmp/lm" --data "$tmp/train.jsonl" --lr 3e-3 --max-steps 6 --batch-size 6 --micro-batch 3 --list-size 5
        --threads 1 --save-every 3)

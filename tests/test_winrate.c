@@ -232,8 +232,14 @@ static void test_json(void) {
     for (const cJSON *it = o->child; it; it = it->next, k++)
         CHECK(k < 13 && !strcmp(it->string, keys[k]), "key %zu is %s", k, k < 13 ? keys[k] : "(none)");
     CHECK(k == 13, "13 keys with mean_preference (got %zu)", k);
-    const cJSON *ci = cJSON_GetObjectItemCaseSensitive(o, "ci95");
-    CHECK(cJSON_GetArraySize(ci) == 2 && cJSON_GetArrayItem(ci, 1)->valuedouble == r.ci95[1], "ci95 [lo, hi]");
+    char *text = cJSON_PrintUnformatted(o); /* the numbers as written: they read back exactly */
+    cJSON *back = cJSON_Parse(text);
+    const cJSON *ci = cJSON_GetObjectItemCaseSensitive(back, "ci95");
+    CHECK(cJSON_GetArraySize(ci) == 2 && cJSON_GetArrayItem(ci, 0)->valuedouble == r.ci95[0] &&
+              cJSON_GetArrayItem(ci, 1)->valuedouble == r.ci95[1], "ci95 [lo, hi], exactly");
+    CHECK(cJSON_GetObjectItemCaseSensitive(back, "win_rate")->valuedouble == r.win_rate, "win_rate, exactly");
+    cJSON_Delete(back);
+    free(text);
     CHECK(cJSON_GetObjectItemCaseSensitive(o, "wins")->valuedouble == 5, "wins");
     CHECK(!strcmp(cJSON_GetObjectItemCaseSensitive(o, "judge")->valuestring, "fake"), "judge name");
     CHECK(strstr(cJSON_GetObjectItemCaseSensitive(o, "a")->valuestring, "/a.jsonl") != NULL, "a's path");

@@ -112,7 +112,7 @@ expect "--skip-unmatched: said on stderr" has "$tmp/err" "over 2 prompts, 4 pair
 # -- judges and options
 "$ppa" winrate --a "$tmp/a.jsonl" --b "$tmp/b.jsonl" --judge nope --npm-cache "$npm" > /dev/null 2> "$tmp/err"
 expect "unknown judge exits 2" test $? -eq 2
-expect "unknown judge: the valid ones listed" has "$tmp/err" "unknown judge 'nope' (valid: afinn, vader)"
+expect "unknown judge: the valid ones listed" has "$tmp/err" "unknown judge 'nope' (valid: afinn, vader, reward-model, pair-model)"
 "$ppa" winrate --a "$tmp/a.jsonl" --b "$tmp/b.jsonl" --judge afinn --npm-cache "$tmp/nowhere" > /dev/null 2> "$tmp/err"
 expect "missing word list exits 2" test $? -eq 2
 expect "missing word list says to run make fixtures" has "$tmp/err" "run \`make fixtures\`"

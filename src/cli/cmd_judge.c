@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/model_judges.h"
 #include "cli/prep.h"
 #include "core/common.h"
 #include "io/atomic.h"
@@ -22,12 +23,17 @@
 static const char USAGE[] =
     "usage: ppa judge --judge afinn|vader --data FILE.jsonl [--out FILE] [--raw] [--npm-cache DIR]\n"
     "       ppa judge --reward-model DIR --data FILE.jsonl [--reward-index N] [--out FILE] [options]\n"
+    "       ppa judge --pair-model DIR --pair-template FILE --data FILE.jsonl [--out FILE] [options]\n"
     "\n"
     "Reads JSON Lines rows and writes each row back with \"scores\" (one per response) added, replaced\n"
     "if present, so the output is a training file as it stands:\n"
     "  afinn  (comparative + 5) / 10 clipped to [0, 1], where comparative is the sum of the AFINN-165\n"
     "         valences per token of the `sentiment` npm package (emoji scores and negation included)\n"
     "  vader  (compound + 1) / 2 in [0, 1], compound being VADER's normalised score (JS port 1.1.3)\n"
+    "  pair-model  a causal LM asked which of two responses is better (--pair-template: the prompt text\n"
+    "         with {prompt}, {response_A}, {response_B}): p = P(\"A\") / (P(\"A\") + P(\"B\")) at the answer\n"
+    "         position, averaged over both orders; every two responses of a row are judged, written as\n"
+    "         \"preferences\" [K][K] (p that i beats j), and \"scores\" are each response's mean p\n"
     "  reward-model  the reward head's output --reward-index on prompt + response, rendered with the\n"
     "         reward model's tokenizer and chat template (or pre-tokenized prompt_ids / response_ids),\n"
     "         read at the last token; the prompt of a row is computed once for its responses\n"
@@ -40,14 +46,16 @@ typedef struct {
     const AfinnJudge *afinn;
     const VaderJudge *vader;
     int raw;
+    const WinJudge *pair;     /* the pair-model judge, or NULL */
+    long pairs;               /* pairs judged */
     const DataSet *ds;        /* a reward model's rows, in file order */
     const RefCache *rewards;  /* their scores */
     int next;                 /* the next row of ds */
     long dropped;             /* lines data_read skipped (--skip-invalid) */
     FILE *in;
     const char *name;
-    char why[256];  /* what is wrong with the current row */
-    char err[1024]; /* FILE:LINE: why */
+    char why[1100]; /* what is wrong with the current row */
+    char err[2048]; /* FILE:LINE: why */
     long rows, texts;
 } Judging;
 
@@ -83,9 +91,49 @@ static void reward_row(Judging *g, cJSON *row) {
     const RefCache *rc = g->rewards;
     cJSON *scores = cJSON_CreateArray();
     for (int i = rc->offset[g->next]; i < rc->offset[g->next + 1]; i++, g->texts++)
-        cJSON_AddItemToArray(scores, cJSON_CreateNumber(rc->logp[i]));
+        cJSON_AddItemToArray(scores, json_number_exact(rc->logp[i]));
     set_field(row, "scores", scores);
     g->next++;
+}
+
+/* A pair-preference model on every two responses of the row: "preferences" [K][K] (p that response i beats
+ * j; null on the diagonal) and "scores", each response's mean preference over the others (1/2 alone) */
+static int pair_row(Judging *g, cJSON *row, const cJSON *resp) {
+    const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(row, "prompt");
+    if (!cJSON_IsString(prompt)) {
+        snprintf(g->why, sizeof g->why, "the pair model needs \"prompt\" (a string) and \"responses\" (strings)");
+        return -1;
+    }
+    int K = cJSON_GetArraySize(resp);
+    double *p = xcalloc((size_t)K * (size_t)K, sizeof(double));
+    const char **text = xmalloc(sizeof(char *) * (size_t)(K ? K : 1));
+    int k = 0;
+    for (const cJSON *r = resp->child; r; r = r->next) text[k++] = r->valuestring;
+    for (int i = 0; i < K; i++)
+        for (int j = i + 1; j < K; j++, g->pairs++) {
+            char why[1024];
+            if (g->pair->prefer(g->pair->ctx, prompt->valuestring, text[i], text[j], &p[i * K + j], why, sizeof why)) {
+                snprintf(g->why, sizeof g->why, "responses %d and %d: %.900s", i + 1, j + 1, why);
+                free(p), free(text);
+                return -1;
+            }
+            p[j * K + i] = 1.0 - p[i * K + j]; /* exact: the judge averages both orders symmetrically */
+        }
+    cJSON *scores = cJSON_CreateArray(), *prefs = cJSON_CreateArray();
+    for (int i = 0; i < K; i++, g->texts++) {
+        cJSON *line = cJSON_CreateArray();
+        double sum = 0.0;
+        for (int j = 0; j < K; j++) {
+            cJSON_AddItemToArray(line, i == j ? cJSON_CreateNull() : json_number_exact(p[i * K + j]));
+            sum += i == j ? 0.0 : p[i * K + j];
+        }
+        cJSON_AddItemToArray(prefs, line);
+        cJSON_AddItemToArray(scores, json_number_exact(K > 1 ? sum / (K - 1) : 0.5));
+    }
+    set_field(row, "scores", scores);
+    set_field(row, "preferences", prefs);
+    free(p), free(text);
+    return 0;
 }
 
 /* Adds the scores to one parsed row; -1 with g->why set. */
@@ -114,6 +162,13 @@ static int judge_row(Judging *g, cJSON *row) {
             snprintf(g->why, sizeof g->why, "\"responses\"[%d] is not a string", i);
             return -1;
         }
+    if (g->pair) {
+        if (!resp) {
+            snprintf(g->why, sizeof g->why, "the pair model needs \"prompt\" (a string) and \"responses\" (strings)");
+            return -1;
+        }
+        return pair_row(g, row, resp);
+    }
     if (resp) {
         cJSON *scores = cJSON_CreateArray();
         for (const cJSON *r = resp->child; r; r = r->next, g->texts++)
@@ -211,7 +266,7 @@ static void check_lengths(const Prepared *p, const Model *m, const char *path) {
 
 static void reward_judge(TrainOptions *o, Judging *g) {
     if (!strcmp(o->data, "-")) ppa_die(2, "judge: a reward model reads --data twice: give a file, not stdin");
-    Model *m = prep_model(o, o->reward_model, 0);
+    Model *m = prep_judge_model(o, o->reward_model, 1);
     PrepArgs pa = prep_args(o, m);
     pa.model_dir = o->reward_model;
     Prepared p;
@@ -257,7 +312,15 @@ int cmd_judge(int argc, char **argv) {
     if (!strcmp(kind, "reward-model")) {
         reward_judge(&o, &g);
     } else if (!strcmp(kind, "pair-model")) {
-        ppa_die(2, "judge: pair-model: not available in this build");
+        WinJudge pj = {0};
+        model_judge_open(&o, "pair-model", &pj);
+        g.pair = &pj;
+        open_input(&g, o.data);
+        write_rows(&g, o.out);
+        if (g.in != stdin) fclose(g.in);
+        fprintf(stderr, "ppa: judge pair-model: %ld rows, %ld responses, %ld pairs judged in both orders%s%s\n", g.rows,
+                g.texts, g.pairs, o.out ? " -> " : "", o.out ? o.out : "");
+        model_judge_close(&pj);
     } else {
         load_judge(&g, kind, npm);
         open_input(&g, o.data);

@@ -2,22 +2,19 @@
  * those of another on the same prompts, by a judge, as one JSON object
  * (src/eval/winrate.h does the counting and the statistics). The judges are
  * the table JUDGES below: each entry opens a judge as WinJudge callbacks. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/model_judges.h"
+#include "cli/prep.h"
 #include "core/common.h"
 #include "eval/winrate.h"
 #include "io/atomic.h"
 #include "judge/afinn.h"
 #include "judge/vader.h"
 
-/* what the judges may need from the command line */
-typedef struct {
-    const char *npm; /* --npm-cache: the sentiment word lists */
-} JudgeArgs;
 
 /* ---- the sentiment judges: score judges on each response's label01 (the prompt is not used) */
 
@@ -43,19 +40,21 @@ static int vader_scores(void *ctx, const char *prompt, const char *const *respon
     return 0;
 }
 
-static int open_afinn(const JudgeArgs *a, WinJudge *j, char *err, size_t errlen) {
-    AfinnJudge *afinn = afinn_load_npm(a->npm, err, errlen);
+static const char *npm_of(const TrainOptions *o) { return o->npm_cache ? o->npm_cache : "cache/npm"; }
+
+static int open_afinn(const TrainOptions *o, WinJudge *j, char *err, size_t errlen) {
+    AfinnJudge *afinn = afinn_load_npm(npm_of(o), err, errlen);
     if (!afinn) return -1;
     if (afinn_emoji_count(afinn) == 0)
-        fprintf(stderr, "ppa: winrate: no %s/%s: scoring without sentiment's emoji list\n", a->npm, AFINN_EMOJI_FILE);
+        fprintf(stderr, "ppa: winrate: no %s/%s: scoring without sentiment's emoji list\n", npm_of(o), AFINN_EMOJI_FILE);
     j->score = afinn_scores, j->ctx = afinn;
     return 0;
 }
 
 static void close_afinn(WinJudge *j) { afinn_free(j->ctx); }
 
-static int open_vader(const JudgeArgs *a, WinJudge *j, char *err, size_t errlen) {
-    VaderJudge *vader = vader_load_npm(a->npm, err, errlen);
+static int open_vader(const TrainOptions *o, WinJudge *j, char *err, size_t errlen) {
+    VaderJudge *vader = vader_load_npm(npm_of(o), err, errlen);
     if (!vader) return -1;
     j->score = vader_scores, j->ctx = vader;
     return 0;
@@ -63,17 +62,28 @@ static int open_vader(const JudgeArgs *a, WinJudge *j, char *err, size_t errlen)
 
 static void close_vader(WinJudge *j) { vader_free(j->ctx); }
 
+static int open_reward(const TrainOptions *o, WinJudge *j, char *err, size_t errlen) {
+    (void)err, (void)errlen; /* a model judge dies with its message */
+    model_judge_open(o, "reward-model", j);
+    return 0;
+}
+
+static int open_pair(const TrainOptions *o, WinJudge *j, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    model_judge_open(o, "pair-model", j);
+    return 0;
+}
+
 /* ---- the judges --judge takes, listed by --help and by the unknown-judge
- * message. A new judge (reward-model, pair-model) is one more entry here:
- * open sets either j->score (a WinScoreFn: scores the responses of a prompt,
- * as a reward model does) or j->prefer (a WinPreferFn: p that A's response is
- * better than B's, as a pair-preference model does) and j->ctx; close
- * releases ctx. The options it needs (a model folder, ...) go into JudgeArgs
- * and the option list of cmd_winrate. */
+ * message. A new judge is one more entry here: open sets either j->score (a
+ * WinScoreFn: scores the responses of a prompt, as a reward model does) or
+ * j->prefer (a WinPreferFn: p that A's response is better than B's, as a
+ * pair-preference model does) and j->ctx; close releases ctx. The options it
+ * needs go into the option table (train/options_table.c). */
 typedef struct {
     const char *name;
     const char *help; /* for --help */
-    int (*open)(const JudgeArgs *a, WinJudge *j, char *err, size_t errlen);
+    int (*open)(const TrainOptions *o, WinJudge *j, char *err, size_t errlen);
     void (*close)(WinJudge *j);
 } JudgeKind;
 
@@ -82,6 +92,11 @@ static const JudgeKind JUDGES[] = {
      close_afinn},
     {"vader", "score: the VADER label (compound + 1) / 2 in [0, 1], as `ppa judge --judge vader`", open_vader,
      close_vader},
+    {"reward-model", "score: --reward-model's output --reward-index, as `ppa judge --reward-model` scores", open_reward,
+     model_judge_close},
+    {"pair-model", "preference: --pair-model with --pair-template, P(A) against P(B) averaged over both orders; a\n"
+                   "               pair counts 1 when p > 1/2 (\"mean_preference\": the mean p)", open_pair,
+     model_judge_close},
 };
 
 static const char *judge_names(char *buf, size_t n, const char *sep) {
@@ -94,8 +109,7 @@ static const char *judge_names(char *buf, size_t n, const char *sep) {
 
 static void help(void) {
     char names[256];
-    printf("usage: ppa winrate --a A.jsonl --b B.jsonl --judge %s [--out FILE] [--skip-unmatched]\n"
-           "                   [--npm-cache DIR]\n\n",
+    printf("usage: ppa winrate --a A.jsonl --b B.jsonl --judge %s [options]\n\n",
            judge_names(names, sizeof names, "|"));
     fputs("How often the responses of A beat those of B on the same prompts, by a judge. Rows are those of\n"
           "`ppa generate`: {\"prompt\": \"...\", \"responses\": [\"...\", ...]} (or one \"response\": \"...\"),\n"
@@ -106,19 +120,12 @@ static void help(void) {
           "  ci95      win_rate -+ 1.96 stderr, clipped to [0, 1]\n\n"
           "Judges (a score judge: the higher score wins, equal scores tie):\n",
           stdout);
-    for (size_t i = 0; i < PPA_ARRAY_LEN(JUDGES); i++) printf("  %-7s %s\n", JUDGES[i].name, JUDGES[i].help);
+    for (size_t i = 0; i < PPA_ARRAY_LEN(JUDGES); i++) printf("  %-12s %s\n", JUDGES[i].name, JUDGES[i].help);
     fputs("\n"
-          "  --a FILE, --b FILE  the two sets of responses (A is the one whose wins are counted)\n"
-          "  --judge NAME        one of the judges above\n"
-          "  --out FILE          the JSON result, written atomically (default: stdout)\n"
-          "  --skip-unmatched    leave out prompts found in one file only (counted in \"skipped_unmatched\");\n"
-          "                      without it such a prompt is an error\n"
-          "  --npm-cache DIR     where scripts/fetch-fixtures.sh unpacked the word lists (default cache/npm)\n"
-          "\n"
           "Output: {\"judge\", \"a\", \"b\", \"prompts\", \"pairs\", \"wins\", \"ties\", \"losses\", \"win_rate\",\n"
           "\"stderr\", \"ci95\": [lo, hi], \"skipped_unmatched\"} on one line, and a summary line on stderr.\n"
           "A malformed row, a row with \"prompt_ids\" but no \"prompt\", an empty response list, a prompt twice in\n"
-          "one file or a prompt in one file only stops the run with exit status 2 and FILE:LINE.\n",
+          "one file or a prompt in one file only stops the run with exit status 2 and FILE:LINE.\n\n",
           stdout);
 }
 
@@ -147,47 +154,28 @@ static void summary(const WinResult *r, const char *out) {
 }
 
 int cmd_winrate(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_A, OPT_B, OPT_JUDGE, OPT_OUT, OPT_NPM, OPT_SKIP };
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, OPT_HELP},         {"a", required_argument, NULL, OPT_A},
-        {"b", required_argument, NULL, OPT_B},         {"judge", required_argument, NULL, OPT_JUDGE},
-        {"out", required_argument, NULL, OPT_OUT},     {"npm-cache", required_argument, NULL, OPT_NPM},
-        {"skip-unmatched", no_argument, NULL, OPT_SKIP}, {NULL, 0, NULL, 0},
-    };
-    const char *pa = NULL, *pb = NULL, *which = NULL, *out = NULL;
-    JudgeArgs args = {.npm = "cache/npm"};
-    int skip = 0, c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_HELP: help(); return 0;
-        case OPT_A: pa = optarg; break;
-        case OPT_B: pb = optarg; break;
-        case OPT_JUDGE: which = optarg; break;
-        case OPT_OUT: out = optarg; break;
-        case OPT_NPM: args.npm = optarg; break;
-        case OPT_SKIP: skip = 1; break;
-        default: ppa_die(2, "winrate: see 'ppa winrate --help'");
-        }
-    }
-    if (optind < argc) ppa_die(2, "winrate: unexpected argument '%s'", argv[optind]);
-    if (!pa || !pb || !which) ppa_die(2, "winrate: --a, --b and --judge are required (see 'ppa winrate --help')");
-    const JudgeKind *kind = find_judge(which);
+    for (int i = 1; i < argc; i++) /* the judges' list first, then the option table's lines */
+        if (!strcmp(argv[i], "--help")) help();
+    TrainOptions o;
+    prep_options(CMD_WINRATE, "", argc, argv, &o);
+    const JudgeKind *kind = find_judge(o.judge);
     WinSet a, b;
-    read_set(pa, &a); /* the inputs first: a bad row is found before a judge is loaded */
-    read_set(pb, &b);
+    read_set(o.a, &a); /* the inputs first: a bad row is found before a judge is loaded */
+    read_set(o.b, &b);
     char err[1024];
     WinJudge judge = {.name = kind->name};
-    if (kind->open(&args, &judge, err, sizeof err)) ppa_die(2, "winrate: %s", err);
+    if (kind->open(&o, &judge, err, sizeof err)) ppa_die(2, "winrate: %s", err);
     WinResult r;
-    if (winrate_compute(&a, &b, &judge, skip, &r, err, sizeof err)) ppa_die(2, "winrate: %s", err);
-    if (out) {
-        if (atomic_write(out, write_result, &r, err, sizeof err)) ppa_die(1, "winrate: %s", err);
+    if (winrate_compute(&a, &b, &judge, o.skip_unmatched, &r, err, sizeof err)) ppa_die(2, "winrate: %s", err);
+    if (o.out) {
+        if (atomic_write(o.out, write_result, &r, err, sizeof err)) ppa_die(1, "winrate: %s", err);
     } else if (winrate_write_json(stdout, &r) || fflush(stdout) || ferror(stdout)) {
         ppa_die(1, "winrate: error writing the output");
     }
-    summary(&r, out);
+    summary(&r, o.out);
     kind->close(&judge);
     winrate_free(&a);
     winrate_free(&b);
+    train_options_free(&o);
     return 0;
 }

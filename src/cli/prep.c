@@ -72,21 +72,26 @@ void prep_need_head(const Model *m, const char *dir, int reward, const char *who
                    "--reward-model` and trains with `ppa reward`", who, dir, model_config_architecture(c));
 }
 
-Model *prep_model(const TrainOptions *o, const char *dir, int trainable) {
+static Model *load_checked(const TrainOptions *o, const char *dir, int trainable, int reward) {
     char err[4096];
     const char *who = options_command_name(o->cmd);
     ModelPrecision prec = o->bf16 ? MODEL_BF16 : MODEL_FP32;
-    int reward = o->cmd & (CMD_REWARD | CMD_JUDGE | CMD_WINRATE);
     Model *m = o->cmd == CMD_REWARD ? model_load_reward(dir, prec, o->seed, err, sizeof err)
                                     : model_load_as(dir, prec, !trainable, err, sizeof err);
     if (!m) ppa_die(2, "%s: %s", who, err);
-    prep_need_head(m, dir, reward != 0, who);
+    prep_need_head(m, dir, reward, who);
     if (reward && o->reward_index >= model_config(m)->num_labels)
         ppa_die(2, "%s: --reward-index %d: %s has %d output%s (0..%d)", who, o->reward_index, dir,
                 model_config(m)->num_labels, model_config(m)->num_labels == 1 ? "" : "s", model_config(m)->num_labels - 1);
     if (trainable) model_gradient_checkpointing(m, o->gradient_checkpointing);
     return m;
 }
+
+Model *prep_model(const TrainOptions *o, const char *dir, int trainable) {
+    return load_checked(o, dir, trainable, o->cmd == CMD_REWARD);
+}
+
+Model *prep_judge_model(const TrainOptions *o, const char *dir, int reward) { return load_checked(o, dir, 0, reward); }
 
 const char *prep_kernels(const Model *m) {
     static char line[1536];
@@ -97,7 +102,7 @@ const char *prep_kernels(const Model *m) {
     return line;
 }
 
-void prep_read(Prepared *p, const PrepArgs *a, const char *who) {
+DataOptions prep_data_options(Prepared *p, const PrepArgs *a, const char *who) {
     char err[4096];
     memset(p, 0, sizeof *p);
     p->tok = tokenizer_load_folder(a->model_dir, err, sizeof err);
@@ -112,6 +117,12 @@ void prep_read(Prepared *p, const PrepArgs *a, const char *who) {
         free(chat);
     }
     snprintf(p->template_name, sizeof p->template_name, "%s", template_name(o.tpl));
+    return o;
+}
+
+void prep_read(Prepared *p, const PrepArgs *a, const char *who) {
+    char err[4096];
+    DataOptions o = prep_data_options(p, a, who);
     int ok;
     p->data_hash = hash64_file(a->data, &ok);
     if (!ok) ppa_die(2, "%s: cannot read %s", who, a->data);

@@ -36,10 +36,12 @@ void prep_threads(int n);
 /* Loads the command's model in its --precision: trainable (float32 master
  * weights and a bf16 copy, --gradient-checkpointing) or frozen (bf16 weights
  * only). Dies with "CMD: message" (exit 2), e.g. on a CPU without bf16. The
- * causal-LM commands refuse a reward model; reward, judge and winrate want
- * one (reward also takes a causal LM and gives it a head: model_load_reward)
- * and check --reward-index against its outputs. */
+ * causal-LM commands refuse a reward model; `ppa reward` wants one, or takes
+ * a causal LM and gives it a head (model_load_reward). */
 Model *prep_model(const TrainOptions *o, const char *dir, int trainable);
+/* A judge's model, frozen, in --precision: a reward model (reward != 0;
+ * --reward-index checked against its outputs) or a causal LM. */
+Model *prep_judge_model(const TrainOptions *o, const char *dir, int reward);
 /* Dies (exit 2) unless m is a reward model (reward != 0) or a causal LM. */
 void prep_need_head(const Model *m, const char *dir, int reward, const char *who);
 /* "fp32 products: <gemm_backend()>" or "bf16 products: <oneDNN line>; ..." */
@@ -49,6 +51,9 @@ PrepArgs prep_args(const TrainOptions *o, const Model *m);
 
 /* Reads and prepares; dies with a message (exit 2) on bad input. */
 void prep_load(Prepared *p, const PrepArgs *a, const char *who);
+/* The tokenizer (into p->tok) and the chat template (p->template_name) the
+ * rows of a model folder are read with. */
+DataOptions prep_data_options(Prepared *p, const PrepArgs *a, const char *who);
 /* Reads only: every row and response as in the file (no truncation, no
  * filtering; missing labels stay NaN), for the judges. */
 void prep_read(Prepared *p, const PrepArgs *a, const char *who);

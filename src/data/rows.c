@@ -394,6 +394,14 @@ static int parse_row(const char *line, size_t len, long lineno, void *item, void
 
 static void free_row_item(void *item) { row_free(item); }
 
+int data_row_parse(const char *line, size_t len, DataRow *r, const DataOptions *o, char *err, size_t errlen) {
+    long fixes = 0;
+    memset(r, 0, sizeof *r);
+    return parse_row(line, len, 0, r, &(ReadCtx){o, &fixes}, err, errlen);
+}
+
+void data_row_free(DataRow *r) { row_free(r); }
+
 int data_read(DataSet *ds, const char *path, const DataOptions *o, char *err, size_t errlen) {
     memset(ds, 0, sizeof *ds);
     ReadCtx c = {o, &ds->boundary_fixes};

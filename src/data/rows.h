@@ -44,5 +44,9 @@ typedef struct {
 /* Reads every row of path. Returns 0, or -1 with "path:line: problem" in err. */
 int data_read(DataSet *ds, const char *path, const DataOptions *o, char *err, size_t errlen);
 void data_free(DataSet *ds);
+/* One row from the text of one JSON object, read as data_read reads a line
+ * (line 0); 0, or -1 with the problem in err. data_row_free releases it. */
+int data_row_parse(const char *json, size_t len, DataRow *r, const DataOptions *o, char *err, size_t errlen);
+void data_row_free(DataRow *r);
 
 #endif

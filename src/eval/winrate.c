@@ -262,12 +262,14 @@ cJSON *winrate_json(const WinResult *r) {
              cJSON_AddNumberToObject(o, "wins", (double)r->wins) &&
              cJSON_AddNumberToObject(o, "ties", (double)r->ties) &&
              cJSON_AddNumberToObject(o, "losses", (double)r->losses) &&
-             cJSON_AddNumberToObject(o, "win_rate", r->win_rate) && cJSON_AddNumberToObject(o, "stderr", r->se);
-    cJSON *ci = ok ? cJSON_CreateDoubleArray(r->ci95, 2) : NULL;
-    ok = ci && cJSON_AddItemToObject(o, "ci95", ci);
+             cJSON_AddItemToObject(o, "win_rate", json_number_exact(r->win_rate)) &&
+             cJSON_AddItemToObject(o, "stderr", json_number_exact(r->se));
+    cJSON *ci = ok ? cJSON_CreateArray() : NULL; /* exact numbers: the shortest text that reads back the same */
+    ok = ci && cJSON_AddItemToArray(ci, json_number_exact(r->ci95[0])) && cJSON_AddItemToArray(ci, json_number_exact(r->ci95[1]));
+    ok = ok && cJSON_AddItemToObject(o, "ci95", ci);
     if (ci && !ok) cJSON_Delete(ci);
     ok = ok && cJSON_AddNumberToObject(o, "skipped_unmatched", (double)r->skipped_unmatched);
-    if (ok && r->has_preference) ok = cJSON_AddNumberToObject(o, "mean_preference", r->mean_preference) != NULL;
+    if (ok && r->has_preference) ok = cJSON_AddItemToObject(o, "mean_preference", json_number_exact(r->mean_preference));
     if (!ok) cJSON_Delete(o);
     return ok ? o : NULL;
 }

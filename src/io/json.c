@@ -212,3 +212,13 @@ int json_bool(const cJSON *obj, const char *field, int *out, char *err, size_t e
     *out = cJSON_IsTrue(v);
     return 0;
 }
+
+cJSON *json_number_exact(double v) {
+    if (!isfinite(v)) return cJSON_CreateNull();
+    char buf[40];
+    for (int digits = 15; digits <= 17; digits++) { /* 17 always reads back */
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return cJSON_CreateRaw(buf);
+}

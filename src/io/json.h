@@ -30,4 +30,9 @@ int json_whole(const cJSON *v, const char *field, double lo, double hi, long *ou
  * other value ("false" as a string, 0) is an error naming the field. */
 int json_bool(const cJSON *obj, const char *field, int *out, char *err, size_t errlen);
 
+/* A number item that prints as the shortest decimal reading back as exactly
+ * v (Python's repr; cJSON's own printing may round to 15 digits and lose the
+ * last bit); null for NaN and infinities, which JSON cannot hold. */
+cJSON *json_number_exact(double v);
+
 #endif
