@@ -3,7 +3,9 @@
 # list ("shared") against the same responses scored as separate prompt + response sequences ("separate": each
 # response its own row), on random reward-model folders (`ppa init`) and pre-tokenized rows of random ids, K = 8,
 # P = R = 256. tokens/s counts K (P + R) tokens per list in both modes (the work a user asks for), so the ratio is the
-# speed-up of sharing the prompt. Peak memory from /usr/bin/time. One process at a time (2 cores).
+# speed-up of sharing the prompt; the time is the scoring's, as `ppa judge` reports it (the model load, the same in
+# both modes, is left out; the wall time of the whole command is shown too). Peak memory from /usr/bin/time. One
+# process at a time (2 cores).
 #
 # Usage: bench/run_reward.sh [PPA_BINARY]
 #   env CONFIGS="qwen2_0_5b_rm" (add llama3_8b_rm for the Llama-3-8B shapes: its bf16 folder is 16 GB and takes about
@@ -42,7 +44,7 @@ for i in range(n):
 P
 }
 
-printf '%-14s %-5s %-9s %6s %10s %9s %8s\n' config prec mode lists "s" "tokens/s" "peak MB"
+printf '%-14s %-5s %-9s %6s %10s %10s %9s %8s\n' config prec mode lists "scoring s" "wall s" "tokens/s" "peak MB"
 for cfg in $configs; do
   n=$lists
   [ "$cfg" = llama3_8b_rm ] && n=${LISTS_8B:-1}
@@ -59,13 +61,15 @@ for cfg in $configs; do
     for mode in shared separate; do
       /usr/bin/time -f '%e %M' -o "$tmp/time" "$ppa" judge --reward-model "$dir" --data "$tmp/$mode.jsonl" \
         --precision "$prec" --threads "$threads" --out "$tmp/$mode.out" 2> "$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
-      read -r s kb < "$tmp/time"
+      read -r wall kb < "$tmp/time"
+      s=$(sed -n 's/.* in \([0-9.]*\) s, .*/\1/p' "$tmp/err")
+      [ -n "$s" ] || { echo "bench: no scoring time in ppa judge's summary:" >&2; cat "$tmp/err" >&2; exit 1; }
       secs[$mode]=$s
       tok=$((n * K * (P + R)))
       tps=$(awk -v t="$tok" -v s="$s" 'BEGIN { printf "%.1f", t / s }')
-      printf '%-14s %-5s %-9s %6d %10.2f %9s %8d\n' "$cfg" "$prec" "$mode" "$n" "$s" "$tps" $((kb / 1024))
-      printf '{"config": "%s", "precision": "%s", "mode": "%s", "lists": %d, "k": %d, "prompt_len": %d, "response_len": %d, "seconds": %s, "tokens_per_s": %s, "peak_rss_mb": %d, "threads": %d}\n' \
-        "$cfg" "$prec" "$mode" "$n" $K $P $R "$s" "$tps" $((kb / 1024)) "$threads" >> "$out"
+      printf '%-14s %-5s %-9s %6d %10.2f %10.2f %9s %8d\n' "$cfg" "$prec" "$mode" "$n" "$s" "$wall" "$tps" $((kb / 1024))
+      printf '{"config": "%s", "precision": "%s", "mode": "%s", "lists": %d, "k": %d, "prompt_len": %d, "response_len": %d, "scoring_seconds": %s, "wall_seconds": %s, "tokens_per_s": %s, "peak_rss_mb": %d, "threads": %d}\n' \
+        "$cfg" "$prec" "$mode" "$n" $K $P $R "$s" "$wall" "$tps" $((kb / 1024)) "$threads" >> "$out"
     done
     # the two runs must give the same scores (to float32 rounding: the batches differ)
     /usr/bin/python3 - "$tmp/shared.out" "$tmp/separate.out" <<'P'

@@ -106,13 +106,9 @@ rm -f ref_train.cache ref_test.cache
 sed -E 's/.*"prompt": ("([^"\\]|\\.)*").*/{"text": \1}/' prompts_test.jsonl |
   "$PPA" tokenize --tokenizer "$TOK" --add-special-tokens | sed -E 's/\{"ids": /{"prompt_ids": /' > prompts_test_ids.jsonl
 
-# greedy continuations and their judges' labels: greedy MODEL NAME
+# greedy continuations: greedy MODEL NAME
 greedy() {
   "$PPA" generate --model "$1" --prompts prompts_test.jsonl --template none --max-new-tokens "$NEW" --out "greedy_$2.jsonl" 2> /dev/null
-  for j in afinn vader; do
-    "$PPA" judge --judge "$j" --data "greedy_$2.jsonl" --npm-cache "$NPM" 2> /dev/null |
-      grep -o '"scores": *\[[^]]*\]' | sed -E 's/.*\[(.*)\]/\1/' > "label_${j}_$2.txt"
-  done
 }
 # mean KL(policy || SFT) and mean AFINN reward over KL_SAMPLES sampled continuations per held-out prompt: the
 # prompts as token ids, so that both models score exactly the sampled tokens
@@ -131,8 +127,10 @@ kl_reward() { # kl_reward MODEL NAME SEED -> "kl reward"
     sed 's/.*: *//' | awk '{ s += $1; n++ } END { printf "%.4f", n ? s / n : 0 }')
   echo "$kl $rw"
 }
-winrate() { # winrate NAME JUDGE: share of held-out prompts where NAME's greedy label beats SFT's, ties 1/2
-  paste "label_${2}_$1.txt" "label_${2}_sft.txt" | awk '{ w += ($1 > $2) + 0.5 * ($1 == $2); n++ } END { printf "%.1f", 100 * w / n }'
+winrate() { # winrate NAME JUDGE: ppa winrate of NAME's greedy continuations against SFT's, in percent (ties 1/2)
+  "$PPA" winrate --a "greedy_$1.jsonl" --b greedy_sft.jsonl --judge "$2" --npm-cache "$NPM" --out "winrate_${2}_$1.json" \
+    2> /dev/null || die "ppa winrate --judge $2 failed"
+  awk -v w="$(json_num win_rate "winrate_${2}_$1.json")" 'BEGIN { printf "%.1f", 100 * w }'
 }
 json_num() { grep -o "\"$1\": *[-0-9.e+]*" "$2" | head -1 | sed 's/.*: *//'; }
 

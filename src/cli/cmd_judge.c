@@ -12,6 +12,7 @@
 #include "cli/model_judges.h"
 #include "cli/prep.h"
 #include "core/common.h"
+#include "core/timer.h"
 #include "io/atomic.h"
 #include "io/json.h"
 #include "io/jsonl.h"
@@ -274,13 +275,19 @@ static void reward_judge(TrainOptions *o, Judging *g) {
     check_lengths(&p, m, o->data);
     if (o->verbose) fprintf(stderr, "ppa judge: %s; template %s\n", prep_kernels(m), p.template_name);
     RefCache rc;
+    long tokens = 0; /* of the sequences scored: prompt + response, each */
+    for (int r = 0; r < p.data.n; r++)
+        for (int k = 0; k < p.data.rows[r].n_resp; k++) tokens += p.data.rows[r].prompt_len + p.data.rows[r].resp_len[k];
+    double t0 = timer_now();
     refcache_compute_at(&rc, m, p.data.rows, p.data.n, 4096, o->reward_index, NULL, NULL);
+    double secs = timer_now() - t0;
     g->ds = &p.data, g->rewards = &rc;
     open_input(g, o->data);
     write_rows(g, o->out);
     fclose(g->in);
-    fprintf(stderr, "ppa: judge reward-model: %ld rows, %ld responses scored (output %d of %s); %ld invalid lines left "
-                    "out%s%s\n", g->rows, g->texts, o->reward_index, o->reward_model, g->dropped, o->out ? " -> " : "",
+    fprintf(stderr, "ppa: judge reward-model: %ld rows, %ld responses scored (output %d of %s) in %.2f s, %.1f tokens/s "
+                    "of prompt + response; %ld invalid lines left out%s%s\n", g->rows, g->texts, o->reward_index,
+            o->reward_model, secs, secs > 0 ? (double)tokens / secs : 0.0, g->dropped, o->out ? " -> " : "",
             o->out ? o->out : "");
     refcache_free(&rc);
     prep_free(&p);

@@ -61,15 +61,27 @@ PrepArgs prep_args(const TrainOptions *o, const Model *m) {
                       c->n_eos ? c->eos_token_ids[0] : -1, o->bf16};
 }
 
-/* a causal LM's commands refuse a reward model (it has no LM head), and the other way round */
-void prep_need_head(const Model *m, const char *dir, int reward, const char *who) {
+/* why M cannot serve (a causal LM's commands refuse a reward model, and the other way round; an index past the
+   head), in BUF; 0 when it can */
+static int head_problem(const Model *m, const char *dir, int reward, int index, const char *who, char *buf, size_t n) {
     const ModelConfig *c = model_config(m);
     if (reward && c->head == HEAD_LM)
-        ppa_die(2, "%s: %s is a causal LM (%s), not a reward model: give a <Type>ForSequenceClassification folder "
-                   "(`ppa reward` trains one)", who, dir, model_config_architecture(c));
-    if (!reward && c->head != HEAD_LM)
-        ppa_die(2, "%s: %s is a reward model (%s) without a language-model head: it scores with `ppa judge "
-                   "--reward-model` and trains with `ppa reward`", who, dir, model_config_architecture(c));
+        snprintf(buf, n, "%s: %s is a causal LM (%s), not a reward model: give a <Type>ForSequenceClassification "
+                         "folder (`ppa reward` trains one)", who, dir, model_config_architecture(c));
+    else if (!reward && c->head != HEAD_LM)
+        snprintf(buf, n, "%s: %s is a reward model (%s) without a language-model head: it scores with `ppa judge "
+                         "--reward-model` and trains with `ppa reward`", who, dir, model_config_architecture(c));
+    else if (reward && index >= c->num_labels)
+        snprintf(buf, n, "%s: --reward-index %d: %s has %d output%s (0..%d)", who, index, dir, c->num_labels,
+                 c->num_labels == 1 ? "" : "s", c->num_labels - 1);
+    else
+        return 0;
+    return 1;
+}
+
+void prep_need_head(const Model *m, const char *dir, int reward, const char *who) {
+    char msg[4096];
+    if (head_problem(m, dir, reward, 0, who, msg, sizeof msg)) ppa_die(2, "%s", msg);
 }
 
 static Model *load_checked(const TrainOptions *o, const char *dir, int trainable, int reward) {
@@ -79,10 +91,10 @@ static Model *load_checked(const TrainOptions *o, const char *dir, int trainable
     Model *m = o->cmd == CMD_REWARD ? model_load_reward(dir, prec, o->seed, err, sizeof err)
                                     : model_load_as(dir, prec, !trainable, err, sizeof err);
     if (!m) ppa_die(2, "%s: %s", who, err);
-    prep_need_head(m, dir, reward, who);
-    if (reward && o->reward_index >= model_config(m)->num_labels)
-        ppa_die(2, "%s: --reward-index %d: %s has %d output%s (0..%d)", who, o->reward_index, dir,
-                model_config(m)->num_labels, model_config(m)->num_labels == 1 ? "" : "s", model_config(m)->num_labels - 1);
+    if (head_problem(m, dir, reward, o->reward_index, who, err, sizeof err)) {
+        model_free(m); /* freed before the exit: a refusal is not a leak */
+        ppa_die(2, "%s", err);
+    }
     if (trainable) model_gradient_checkpointing(m, o->gradient_checkpointing);
     return m;
 }
