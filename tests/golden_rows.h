@@ -1,15 +1,20 @@
 /* golden_rows.h: the rows of the engine goldens (tests/fixtures/engine/rows_*.jsonl,
- * written by tests/ref/engine_ref.py --make-rows), for test_engine.c and test_bf16.c. */
+ * written by tests/ref/engine_ref.py --make-rows), their model folders, golden
+ * log-probs and error measures, for test_engine.c, test_bf16.c and test_lora.c. */
 #ifndef PPA_TEST_GOLDEN_ROWS_H
 #define PPA_TEST_GOLDEN_ROWS_H
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "io/jsonl.h"
+#include "io/safetensors.h"
+#include "model/checkpoint.h"
 #include "model/llama.h"
 
 typedef struct {
@@ -20,14 +25,14 @@ typedef struct {
     int nw;
 } GoldenRows;
 
-static int *ints(const cJSON *a, int *n) {
+static inline int *ints(const cJSON *a, int *n) {
     *n = cJSON_GetArraySize(a);
     int *v = malloc(sizeof(int) * (size_t)(*n ? *n : 1)), i = 0;
     for (const cJSON *it = a->child; it; it = it->next) v[i++] = it->valueint;
     return v;
 }
 
-static void read_golden_rows(const char *path, GoldenRows *g) {
+static inline void read_golden_rows(const char *path, GoldenRows *g) {
     memset(g, 0, sizeof *g);
     FILE *f = fopen(path, "r");
     CHECK(f != NULL, "open %s", path);
@@ -55,11 +60,78 @@ static void read_golden_rows(const char *path, GoldenRows *g) {
     fclose(f);
 }
 
-static void free_golden_rows(GoldenRows *g) {
+static inline void free_golden_rows(GoldenRows *g) {
     for (int r = 0; r < g->n; r++) {
         for (int k = 0; k < g->rows[r].n_resp; k++) free(g->resp[r][k]);
         free(g->resp[r]), free(g->lens[r]), free(g->prompt[r]);
     }
+}
+
+/* a model folder of tests/fixtures/engine/NAME.json under tmpdir (written once) with the goldens' weights (ppa init --seed 11
+ * --init-std 0.3 --init-all), in dtype; its path in dir */
+static inline int write_golden_model(const char *tmpdir, const char *name, StDtype dtype, char *dir, size_t n) {
+    snprintf(dir, n, "%s/%s_%s", tmpdir, name, dtype == ST_BF16 ? "bf16" : "f32");
+    char done[512];
+    snprintf(done, sizeof done, "%s/config.json", dir);
+    if (access(done, F_OK) == 0) return 0; /* written before, by this test */
+    char path[256], err[2048];
+    snprintf(path, sizeof path, "tests/fixtures/engine/%s.json", name);
+    char *cfg = check_slurp(path);
+    ModelConfig c;
+    int ok = cfg && model_config_parse(&c, cfg, name, err, sizeof err) == 0;
+    free(cfg);
+    CHECK(ok, "config %s", path);
+    if (!ok) return -1;
+    ModelTensorSpec *specs;
+    int nt = model_tensor_table(&c, &specs);
+    float **w = calloc((size_t)nt, sizeof(float *));
+    checkpoint_init(specs, nt, 11, 0.3, 1, w);
+    int rc = checkpoint_write_folder(dir, &c, specs, w, nt, dtype, NULL, err, sizeof err);
+    CHECK(rc == 0, "write %s: %s", dir, err);
+    for (int i = 0; i < nt; i++) free(w[i]);
+    free(w), free(specs);
+    return rc;
+}
+
+/* the golden log-probs of FILE in tests/fixtures/engine/golden_NAME/, n of them */
+static inline double *golden_logps(const char *name, const char *file, int n) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/fixtures/engine/golden_%s/%s", name, file);
+    double *v = calloc((size_t)n, sizeof(double));
+    FILE *f = fopen(path, "r");
+    JsonlReader rd;
+    jsonl_init(&rd, f, path);
+    char *line;
+    int i = 0;
+    while (jsonl_next(&rd, &line)) {
+        cJSON *j = cJSON_Parse(line);
+        for (const cJSON *it = cJSON_GetObjectItem(j, "logps")->child; it && i < n; it = it->next) v[i++] = it->valuedouble;
+        cJSON_Delete(j);
+    }
+    jsonl_free(&rd);
+    fclose(f);
+    CHECK(i == n, "%s: %d golden log-probs for %d responses", name, i, n);
+    return v;
+}
+
+static inline int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static inline double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* max |a - ref| / max |ref| of a tensor */
+static inline double tensor_err(const StTensor *a, const StTensor *ref) {
+    float *x = malloc(sizeof(float) * (size_t)ref->numel), *y = malloc(sizeof(float) * (size_t)ref->numel);
+    st_to_f32(a, x), st_to_f32(ref, y);
+    double mx = 0, d = 0;
+    for (int64_t k = 0; k < ref->numel; k++) mx = fmax(mx, fabs(y[k])), d = fmax(d, fabs(x[k] - y[k]));
+    free(x), free(y);
+    return mx > 0 ? d / mx : d;
 }
 
 #endif

@@ -177,27 +177,6 @@ static void test_gemm(void) {
 /* ---- the engine ---- */
 
 /* The golden folder (ppa init --seed 11 --init-std 0.3 --init-all) in dtype. */
-static int write_golden_model(const char *name, StDtype dtype, char *dir, size_t n) {
-    char path[256], err[2048];
-    snprintf(path, sizeof path, "tests/fixtures/engine/%s.json", name);
-    char *cfg = check_slurp(path);
-    ModelConfig c;
-    int ok = cfg && model_config_parse(&c, cfg, name, err, sizeof err) == 0;
-    free(cfg);
-    CHECK(ok, "config %s", path);
-    if (!ok) return -1;
-    ModelTensorSpec *specs;
-    int nt = model_tensor_table(&c, &specs);
-    float **w = calloc((size_t)nt, sizeof(float *));
-    checkpoint_init(specs, nt, 11, 0.3, 1, w);
-    snprintf(dir, n, "%s/%s_%s", tmpdir, name, dtype == ST_BF16 ? "bf16" : "f32");
-    int rc = checkpoint_write_folder(dir, &c, specs, w, nt, dtype, NULL, err, sizeof err);
-    CHECK(rc == 0, "write %s: %s", dir, err);
-    for (int i = 0; i < nt; i++) free(w[i]);
-    free(w), free(specs);
-    return rc;
-}
-
 static Model *load(const char *dir, ModelPrecision p, int frozen) {
     char err[2048];
     Model *m = model_load_as(dir, p, frozen, err, sizeof err);
@@ -217,46 +196,6 @@ static void run(Model *m, const GoldenRows *g, int r0, int r1, double *lp, const
         model_backward(m, b, wts);
     }
     batch_free(b);
-}
-
-static double *golden_logps(const char *name, const char *file, int n) {
-    char path[256];
-    snprintf(path, sizeof path, "tests/fixtures/engine/golden_%s/%s", name, file);
-    double *v = calloc((size_t)n, sizeof(double));
-    FILE *f = fopen(path, "r");
-    JsonlReader rd;
-    jsonl_init(&rd, f, path);
-    char *line;
-    int i = 0;
-    while (jsonl_next(&rd, &line)) {
-        cJSON *j = cJSON_Parse(line);
-        for (const cJSON *it = cJSON_GetObjectItem(j, "logps")->child; it && i < n; it = it->next) v[i++] = it->valuedouble;
-        cJSON_Delete(j);
-    }
-    jsonl_free(&rd);
-    fclose(f);
-    CHECK(i == n, "%s: %d golden log-probs for %d responses", name, i, n);
-    return v;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* max |a - ref| / max |ref| of a tensor */
-static double tensor_err(const StTensor *a, const StTensor *ref) {
-    float *x = malloc(sizeof(float) * (size_t)ref->numel), *y = malloc(sizeof(float) * (size_t)ref->numel);
-    st_to_f32(a, x), st_to_f32(ref, y);
-    double mx = 0, d = 0;
-    for (int64_t k = 0; k < ref->numel; k++) mx = fmax(mx, fabs(y[k])), d = fmax(d, fabs(x[k] - y[k]));
-    free(x), free(y);
-    return mx > 0 ? d / mx : d;
 }
 
 /* Gradients against the float64 golden, tensor by tensor (error relative to the tensor's largest entry): the median
@@ -296,7 +235,7 @@ static void check_grads(Model *m, const char *name) {
 
 static void test_golden(const char *name) {
     char f32dir[160], bfdir[160], path[256];
-    if (write_golden_model(name, ST_F32, f32dir, sizeof f32dir) || write_golden_model(name, ST_BF16, bfdir, sizeof bfdir))
+    if (write_golden_model(tmpdir, name, ST_F32, f32dir, sizeof f32dir) || write_golden_model(tmpdir, name, ST_BF16, bfdir, sizeof bfdir))
         return;
     GoldenRows g;
     snprintf(path, sizeof path, "tests/fixtures/engine/rows_%s.jsonl", name);

@@ -146,16 +146,6 @@ static void test_golden(const char *name) {
 }
 
 /* every reward of a jsonl golden file, in order: [n] */
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double check_median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static int read_rewards(const char *path, double *out, int max) {
     FILE *f = fopen(path, "r");
     CHECK(f != NULL, "open %s", path);
@@ -214,7 +204,7 @@ static void test_bf16_against_autocast(const char *name) {
         max1 = fmax(max1, e1[i]), max2 = fmax(max2, e2[i]);
         if (n_pool < 512) pool_ppa[n_pool] = e1[i], pool_torch[n_pool++] = e2[i];
     }
-    double med1 = check_median(e1, n), med2 = check_median(e2, n);
+    double med1 = median(e1, n), med2 = median(e2, n);
     printf("%s: bf16 rewards against float64: ppa median %.2e max %.2e; autocast median %.2e max %.2e\n", name, med1, max1,
            med2, max2);
     free_golden_rows(&g);
@@ -331,7 +321,7 @@ int main(void) {
     if (n_pool) {
         double xo = 0, xt = 0;
         for (int i = 0; i < n_pool; i++) xo = fmax(xo, pool_ppa[i]), xt = fmax(xt, pool_torch[i]);
-        double mo = check_median(pool_ppa, n_pool), mt = check_median(pool_torch, n_pool);
+        double mo = median(pool_ppa, n_pool), mt = median(pool_torch, n_pool);
         printf("all reward goldens, %d rewards: |reward - float64| ppa bf16 median %.2e max %.2e; autocast median %.2e "
                "max %.2e\n", n_pool, mo, xo, mt, xt);
         /* the maximum of 81 is one draw of the rounding: up to twice autocast's, as test_bf16.c allows log-probs */

@@ -513,7 +513,9 @@ static void test_unknown_keys(void) {
         {"optim: sgd\n", "optim 'sgd': ppa has one optimizer, AdamW", 1},
         {"adam_beta1: 0.95\n", "adam_beta1 0.95: ppa's AdamW uses adam_beta1 0.9", 1},
         {"adam_epsilon: 1.0e-6\n", "adam_epsilon", 1},
-        {"use_peft: true\n", "use_peft: ppa trains every parameter (no LoRA / PEFT)", 1},
+        {"use_dora: true\n", "use_dora: DoRA is not implemented", 1},
+        {"use_peft: true\nlora_target_modules: [q_proj, lm_head]\n", "'lm_head' is not a target", 2},
+        {"use_peft: maybe\n", "use_peft: expected true or false", 1},
         {"load_in_4bit: true\n", "ppa does not quantize", 1},
         {"warmup_steps: 10\n", "warmup_steps 10: ppa sets the warm-up as a share of the steps", 1},
         {"truncation_mode: keep_start\n", "ppa keeps the end of a long prompt", 1},
@@ -571,6 +573,32 @@ static void test_special_keys(void) {
     char want[256];
     snprintf(want, sizeof want, "%s/data.jsonl", dir);
     CHECK(st == TRAIN_OPTIONS_OK && !strcmp(o.data, want), "train_file");
+    train_options_free(&o);
+    /* use_peft: TRL's LoRA defaults, a list of targets; lora keys without it are noted and dropped */
+    write_config("use_peft: true\nlora_target_modules:\n  - q_proj\n  - v_proj\n");
+    st = parse(&o, "--config", "@C", MDO, NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.lora_r == 16 && o.lora_alpha == 32 && o.lora_dropout == 0.05 &&
+              !strcmp(o.lora_targets, "q_proj,v_proj") && !strcmp(o.origin[TOPT_LORA_R].key, "use_peft"),
+          "use_peft: r %d alpha %g dropout %g: %s", o.lora_r, o.lora_alpha, o.lora_dropout, err);
+    train_options_free(&o);
+    write_config("use_peft: true\nlora_r: 64\nlora_alpha: 128\nlora_dropout: 0.1\nuse_rslora: true\n");
+    st = parse(&o, "--config", "@C", MDO, "--lora-r", "8", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.lora_r == 8 && o.lora_alpha == 128 && o.lora_dropout == 0.1 && o.use_rslora,
+          "recipe lora keys, --lora-r over lora_r: %s", err);
+    train_options_free(&o);
+    write_config("lora_r: 64\nlora_alpha: 128\n");
+    st = parse(&o, "--config", "@C", MDO, NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.lora_r == 0 && o.lora_alpha == 32 &&
+              has_note(&o, ":1: lora_r ignored: use_peft is not true") && has_note(&o, ":2: lora_alpha ignored"),
+          "lora keys without use_peft: %s %s", err, captured);
+    train_options_free(&o);
+    st = parse(&o, MDO, "--lora-r", "4", "--adapter", "a", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "--lora-r: the adapter of --adapter a sets its own shape"),
+          "--lora-r with --adapter: %s", err);
+    train_options_free(&o);
+    st = parse(&o, MDO, "--lora-alpha", "4", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && has_note(&o, "--lora-alpha has no effect without an adapter"), "alpha alone: %s",
+          captured);
     train_options_free(&o);
     /* transformers' constant has no warm-up */
     write_config("lr_scheduler_type: constant\nwarmup_ratio: 0.1\n");

@@ -19,6 +19,7 @@
 #include "model/gemm.h"
 #include "model/gemm_bf16.h"
 #include "model/llama.h"
+#include "model/lora.h"
 #include "optim/optim.h"
 #include "tokenizer/tokenizer.h"
 
@@ -211,7 +212,7 @@ static int bench_tokenize(int argc, char **argv) {
 static const char STEP_HELP[] =
     "usage: ppa bench step (--model DIR | --config config.json) --k K --prompt-len P --response-len R\n"
     "                      [--steps N] [--mode shared|separate|both] [--adamw] [--threads T] [--json]\n"
-    "                      [--precision fp32|bf16] [--gradient-checkpointing]\n"
+    "                      [--precision fp32|bf16] [--gradient-checkpointing] [--lora-r R]\n"
     "\n"
     "Forward + backward of the policy on one list: a prompt of P tokens and K responses of R tokens,\n"
     "as one shared-prompt row (shared) and as K separate sequences (separate). Median of N steps\n"
@@ -220,7 +221,9 @@ static const char STEP_HELP[] =
     "Also reported: the matrix products' share of the step and their rate (GFLOP/s, counting the\n"
     "products actually run, the backward's recomputations included) against the sgemm peak\n"
     "measured first (square n = 2048, same threads); with --precision bf16, the bf16 products'\n"
-    "share and rate against the bf16 peak measured the same way (attention stays float32).\n";
+    "share and rate against the bf16 peak measured the same way (attention stays float32).\n"
+    "--lora-r R trains a LoRA adapter of rank R on all seven linear layers of a frozen base (with\n"
+    "--model: the folder's weights, bf16 only with --precision bf16) instead of every parameter.\n";
 
 static long peak_rss_mb(void) {
     struct rusage ru;
@@ -284,11 +287,11 @@ static double product_peak(int in_bf16) {
     return 2.0 * n * n * (double)n / t[2] / 1e9;
 }
 
-static Model *step_model(const char *model, const char *config, int in_bf16, int gc) {
+static Model *step_model(const char *model, const char *config, int in_bf16, int gc, int lora_r) {
     char err[4096];
     Model *m;
     if (model) {
-        m = model_load_as(model, in_bf16 ? MODEL_BF16 : MODEL_FP32, 0, err, sizeof err);
+        m = model_load_as(model, in_bf16 ? MODEL_BF16 : MODEL_FP32, lora_r > 0, err, sizeof err); /* a base is frozen */
         if (m) prep_need_head(m, model, 0, "bench step");
     } else {
         ModelConfig cfg;
@@ -297,6 +300,8 @@ static Model *step_model(const char *model, const char *config, int in_bf16, int
         if (m && in_bf16 && model_set_precision(m, MODEL_BF16, err, sizeof err)) model_free(m), m = NULL;
     }
     if (!m) ppa_die(2, "bench step: %s", err);
+    LoraSpec ls = {lora_r, 2.0 * lora_r, 0.0, 0, LORA_ALL_TARGETS};
+    if (lora_r > 0 && model_lora_new(m, &ls, 1, err, sizeof err)) ppa_die(2, "bench step: %s", err);
     model_gradient_checkpointing(m, gc);
     model_grads(m); /* a model that trains: batches keep what the backward needs */
     return m;
@@ -317,15 +322,17 @@ static void step_report(const char *name, const Model *m, int K, int P, int R, c
                "\"gemm_share\": %.3f, \"gemm_gflops\": %.1f, \"sgemm_peak_gflops\": %.1f, \"bf16_share\": %.3f, "
                "\"bf16_gflops\": %.1f, \"bf16_peak_gflops\": %.1f, \"peak_rss_mb\": %ld, \"params\": %zu, "
                "\"adamw\": %s, \"gradient_checkpointing\": %s, \"threads\": %d, \"gemm\": \"%s\", "
-               "\"gemm_bf16\": \"%s\"}\n",
+               "\"gemm_bf16\": \"%s\", \"lora_r\": %d}\n",
                name, bf ? "bf16" : "fp32", K, P, R, tokens, 1e3 * st->sec, tokens / st->sec,
                st->gemm_flops / st->sec / 1e9, st->gemm_sec / st->sec, gf, pk.sgemm, st->bf16_sec / st->sec, bgf,
                pk.bf16, peak_rss_mb(), model_n_params(m), adamw ? "true" : "false", gc ? "true" : "false",
-               gemm_threads(), gemm_backend(), bf ? gemm_bf16_backend() : "");
+               gemm_threads(), gemm_backend(), bf ? gemm_bf16_backend() : "", model_lora(m) ? model_lora(m)->r : 0);
     else {
-        printf("ppa bench step (%s, %s%s): %zu parameters, K %d, P %d, R %d: %.1f ms/step, %.0f tokens/s, peak %ld MB%s\n"
+        printf("ppa bench step (%s, %s%s%s): %zu parameters train, K %d, P %d, R %d: %.1f ms/step, %.0f tokens/s, "
+               "peak %ld MB%s\n"
                "  matrix products: %.0f%% of the step at %.0f GFLOP/s (sgemm peak %.0f GFLOP/s)\n",
-               name, bf ? "bf16" : "fp32", gc ? ", gradient checkpointing" : "", model_n_params(m), K, P, R,
+               name, bf ? "bf16" : "fp32", gc ? ", gradient checkpointing" : "", model_lora(m) ? ", LoRA" : "",
+               model_n_params(m), K, P, R,
                1e3 * st->sec, tokens / st->sec, peak_rss_mb(), adamw ? " (with AdamW)" : "",
                100 * st->gemm_sec / st->sec, gf, pk.sgemm);
         if (bf)
@@ -336,7 +343,7 @@ static void step_report(const char *name, const Model *m, int K, int P, int R, c
 }
 
 static int bench_step(int argc, char **argv) {
-    enum { O_HELP = 1, O_MODEL, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON, O_THREADS, O_PREC, O_GC };
+    enum { O_HELP = 1, O_MODEL, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON, O_THREADS, O_PREC, O_GC, O_LORA };
     static const struct option opts[] = {
         {"help", no_argument, NULL, O_HELP},     {"model", required_argument, NULL, O_MODEL},
         {"config", required_argument, NULL, O_CONFIG}, {"k", required_argument, NULL, O_K},
@@ -344,10 +351,10 @@ static int bench_step(int argc, char **argv) {
         {"steps", required_argument, NULL, O_STEPS}, {"mode", required_argument, NULL, O_MODE},
         {"adamw", no_argument, NULL, O_ADAMW},   {"json", no_argument, NULL, O_JSON},
         {"threads", required_argument, NULL, O_THREADS}, {"precision", required_argument, NULL, O_PREC},
-        {"gradient-checkpointing", no_argument, NULL, O_GC}, {0},
+        {"gradient-checkpointing", no_argument, NULL, O_GC}, {"lora-r", required_argument, NULL, O_LORA}, {0},
     };
     const char *model = NULL, *config = NULL, *mode = "both";
-    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, threads = 0, use_bf16 = 0, gc = 0, c;
+    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, threads = 0, use_bf16 = 0, gc = 0, lora_r = 0, c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case O_HELP: fputs(STEP_HELP, stdout); return 0;
@@ -367,10 +374,11 @@ static int bench_step(int argc, char **argv) {
             use_bf16 = !strcmp(optarg, "bf16");
             break;
         case O_GC: gc = 1; break;
+        case O_LORA: lora_r = atoi(optarg); break;
         default: ppa_die(2, "bench step: see 'ppa bench step --help'");
         }
     }
-    if (!model == !config || K < 1 || P < 1 || R < 1 || steps < 1 || threads < 0)
+    if (!model == !config || K < 1 || P < 1 || R < 1 || steps < 1 || threads < 0 || lora_r < 0)
         ppa_die(2, "bench step: give --model or --config, and K, P, R, steps >= 1 (threads >= 0)");
     if (strcmp(mode, "both") && strcmp(mode, "shared") && strcmp(mode, "separate"))
         ppa_die(2, "bench step: --mode %s: expected shared, separate or both", mode);
@@ -385,7 +393,7 @@ static int bench_step(int argc, char **argv) {
     Peaks pk = {product_peak(0), use_bf16 ? product_peak(1) : 0};
     if (!json) printf("matrix products: %s\n", gemm_backend());
     if (!json && use_bf16) printf("bf16 products: %s\n", gemm_bf16_backend());
-    Model *m = step_model(model, config, use_bf16, gc);
+    Model *m = step_model(model, config, use_bf16, gc, lora_r);
     const ModelConfig *cfg = model_config(m);
     PpaRng rng;
     rng_seed(&rng, 7);

@@ -153,7 +153,7 @@ int cmd_grad(int argc, char **argv) {
     double beta = o.beta;
     Loaded L = {0};
     load_all(&L, &o, 1);
-    Model *refm = o.ref ? prep_model(&o, o.ref, 0) : NULL;
+    Model *refm = o.ref ? prep_frozen(&o, o.ref) : NULL;
     if (!L.data.n) ppa_die(2, "grad: %s has no rows", data);
     model_zero_grads(L.model);
     double total = 0.0;

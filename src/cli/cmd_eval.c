@@ -28,8 +28,9 @@ int cmd_eval(int argc, char **argv) {
     prep_load(&p, &pa, "eval");
     RefCache pol, rc;
     refcache_compute(&pol, m, p.data.rows, p.data.n, 4096, NULL, NULL);
+    if (!model_lora(m)) model_free(m), m = NULL; /* one model in memory at a time */
+    prep_policy_reference(&rc, &p, &pa, m, o.model, o.ref, o.ref_cache, 0);
     model_free(m);
-    prep_reference(&rc, &p, &pa, o.ref, o.ref_cache, 0);
     PpaLossOptions lo;
     ppa_loss_options_default(&lo);
     lo.k = o.loss.k;

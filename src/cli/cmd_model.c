@@ -1,6 +1,7 @@
 /* cmd_model.c: `ppa init` (a randomly initialised Hugging Face model folder
- * for a config.json and a tokenizer.json) and `ppa inspect` (what a model
- * folder holds, checked against its config.json). */
+ * for a config.json and a tokenizer.json), `ppa inspect` (what a model
+ * folder holds, checked against its config.json) and `ppa merge` (a LoRA
+ * adapter folded into its base). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/common.h"
 #include "model/checkpoint.h"
+#include "model/merge.h"
 #include "tokenizer/template.h"
 
 static const char INIT_HELP[] =
@@ -32,7 +34,51 @@ static const char INSPECT_HELP[] =
     "its tokenizer family and chat template, and checks the tensors against config.json\n"
     "(exit status 2 when some are missing, unexpected or of the wrong shape).\n";
 
+static const char MERGE_HELP[] =
+    "usage: ppa merge --model BASE --adapter ADAPTER --out DIR [--dtype f32|bf16]\n"
+    "\n"
+    "Writes the Hugging Face folder of BASE with the PEFT LoRA adapter ADAPTER folded in: every\n"
+    "target matrix becomes W + s B A (s = lora_alpha / r, or / sqrt(r) with use_rslora), each element\n"
+    "summed in double and rounded once, as PEFT's merge_and_unload; the other tensors, config.json and\n"
+    "the tokenizer files are BASE's. --dtype: the written dtype (default f32). The base is read\n"
+    "tensor by tensor from its mapped files, so a 7B model merges in about one tensor of memory.\n"
+    "--out must not exist, or be an empty folder.\n";
+
 static void die_err(const char *err) { ppa_die(2, "%s", err); }
+
+static StDtype parse_dtype(const char *s, const char *who) {
+    if (!strcmp(s, "f32") || !strcmp(s, "float32")) return ST_F32;
+    if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16")) return ST_BF16;
+    ppa_die(2, "%s: --dtype must be f32 or bf16", who);
+}
+
+int cmd_merge(int argc, char **argv) {
+    enum { OPT_HELP = 1, OPT_MODEL, OPT_ADAPTER, OPT_OUT, OPT_DTYPE };
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, OPT_HELP}, {"model", required_argument, NULL, OPT_MODEL},
+        {"adapter", required_argument, NULL, OPT_ADAPTER}, {"out", required_argument, NULL, OPT_OUT},
+        {"dtype", required_argument, NULL, OPT_DTYPE}, {0},
+    };
+    const char *model = NULL, *adapter = NULL, *out = NULL;
+    StDtype dtype = ST_F32;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_HELP: fputs(MERGE_HELP, stdout); return 0;
+        case OPT_MODEL: model = optarg; break;
+        case OPT_ADAPTER: adapter = optarg; break;
+        case OPT_OUT: out = optarg; break;
+        case OPT_DTYPE: dtype = parse_dtype(optarg, "merge"); break;
+        default: ppa_die(2, "merge: see 'ppa merge --help'");
+        }
+    }
+    if (optind < argc) ppa_die(2, "merge: unexpected argument '%s'", argv[optind]);
+    if (!model || !adapter || !out) ppa_die(2, "merge: --model, --adapter and --out are required");
+    char err[8192];
+    if (adapter_merge_folder(model, adapter, out, dtype, err, sizeof err)) ppa_die(2, "merge: %s", err);
+    fprintf(stderr, "ppa merge: wrote %s (%s + %s, %s)\n", out, model, adapter, st_dtype_name(dtype));
+    return 0;
+}
 
 int cmd_init(int argc, char **argv) {
     enum { OPT_HELP = 1, OPT_CONFIG, OPT_TOK, OPT_OUT, OPT_SEED, OPT_DTYPE, OPT_STD, OPT_ALL };
@@ -60,11 +106,7 @@ int cmd_init(int argc, char **argv) {
             if (!(std >= 0 && std < 100)) ppa_die(2, "init: --init-std must be in [0, 100)");
             break;
         case OPT_ALL: perturb_all = 1; break;
-        case OPT_DTYPE:
-            if (!strcmp(optarg, "f32") || !strcmp(optarg, "float32")) dtype = ST_F32;
-            else if (!strcmp(optarg, "bf16") || !strcmp(optarg, "bfloat16")) dtype = ST_BF16;
-            else ppa_die(2, "init: --dtype must be f32 or bf16");
-            break;
+        case OPT_DTYPE: dtype = parse_dtype(optarg, "init"); break;
         default: ppa_die(2, "init: see 'ppa init --help'");
         }
     }

@@ -11,11 +11,13 @@
 #include "cli/commands.h"
 #include "cli/prep.h"
 #include "core/common.h"
+#include "core/hash.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "data/rows.h"
 #include "model/gemm.h"
 #include "model/llama.h"
+#include "model/lora.h"
 #include "optim/optim.h"
 
 static const char USAGE[] =
@@ -135,7 +137,12 @@ int cmd_sft(int argc, char **argv) {
             for (int k = 0; k < d.rows[perm[at + i]].n_resp; k++) tokens += d.rows[perm[at + i]].resp_len[k];
         double ts = timer_now(), nll = 0;
         model_zero_grads(m);
-        for (int i = 0; i < n; i += a.micro) nll += sft_micro_step(m, &d, perm + at + i, n - i < a.micro ? n - i : a.micro, tokens);
+        for (int i = 0; i < n; i += a.micro) {
+            uint64_t where[3] = {a.seed, (uint64_t)step, (uint64_t)i}; /* LoRA dropout's masks */
+            model_lora_dropout(m, 1, hash64(where, sizeof where, 0x64726f70ull));
+            nll += sft_micro_step(m, &d, perm + at + i, n - i < a.micro ? n - i : a.micro, tokens);
+        }
+        model_lora_dropout(m, 0, 0);
         double gnorm = grad_norm(model_grads(m), n_params), lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
         if (!isfinite(nll) || !isfinite(gnorm)) { /* never update with, print or save a NaN */
             snprintf(err, sizeof err, "sft: step %ld: the %s is not finite (%g): the weights or the data hold NaN or Inf; "

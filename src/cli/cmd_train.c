@@ -50,7 +50,8 @@ static void check_out(const char *out, int resuming) {
     if (!d) ppa_die(2, "%s: cannot open --out %s: %s", WHO, out, strerror(errno));
     struct dirent *e;
     while ((e = readdir(d)))
-        if (!strcmp(e->d_name, "config.json") || !strncmp(e->d_name, "checkpoint-", 11))
+        if (!strcmp(e->d_name, "config.json") || !strcmp(e->d_name, "adapter_config.json") ||
+            !strncmp(e->d_name, "checkpoint-", 11))
             ppa_die(2, "%s: %s already holds a model or checkpoints (%s): continue with --resume %s/checkpoint-STEP, "
                        "or choose another --out", WHO, out, e->d_name, out);
     closedir(d);
@@ -76,6 +77,14 @@ static char *fingerprint(const TrainOptions *o, const Prepared *p) {
                            "bf16", "reward_index"}; /* other products, other numbers; checkpointing changes none */
     for (size_t i = 0; i < PPA_ARRAY_LEN(names); i++) cJSON_AddNumberToObject(j, names[i], nums[i]);
     cJSON_AddStringToObject(j, "template", p->template_name);
+    LoraSpec ls;
+    char lora[256] = "none", targets[96];
+    if (prep_lora_spec(o, &ls)) { /* a new adapter's shape, or --adapter's */
+        lora_targets_text(ls.targets, targets, sizeof targets);
+        snprintf(lora, sizeof lora, "r %d, alpha %.17g, dropout %.17g, rslora %d, %s", ls.r, ls.alpha, ls.dropout,
+                 ls.rslora, targets);
+    }
+    cJSON_AddStringToObject(j, "lora", lora);
     cJSON_AddStringToObject(j, "command", options_command_name(o->cmd)); /* a policy's checkpoint is no reward model's */
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -130,9 +139,11 @@ static FILE *open_log(const char *path, long step) {
     return f;
 }
 
-/* the final model's files moved from a finished folder into OUT, config.json last */
+/* the final model's files moved from a finished folder into OUT, config.json (an adapter's config) last */
 static void publish(const char *from, const char *out) {
-    const char *last = "config.json";
+    char *probe = ppa_path_join(from, "config.json");
+    const char *last = exists(probe) ? "config.json" : "adapter_config.json";
+    free(probe);
     DIR *d = opendir(from);
     if (!d) ppa_die(1, "%s: %s: %s", WHO, from, strerror(errno));
     struct dirent *e;
@@ -210,7 +221,7 @@ static int train_main(TrainOptions *o) {
     if (atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err);
     free(opath);
     if (o->verbose) train_options_print_json(o, stderr);
-    Model *policy = prep_model(o, o->resume ? o->resume : o->model, 1);
+    Model *policy = prep_policy(o);
     PrepArgs pa = prep_args(o, policy);
     Prepared p;
     const char *who = WHO;
@@ -220,7 +231,7 @@ static int train_main(TrainOptions *o) {
     RefCache ref = {0};
     int need_ref = !reward && !o->reference_free && o->objective != PPA_SIMPO;
     char *cache = o->ref_cache ? strdup(o->ref_cache) : ppa_path_join(o->out, "reference.cache");
-    if (need_ref) prep_reference(&ref, &p, &pa, o->ref ? o->ref : o->model, cache, o->verbose);
+    if (need_ref) prep_policy_reference(&ref, &p, &pa, policy, o->model, o->ref, cache, o->verbose);
     TrainPlan plan;
     plan_of(&plan, o, p.data.n);
     EvalSet ev = {0};
@@ -230,7 +241,7 @@ static int train_main(TrainOptions *o) {
         prep_load(&ev.p, &ea, "eval data");
         prep_check_labels(&ev.p, o->objective, o->eval_data, "eval data");
         char *ecache = ppa_path_join(o->out, "reference.eval.cache");
-        if (!reward) prep_reference(&ev.ref, &ev.p, &ea, o->ref ? o->ref : o->model, ecache, o->verbose);
+        if (!reward) prep_policy_reference(&ev.ref, &ev.p, &ea, policy, o->model, o->ref, ecache, o->verbose);
         free(ecache);
         ev.beta = reward ? 1.0 : o->beta, ev.lo = o->loss, ev.reward = reward, ev.index = o->reward_index, ev.who = who;
         plan.eval = eval_hook, plan.eval_ctx = &ev, plan.eval_every = o->eval_every;
@@ -320,14 +331,14 @@ static const char SCORE_USAGE[] =
 int cmd_score(int argc, char **argv) {
     TrainOptions o;
     prep_options(CMD_SCORE, SCORE_USAGE, argc, argv, &o);
-    Model *m = prep_model(&o, o.model, 0);
+    if (exists(o.out)) ppa_die(2, "score: %s exists; delete it first (a cache is never overwritten)", o.out);
+    Model *m = prep_model(&o, o.model, 0); /* with --adapter, the adapted model */
     PrepArgs pa = prep_args(&o, m);
-    model_free(m);
     Prepared p;
     prep_load(&p, &pa, "score");
-    if (exists(o.out)) ppa_die(2, "score: %s exists; delete it first (a cache is never overwritten)", o.out);
     RefCache rc;
-    prep_reference(&rc, &p, &pa, o.model, o.out, 1);
+    prep_reference_with(&rc, &p, &pa, m, o.out, 1);
+    model_free(m);
     fprintf(stderr, "ppa score: wrote %s (%d rows, %d responses)\n", o.out, rc.n_rows, rc.offset[rc.n_rows]);
     refcache_free(&rc);
     prep_free(&p);

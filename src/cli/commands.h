@@ -9,6 +9,7 @@ int cmd_demo(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_logprobs(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
 int cmd_sft(int argc, char **argv);

@@ -16,6 +16,7 @@ static const struct {
     {"tokenize", cmd_tokenize, "text to token ids and back with a tokenizer.json"},
     {"init", cmd_init, "a randomly initialised Hugging Face model folder for a config.json"},
     {"inspect", cmd_inspect, "architecture, parameters, tensors and tokenizer of a model folder"},
+    {"merge", cmd_merge, "a LoRA adapter folded into its base model: a Hugging Face folder"},
     {"logprobs", cmd_logprobs, "summed log-probabilities of each response of each row"},
     {"grad", cmd_grad, "the gradient of an objective on implicit rewards, as safetensors"},
     {"sft", cmd_sft, "supervised next-token training (AdamW), writes a model folder"},

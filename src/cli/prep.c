@@ -15,6 +15,7 @@
 #include "core/hash.h"
 #include "core/timer.h"
 #include "io/jsonl.h"
+#include "model/adapter.h"
 #include "model/gemm.h"
 #include "model/gemm_bf16.h"
 
@@ -84,14 +85,42 @@ void prep_need_head(const Model *m, const char *dir, int reward, const char *who
     if (head_problem(m, dir, reward, 0, who, msg, sizeof msg)) ppa_die(2, "%s", msg);
 }
 
-static Model *load_checked(const TrainOptions *o, const char *dir, int trainable, int reward) {
+int prep_lora_spec(const TrainOptions *o, LoraSpec *s) {
+    char err[4096];
+    const char *who = options_command_name(o->cmd);
+    if (o->adapter) {
+        if (adapter_read_spec(o->adapter, s, err, sizeof err)) ppa_die(2, "%s: --adapter: %s", who, err);
+        return 1;
+    }
+    if (!options_takes(o->cmd, TOPT_LORA_R) || o->lora_r <= 0) return 0;
+    *s = (LoraSpec){o->lora_r, o->lora_alpha, o->lora_dropout, o->use_rslora, LORA_ALL_TARGETS};
+    if (o->lora_targets && lora_parse_targets(o->lora_targets, &s->targets, err, sizeof err))
+        ppa_die(2, "%s: --lora-targets: %s", who, err);
+    return 1;
+}
+
+/* adapter: the folder the policy's adapter comes from (a checkpoint), else --adapter's, else a new one when the
+ * options ask; NULL policy: no adapter at all (a reference model) */
+static Model *load_checked(const TrainOptions *o, const char *dir, int trainable, int reward, int policy,
+                           const char *adapter) {
     char err[4096];
     const char *who = options_command_name(o->cmd);
     ModelPrecision prec = o->bf16 ? MODEL_BF16 : MODEL_FP32;
+    LoraSpec ls;
+    int lora = policy && o->cmd != CMD_REWARD && prep_lora_spec(o, &ls);
     Model *m = o->cmd == CMD_REWARD ? model_load_reward(dir, prec, o->seed, err, sizeof err)
-                                    : model_load_as(dir, prec, !trainable, err, sizeof err);
+                                    : model_load_as(dir, prec, !trainable || lora, err, sizeof err); /* a base is frozen */
     if (!m) ppa_die(2, "%s: %s", who, err);
-    if (head_problem(m, dir, reward, o->reward_index, who, err, sizeof err)) {
+    const char *from = adapter ? adapter : o->adapter;
+    int bad = head_problem(m, dir, reward, o->reward_index, who, err, sizeof err);
+    if (!bad && lora && from) {
+        char msg[3072];
+        if ((bad = adapter_load(m, from, msg, sizeof msg))) snprintf(err, sizeof err, "%s: %s", who, msg);
+    } else if (!bad && lora) {
+        char msg[3072];
+        if ((bad = model_lora_new(m, &ls, o->seed, msg, sizeof msg))) snprintf(err, sizeof err, "%s: %s", who, msg);
+    }
+    if (bad) {
         model_free(m); /* freed before the exit: a refusal is not a leak */
         ppa_die(2, "%s", err);
     }
@@ -100,17 +129,37 @@ static Model *load_checked(const TrainOptions *o, const char *dir, int trainable
 }
 
 Model *prep_model(const TrainOptions *o, const char *dir, int trainable) {
-    return load_checked(o, dir, trainable, o->cmd == CMD_REWARD);
+    return load_checked(o, dir, trainable, o->cmd == CMD_REWARD, 1, NULL);
 }
 
-Model *prep_judge_model(const TrainOptions *o, const char *dir, int reward) { return load_checked(o, dir, 0, reward); }
+Model *prep_frozen(const TrainOptions *o, const char *dir) { return load_checked(o, dir, 0, 0, 0, NULL); }
+
+Model *prep_policy(const TrainOptions *o) {
+    if (!o->resume) return prep_model(o, o->model, 1);
+    if (adapter_is_folder(o->resume)) /* a LoRA run's checkpoint: the adapter on the base */
+        return load_checked(o, o->model, 1, o->cmd == CMD_REWARD, 1, o->resume);
+    return prep_model(o, o->resume, 1);
+}
+
+Model *prep_judge_model(const TrainOptions *o, const char *dir, int reward) {
+    return load_checked(o, dir, 0, reward, 1, NULL);
+}
 
 const char *prep_kernels(const Model *m) {
     static char line[1536];
+    int at;
     if (model_precision(m) == MODEL_BF16)
-        snprintf(line, sizeof line, "bf16 products: %s; float32 attention: %s", gemm_bf16_backend(), gemm_backend());
+        at = snprintf(line, sizeof line, "bf16 products: %s; float32 attention: %s", gemm_bf16_backend(), gemm_backend());
     else
-        snprintf(line, sizeof line, "fp32 products: %s", gemm_backend());
+        at = snprintf(line, sizeof line, "fp32 products: %s", gemm_backend());
+    const LoraSpec *s = model_lora(m);
+    if (s && at > 0 && (size_t)at < sizeof line) {
+        char targets[96];
+        lora_targets_text(s->targets, targets, sizeof targets);
+        snprintf(line + at, sizeof line - (size_t)at, "; LoRA r %d, alpha %g%s, dropout %g on %s: %zu parameters train, "
+                 "the base's %zu are frozen", s->r, s->alpha, s->rslora ? " (rslora)" : "", s->dropout, targets,
+                 model_n_params(m), model_n_base_params(m));
+    }
     return line;
 }
 
@@ -183,12 +232,8 @@ static void progress(int done, int total, void *ctx) {
                 done == total ? "\n" : "");
 }
 
-void prep_reference(RefCache *c, const Prepared *p, const PrepArgs *a, const char *ref_dir, const char *path, int verbose) {
+void prep_reference_with(RefCache *c, const Prepared *p, const PrepArgs *a, Model *ref, const char *path, int verbose) {
     char err[4096], why[512];
-    /* frozen: a bf16 reference keeps bf16 weights only, and computes what a bf16 policy of the same weights does */
-    Model *ref = model_load_as(ref_dir, a->bf16 ? MODEL_BF16 : MODEL_FP32, 1, err, sizeof err);
-    if (!ref) ppa_die(2, "reference: %s", err);
-    prep_need_head(ref, ref_dir, 0, "reference");
     RefKey want = prep_refkey(p, ref, a);
     struct stat sb;
     if (path && stat(path, &sb) == 0) {
@@ -196,13 +241,38 @@ void prep_reference(RefCache *c, const Prepared *p, const PrepArgs *a, const cha
         if (refcache_check(c, &want, p->data.rows, p->data.n, why, sizeof why))
             ppa_die(2, "%s does not belong to this run: %s. Delete it, or give another --ref-cache", path, why);
         if (verbose) fprintf(stderr, "ppa: reference log-probs from %s\n", path);
-        model_free(ref);
         return;
     }
     double t0 = timer_now();
     refcache_compute(c, ref, p->data.rows, p->data.n, 4096, progress, &t0);
     c->key = want;
-    model_free(ref);
     fprintf(stderr, "ppa: reference log-probs of %d rows computed in %.1f s\n", p->data.n, timer_now() - t0);
     if (path && refcache_save(c, path, err, sizeof err)) ppa_die(1, "%s", err);
+}
+
+void prep_reference(RefCache *c, const Prepared *p, const PrepArgs *a, const char *ref_dir, const char *path, int verbose) {
+    char err[4096];
+    /* frozen: a bf16 reference keeps bf16 weights only, and computes what a bf16 policy of the same weights does */
+    Model *ref = model_load_as(ref_dir, a->bf16 ? MODEL_BF16 : MODEL_FP32, 1, err, sizeof err);
+    if (!ref) ppa_die(2, "reference: %s", err);
+    prep_need_head(ref, ref_dir, 0, "reference");
+    prep_reference_with(c, p, a, ref, path, verbose);
+    model_free(ref);
+}
+
+/* the same folder, however it is written */
+static int same_folder(const char *a, const char *b) {
+    struct stat sa, sb;
+    return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+void prep_policy_reference(RefCache *c, const Prepared *p, const PrepArgs *a, Model *policy, const char *base,
+                           const char *ref_dir, const char *path, int verbose) {
+    if (policy && model_lora(policy) && (!ref_dir || same_folder(ref_dir, base))) {
+        model_lora_enable(policy, 0); /* the base: no second copy of it (TRL's reference of a PEFT model) */
+        prep_reference_with(c, p, a, policy, path, verbose);
+        model_lora_enable(policy, 1);
+        return;
+    }
+    prep_reference(c, p, a, ref_dir ? ref_dir : base, path, verbose);
 }

@@ -6,6 +6,7 @@
 
 #include "data/rows.h"
 #include "model/llama.h"
+#include "model/lora.h"
 #include "train/data.h"
 #include "train/options.h"
 #include "train/refcache.h"
@@ -39,6 +40,15 @@ void prep_threads(int n);
  * causal-LM commands refuse a reward model; `ppa reward` wants one, or takes
  * a causal LM and gives it a head (model_load_reward). */
 Model *prep_model(const TrainOptions *o, const char *dir, int trainable);
+/* LoRA (model/lora.h): with --lora-r (train, sft, grad) or --adapter, the
+ * model of prep_model is a frozen base (bf16 weights only with --precision
+ * bf16) carrying a new seeded adapter or --adapter's; prep_frozen loads a
+ * plain frozen model (a reference: never an adapter). */
+Model *prep_frozen(const TrainOptions *o, const char *dir);
+/* train's policy: --model, or the --resume checkpoint (an adapter folder on --model for a LoRA run) */
+Model *prep_policy(const TrainOptions *o);
+/* The adapter the options ask for (a new one's shape, or --adapter's): 1 and *s, or 0 */
+int prep_lora_spec(const TrainOptions *o, LoraSpec *s);
 /* A judge's model, frozen, in --precision: a reward model (reward != 0;
  * --reward-index checked against its outputs) or a causal LM. */
 Model *prep_judge_model(const TrainOptions *o, const char *dir, int reward);
@@ -67,5 +77,12 @@ RefKey prep_refkey(const Prepared *p, Model *ref, const PrepArgs *a);
 /* Loads the cache at path if it exists and matches (else dies naming the
  * reason), or computes it with the reference model at ref_dir and saves it. */
 void prep_reference(RefCache *c, const Prepared *p, const PrepArgs *a, const char *ref_dir, const char *path, int verbose);
+/* The same with a loaded model ref (kept). */
+void prep_reference_with(RefCache *c, const Prepared *p, const PrepArgs *a, Model *ref, const char *path, int verbose);
+/* The reference of a policy loaded from folder base: ref_dir, or base when NULL. A policy with an adapter whose
+ * reference is its own base computes it with the adapter switched off (no second copy of the base); policy may be
+ * NULL (freed: the reference is loaded). */
+void prep_policy_reference(RefCache *c, const Prepared *p, const PrepArgs *a, Model *policy, const char *base,
+                           const char *ref_dir, const char *path, int verbose);
 
 #endif

@@ -2,6 +2,7 @@
  * then cJSON. */
 #include "io/json.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -221,4 +222,31 @@ cJSON *json_number_exact(double v) {
         if (strtod(buf, NULL) == v) break;
     }
     return cJSON_CreateRaw(buf);
+}
+
+cJSON *json_load_file(const char *path, size_t max_bytes, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0, got;
+    char *buf = xmalloc(cap + 1);
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0)
+        if ((n += got) == cap) {
+            if (cap >= max_bytes) break;
+            buf = xrealloc(buf, (cap *= 2) + 1);
+        }
+    int bad = ferror(f), big = n >= max_bytes;
+    fclose(f);
+    char msg[512];
+    cJSON *j = NULL;
+    if (bad)
+        snprintf(err, errlen, "%s: read error", path);
+    else if (big)
+        snprintf(err, errlen, "%s: larger than %zu bytes", path, max_bytes);
+    else if (!(j = json_parse(buf, n, msg, sizeof msg)))
+        snprintf(err, errlen, "%s: %s", path, msg);
+    free(buf);
+    return j;
 }

@@ -35,4 +35,8 @@ int json_bool(const cJSON *obj, const char *field, int *out, char *err, size_t e
  * last bit); null for NaN and infinities, which JSON cannot hold. */
 cJSON *json_number_exact(double v);
 
+/* The JSON file at path, parsed as json_parse does; NULL with "PATH: why"
+ * (missing, unreadable, max_bytes or more, not JSON). */
+cJSON *json_load_file(const char *path, size_t max_bytes, char *err, size_t errlen);
+
 #endif

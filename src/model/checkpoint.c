@@ -108,8 +108,7 @@ static void json_token(char *buf, size_t n, const Tokenizer *tok, int id) {
     else snprintf(buf, n, "null");
 }
 
-/* tokenizer.json, and tokenizer_config.json copied from beside it or made up */
-static int write_tokenizer_files(const char *tmp, const ModelConfig *c, const char *tokenizer_path, char *err,
+int checkpoint_tokenizer_files(const char *tmp, const ModelConfig *c, const char *tokenizer_path, char *err,
                                  size_t errlen) {
     char path[4400], src[4200];
     struct stat sb;
@@ -202,9 +201,7 @@ static void init_fill(const void *ctx, int i, float *out) {
     free(w);
 }
 
-/* fill: NULL, or the random weights of w's NULL data */
-static int write_folder(const char *dir, const ModelConfig *c, const StWriteTensor *w, int n, StDtype dtype,
-                        const InitFill *fill, const char *tokenizer_path, char *err, size_t errlen) {
+int checkpoint_folder(const char *dir, FolderFill fill, const void *ctx, char *err, size_t errlen) {
     struct stat sb;
     if (!stat(dir, &sb) && (!S_ISDIR(sb.st_mode) || non_empty_dir(dir))) {
         snprintf(err, errlen, "%s already exists and is not an empty folder: choose another --out", dir);
@@ -220,11 +217,7 @@ static int write_folder(const char *dir, const ModelConfig *c, const StWriteTens
         snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
         return -1;
     }
-    int rc = model_config_write(c, tmp, err, errlen) ||
-             (fill ? st_write_sharded_fill(tmp, w, n, dtype, SHARD_BYTES, init_fill, fill, err, errlen)
-                   : st_write_sharded(tmp, w, n, dtype, SHARD_BYTES, err, errlen)) ||
-             write_generation_config(tmp, c, err, errlen) ||
-             (tokenizer_path && write_tokenizer_files(tmp, c, tokenizer_path, err, errlen));
+    int rc = fill(tmp, ctx, err, errlen);
     if (!rc) {
         rmdir(dir); /* an empty folder may stand there */
         if (rename(tmp, dir)) {
@@ -236,11 +229,48 @@ static int write_folder(const char *dir, const ModelConfig *c, const StWriteTens
     return rc ? -1 : 0;
 }
 
+typedef struct {
+    const ModelConfig *c;
+    const StWriteTensor *w;
+    int n;
+    StDtype dtype;
+    StFillFn fill; /* NULL, or what makes w's NULL data */
+    const void *fill_ctx;
+    const char *tokenizer_path;
+} ModelFolder;
+
+static int fill_model_folder(const char *tmp, const void *ctx, char *err, size_t errlen) {
+    const ModelFolder *f = ctx;
+    return model_config_write(f->c, tmp, err, errlen) ||
+                   (f->fill ? st_write_sharded_fill(tmp, f->w, f->n, f->dtype, SHARD_BYTES, f->fill, f->fill_ctx, err, errlen)
+                            : st_write_sharded(tmp, f->w, f->n, f->dtype, SHARD_BYTES, err, errlen)) ||
+                   write_generation_config(tmp, f->c, err, errlen) ||
+                   (f->tokenizer_path && checkpoint_tokenizer_files(tmp, f->c, f->tokenizer_path, err, errlen))
+               ? -1
+               : 0;
+}
+
+static int write_folder(const char *dir, const ModelConfig *c, const StWriteTensor *w, int n, StDtype dtype,
+                        StFillFn fill, const void *fill_ctx, const char *tokenizer_path, char *err, size_t errlen) {
+    ModelFolder f = {c, w, n, dtype, fill, fill_ctx, tokenizer_path};
+    return checkpoint_folder(dir, fill_model_folder, &f, err, errlen);
+}
+
 int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, float *const *data,
                             int n, StDtype dtype, const char *tokenizer_path, char *err, size_t errlen) {
     StWriteTensor *w = xcalloc((size_t)n + 1, sizeof *w);
     for (int i = 0; i < n; i++) w[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, data[i]};
-    int rc = write_folder(dir, c, w, n, dtype, NULL, tokenizer_path, err, errlen);
+    int rc = write_folder(dir, c, w, n, dtype, NULL, NULL, tokenizer_path, err, errlen);
+    free(w);
+    return rc;
+}
+
+int checkpoint_write_filled_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, int n,
+                                   StFillFn fill, const void *ctx, StDtype dtype, const char *tokenizer_path, char *err,
+                                   size_t errlen) {
+    StWriteTensor *w = xcalloc((size_t)n + 1, sizeof *w);
+    for (int i = 0; i < n; i++) w[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, NULL};
+    int rc = write_folder(dir, c, w, n, dtype, fill, ctx, tokenizer_path, err, errlen);
     free(w);
     return rc;
 }
@@ -248,10 +278,6 @@ int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTe
 int checkpoint_write_random_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, int n,
                                    uint64_t seed, double std, int perturb_all, StDtype dtype, const char *tokenizer_path,
                                    char *err, size_t errlen) {
-    StWriteTensor *w = xcalloc((size_t)n + 1, sizeof *w);
-    for (int i = 0; i < n; i++) w[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, NULL};
     InitFill f = {specs, seed, std, perturb_all};
-    int rc = write_folder(dir, c, w, n, dtype, &f, tokenizer_path, err, errlen);
-    free(w);
-    return rc;
+    return checkpoint_write_filled_folder(dir, c, specs, n, init_fill, &f, dtype, tokenizer_path, err, errlen);
 }

@@ -35,6 +35,23 @@ void checkpoint_init(const ModelTensorSpec *specs, int n, uint64_t seed, double 
 int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, float *const *data,
                             int n, StDtype dtype, const char *tokenizer_path, char *err, size_t errlen);
 
+/* Writes folder DIR through fill(TMP, ctx), which writes the files into the
+ * fresh temporary folder TMP; TMP is renamed to DIR when fill succeeds and
+ * removed when it fails. An existing non-empty DIR is refused. 0 or -1. */
+typedef int (*FolderFill)(const char *tmp, const void *ctx, char *err, size_t errlen);
+int checkpoint_folder(const char *dir, FolderFill fill, const void *ctx, char *err, size_t errlen);
+/* Into folder DIR: tokenizer.json, and tokenizer_config.json copied from
+ * beside it or made up from c's special tokens; tokenizer_path is a
+ * tokenizer.json or a folder holding one. */
+int checkpoint_tokenizer_files(const char *dir, const ModelConfig *c, const char *tokenizer_path, char *err,
+                               size_t errlen);
+
+/* The folder with tensor i made by fill(ctx, i, out) as it is written, one
+ * at a time (a model larger than memory in float32). */
+int checkpoint_write_filled_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, int n,
+                                   StFillFn fill, const void *ctx, StDtype dtype, const char *tokenizer_path, char *err,
+                                   size_t errlen);
+
 /* The same folder with checkpoint_init's weights, made and written one
  * tensor at a time: no float32 copy of the whole model (`ppa init` of a 7B
  * config needs about one tensor of memory, not 29 GB). The same bytes as

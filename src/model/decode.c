@@ -180,6 +180,9 @@ static void layer_forward(Decoder *d, int l, int T, const int *seq, int prefill)
     linear(d, d->q, d->xn, W.q, w.bq, T, H, QD);
     linear(d, d->k, d->xn, W.k, w.bk, T, H, KD);
     linear(d, d->v, d->xn, W.v, w.bv, T, H, KD);
+    lora_forward(d->m, l, 0, d->q, act_f32(d->xn), T);
+    lora_forward(d->m, l, 1, d->k, act_f32(d->xn), T);
+    lora_forward(d->m, l, 2, d->v, act_f32(d->xn), T);
     rope_apply(d->q, d->pos, d->cs, T, d->NH, d->HS, 0);
     rope_apply(d->k, d->pos, d->cs, T, d->NKV, d->HS, 0);
     for (int i = 0; i < T; i++) {
@@ -197,15 +200,19 @@ static void layer_forward(Decoder *d, int l, int T, const int *seq, int prefill)
     if (w.bo)
         for (int t = 0; t < T; t++)
             for (int n = 0; n < H; n++) d->xmid[(size_t)t * H + n] += w.bo[n];
+    lora_forward(d->m, l, 3, d->xmid, act_f32(d->att), T);
     rmsnorm_forward(d->xn, d->rstd, d->xmid, w.mlp_norm, T, H, eps);
     linear(d, d->gate, d->xn, W.g, w.bg, T, H, I);
     linear(d, d->up, d->xn, W.u, w.bu, T, H, I);
+    lora_forward(d->m, l, 4, d->gate, act_f32(d->xn), T);
+    lora_forward(d->m, l, 5, d->up, act_f32(d->xn), T);
     swiglu_forward(d->h, d->gate, d->up, (long)T * I);
     memcpy(d->x, d->xmid, sizeof(float) * TH);
     product(d, d->x, 1.0f, d->h, W.d, T, I, H);
     if (w.bd)
         for (int t = 0; t < T; t++)
             for (int n = 0; n < H; n++) d->x[(size_t)t * H + n] += w.bd[n];
+    lora_forward(d->m, l, 6, d->x, act_f32(d->h), T);
 }
 
 static void embed(Decoder *d, const int *ids, int T) { model_embed(d->m, ids, T, d->x); }

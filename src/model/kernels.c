@@ -118,7 +118,7 @@ void rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x, con
         }
     }
     /* blocks in a fixed order: deterministic for any thread count */
-    for (int c = 0; c < C; c++) {
+    for (int c = 0; dw && c < C; c++) { /* dw NULL: a frozen weight */
         double acc = 0.0;
         for (int bk = 0; bk < nb; bk++) acc += part[(size_t)bk * C + c];
         dw[c] += (float)acc;

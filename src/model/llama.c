@@ -141,7 +141,7 @@ Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen
     if (count_rows(m, rows, n_rows, &T, &n_resp, &n_tgt, &n_pos, err, errlen)) return NULL;
     Batch *b = xcalloc(1, sizeof *b);
     b->n_rows = n_rows, b->T = T, b->n_resp = n_resp, b->n_tgt = n_tgt, b->n_pos = n_pos;
-    b->slots = m->grads && !m->gc ? m->c.num_hidden_layers : 1;
+    b->slots = model_trains(m) && !m->gc ? m->c.num_hidden_layers : 1;
     if (alloc_activations(m, b, err, errlen)) { /* first: a batch too large is refused before anything is allocated */
         batch_free(b);
         return NULL;
@@ -247,6 +247,9 @@ static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     linear(m, a.q, xn1, W.q, w.bq, T, H, QD);
     linear(m, a.k, xn1, W.k, w.bk, T, H, KD);
     linear(m, a.v, xn1, W.v, w.bv, T, H, KD);
+    lora_forward(m, l, 0, a.q, xn1, T);
+    lora_forward(m, l, 1, a.k, xn1, T);
+    lora_forward(m, l, 2, a.v, xn1, T);
     rope_apply(a.q, b->pos, b->cs, T, NH, HS, 0);
     rope_apply(a.k, b->pos, b->cs, T, NKV, HS, 0);
     AttnShape s = attn_shape(m, b);
@@ -254,14 +257,18 @@ static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     memcpy(a.xmid, a.x, sizeof(float) * TH); /* residual, then += o_proj(att) */
     mm_forward(a.xmid, 1.0f, act_f32(a.att), QD, W.o, T, QD, H, btmp_for(m, W.o, (size_t)T * QD));
     add_bias(a.xmid, w.bo, T, H);
+    lora_forward(m, l, 3, a.xmid, act_f32(a.att), T);
     Act xn2 = norm(m, a.xn2, a.xn2b, a.rstd2, a.xmid, w.mlp_norm, T, hbuf);
     linear(m, a.gate, xn2, W.g, w.bg, T, H, I);
     linear(m, a.up, xn2, W.u, w.bu, T, H, I);
+    lora_forward(m, l, 4, a.gate, xn2, T);
+    lora_forward(m, l, 5, a.up, xn2, T);
     swiglu_forward(hbuf, a.gate, a.up, (long)T * I);
     float *xout = a.x + TH;
     memcpy(xout, a.xmid, sizeof(float) * TH);
     mm_forward(xout, 1.0f, act_f32(hbuf), I, W.d, T, I, H, btmp_for(m, W.d, (size_t)T * I));
     add_bias(xout, w.bd, T, H);
+    lora_forward(m, l, 6, xout, act_f32(hbuf), T);
 }
 
 /* The model's scratch buffer, grown to n floats when needed and kept between
@@ -285,7 +292,7 @@ static float *lmwork(Model *m, const Batch *b) {
  * or the softmax is too big */
 static float *lmkeep(Model *m, const Batch *b) {
     size_t n = (size_t)b->n_tgt * m->c.vocab_size;
-    if (!m->grads || m->gc || !b->n_tgt || n > m->lmkeep_max) return NULL;
+    if (!model_trains(m) || m->gc || !b->n_tgt || n > m->lmkeep_max) return NULL;
     return grow(&m->lmkeep, &m->lmkeep_n, n);
 }
 
@@ -375,13 +382,17 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     swiglu_forward(s->h, a.gate, a.up, (long)T * I); /* recomputed, not stored */
     Act xn1 = {a.xn1, a.xn1b}, xn2 = {a.xn2, a.xn2b};
     linear_backward(m, s->dh, 0.0f, dw.wd, dw.bd, dx, act_f32(s->h), W.d, T, I, H);
+    lora_backward(m, l, 6, s->dh, dx, act_f32(s->h), T);
     swiglu_backward(s->dg, s->du, s->dh, a.gate, a.up, (long)T * I);
     linear_backward(m, s->dxn, 0.0f, dw.wg, dw.bg, s->dg, xn2, W.g, T, H, I);
+    lora_backward(m, l, 4, s->dxn, s->dg, xn2, T);
     linear_backward(m, s->dxn, 1.0f, dw.wu, dw.bu, s->du, xn2, W.u, T, H, I);
+    lora_backward(m, l, 5, s->dxn, s->du, xn2, T);
     rmsnorm_backward(dx, dw.mlp_norm, s->dxn, a.xmid, w.mlp_norm, a.rstd2, T, H); /* dx: d xmid */
 
     /* attention: xmid = x + o_proj(att) */
     linear_backward(m, s->datt, 0.0f, dw.wo, dw.bo, dx, act_f32(a.att), W.o, T, QD, H);
+    lora_backward(m, l, 3, s->datt, dx, act_f32(a.att), T);
     memset(s->dq, 0, sizeof(float) * (size_t)T * QD);
     memset(s->dk, 0, sizeof(float) * (size_t)T * KD);
     memset(s->dv, 0, sizeof(float) * (size_t)T * KD);
@@ -390,8 +401,11 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     rope_apply(s->dq, b->pos, b->cs, T, NH, HS, 1); /* the rotation's transpose is its inverse */
     rope_apply(s->dk, b->pos, b->cs, T, NKV, HS, 1);
     linear_backward(m, s->dxn, 0.0f, dw.wq, dw.bq, s->dq, xn1, W.q, T, H, QD);
+    lora_backward(m, l, 0, s->dxn, s->dq, xn1, T);
     linear_backward(m, s->dxn, 1.0f, dw.wk, dw.bk, s->dk, xn1, W.k, T, H, KD);
+    lora_backward(m, l, 1, s->dxn, s->dk, xn1, T);
     linear_backward(m, s->dxn, 1.0f, dw.wv, dw.bv, s->dv, xn1, W.v, T, H, KD);
+    lora_backward(m, l, 2, s->dxn, s->dv, xn1, T);
     rmsnorm_backward(dx, dw.attn_norm, s->dxn, a.x, w.attn_norm, a.rstd1, T, H); /* dx: d x */
 }
 
@@ -427,16 +441,22 @@ static void trunk_backward(Model *m, Batch *b, float *at) {
         layer_backward(m, b, l, dx, &s);
     }
     float *dE = tensor_at(m, m->grads, "model.embed_tokens.weight");
-    for (int t = 0; t < T; t++) { /* in token order: deterministic */
+    for (int t = 0; dE && t < T; t++) { /* in token order: deterministic */
         float *d = dE + (size_t)b->tokens[t] * H;
         for (int h = 0; h < H; h++) d[h] += dx[(size_t)t * H + h];
     }
 }
 
+/* the gradients a backward adds into: the model's, or its adapter's (lora.h: the base frozen) */
+static void backward_grads(Model *m) {
+    if (m->lora && !m->lora->enabled) ppa_die(70, "model_backward: the adapter is off (internal)");
+    model_grads(m);
+}
+
 void model_backward(Model *m, Batch *b, const double *dlogps) {
     int H = m->c.hidden_size, V = m->c.vocab_size;
     need_head(m, 0, "model_backward");
-    model_grads(m);
+    backward_grads(m);
     double *g = xmalloc(sizeof(double) * (size_t)(b->n_tgt ? b->n_tgt : 1));
     for (int i = 0; i < b->n_tgt; i++) g[i] = dlogps[b->tgt_resp[i]];
     float *at = backward_scratch(m, b);
@@ -451,7 +471,7 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
 void model_backward_rewards(Model *m, Batch *b, const double *drewards) {
     int H = m->c.hidden_size, NL = m->c.num_labels;
     need_head(m, 1, "model_backward_rewards");
-    model_grads(m);
+    backward_grads(m);
     float *dxf = backward_scratch(m, b), *dW = lm_head(m, m->grads);
     Weight W = model_lm_weight(m);
     for (int g = 0; g < b->n_resp; g++) { /* in response order: deterministic */
@@ -461,7 +481,7 @@ void model_backward_rewards(Model *m, Batch *b, const double *drewards) {
             float d = (float)drewards[(size_t)g * NL + j];
             for (int k = 0; k < H; k++) {
                 dh[k] += d * head_w(W, (size_t)j * H + k);
-                dW[(size_t)j * H + k] += d * h[k];
+                if (dW) dW[(size_t)j * H + k] += d * h[k]; /* NULL: a frozen head (an adapter trains) */
             }
         }
     }

@@ -53,12 +53,15 @@ uint64_t model_hash(const Model *m, uint64_t h);
 Model *model_new(const ModelConfig *c, uint64_t seed, char *err, size_t errlen);
 void model_free(Model *m);
 const ModelConfig *model_config(const Model *m);
+/* The trainable parameters: the model's, in tensor-table order, or once a
+ * LoRA adapter is attached (lora.h) the adapter's alone (the base frozen). */
 size_t model_n_params(const Model *m);
-float *model_params(Model *m); /* [n_params], in tensor-table order */
+float *model_params(Model *m); /* [n_params] */
 float *model_grads(Model *m);  /* [n_params], allocated and zeroed on first use */
 void model_zero_grads(Model *m);
+size_t model_n_base_params(const Model *m); /* the model's own, adapter or not */
 /* Gradients under the Hugging Face names (tied embeddings include the LM
- * head's share), F32. */
+ * head's share), F32; an adapter's under PEFT's names. */
 int model_save_grads(const Model *m, const char *path, char *err, size_t errlen);
 
 /* [n_params] 1 where weight decay applies (matrices, embeddings included),
@@ -75,7 +78,9 @@ unsigned char *model_decay_mask(const Model *m);
 void model_keep_softmax(Model *m, size_t max_bytes);
 
 /* Writes the model as a Hugging Face folder (model_folder in checkpoint.h);
- * tokenizer_dir: a folder whose tokenizer files are copied, or NULL. */
+ * tokenizer_dir: a folder whose tokenizer files are copied, or NULL. A
+ * model with an adapter writes PEFT's adapter folder instead (adapter.h;
+ * bf16 ignored: adapters are written in float32). */
 int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_dir, char *err, size_t errlen);
 
 /* One row: a prompt and K responses (token ids). */

@@ -28,6 +28,12 @@ LayerM model_layer_mats(const Model *m, int l);
 Weight model_lm_weight(const Model *m);
 /* x [T, H] = the embeddings of ids [T] (float32, widened from bf16 when frozen) */
 void model_embed(const Model *m, const int *ids, int T, float *x);
+/* A LoRA adapter's term of target k (LayerM order) of layer l, when the
+ * model has one and it is on (lora.c): y[T, out] += s (x A^T) B^T; its
+ * backward dx[T, in] += ..., and into the adapter's gradients. x as the base
+ * product takes it, rows of length in. */
+void lora_forward(Model *m, int l, int k, float *y, Act x, int T);
+void lora_backward(Model *m, int l, int k, float *dx, const float *dy, Act x, int T);
 /* bf16 scratch of at least n elements, kept in the model */
 bf16 *model_btmp(Model *m, size_t n);
 

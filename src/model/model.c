@@ -15,6 +15,7 @@
 #include "model/gemm.h"
 #include "model/gemm_bf16.h"
 #include "model/llama.h"
+#include "model/adapter.h"
 #include "model/model_internal.h"
 
 static int spec_index(const Model *m, const char *name) {
@@ -190,6 +191,7 @@ static void load_frozen_matrices(Model *m) {
 static Model *load(const char *dir, ModelPrecision prec, int frozen, int make_head, uint64_t head_seed, char *err,
                    size_t errlen) {
     Model *m = xcalloc(1, sizeof *m);
+    m->dir = strdup(dir);
     int bf16 = prec == MODEL_BF16;
     if (bf16 && gemm_bf16_ready(err, errlen)) goto fail;
     if (model_config_load(&m->c, dir, err, errlen)) goto fail;
@@ -280,7 +282,7 @@ int model_set_precision(Model *m, ModelPrecision prec, char *err, size_t errlen)
 }
 
 void model_bf16_refresh(Model *m) {
-    if (!m->bf16 || m->frozen) return;
+    if (!m->bf16 || m->frozen || m->lora) return; /* with an adapter the base does not change */
     for (int i = 0; i < m->n_specs; i++)
         if (m->wb[i]) bf16_from_f32(m->wb[i], m->params + m->offset[i], (size_t)m->specs[i].numel);
 }
@@ -307,6 +309,11 @@ uint64_t model_hash(const Model *m, uint64_t h) {
         h = hash64_more(h, row, sizeof(float) * (size_t)H);
     }
     free(row);
+    if (m->lora && m->lora->enabled) { /* an adapted model is another model; switched off, it is its base */
+        double shape[3] = {m->lora->s.r, lora_scale(&m->lora->s), m->lora->s.targets};
+        h = hash64_more(h, shape, sizeof shape);
+        h = hash64_more(h, m->lora->params, sizeof(float) * m->lora->n);
+    }
     for (int i = 0; i < m->n_specs; i++) {
         size_t n = (size_t)m->specs[i].numel;
         if (!strcmp(m->specs[i].name, "model.embed_tokens.weight")) continue; /* hashed above; its bf16 copy derives from it */
@@ -334,6 +341,8 @@ void model_free(Model *m) {
     free(m->lmwork);
     free(m->lmkeep);
     free(m->btmp);
+    lora_free(m->lora);
+    free(m->dir);
     free(m);
 }
 
@@ -343,22 +352,31 @@ void model_keep_softmax(Model *m, size_t max_bytes) {
 }
 
 const ModelConfig *model_config(const Model *m) { return &m->c; }
-size_t model_n_params(const Model *m) { return m->n_params; }
+size_t model_n_params(const Model *m) { return m->lora ? m->lora->n : m->n_params; }
+size_t model_n_base_params(const Model *m) { return m->n_params; }
 
 float *model_params(Model *m) {
+    if (m->lora) return m->lora->params;
     if (m->frozen) ppa_die(70, "model_params: a frozen bf16 model has no float32 matrices");
     return m->params;
 }
 
 float *model_grads(Model *m) {
+    if (m->lora) {
+        if (!m->lora->grads) m->lora->grads = xcalloc(m->lora->n ? m->lora->n : 1, sizeof(float));
+        return m->lora->grads;
+    }
     if (m->frozen) ppa_die(70, "model_grads: a frozen bf16 model has no gradients");
     if (!m->grads) m->grads = xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
     return m->grads;
 }
 
-void model_zero_grads(Model *m) { memset(model_grads(m), 0, sizeof(float) * m->n_params); }
+void model_zero_grads(Model *m) { memset(model_grads(m), 0, sizeof(float) * model_n_params(m)); }
+
+int model_trains(const Model *m) { return m->lora ? m->lora->enabled && m->lora->grads : m->grads != NULL; }
 
 int model_save_grads(const Model *m, const char *path, char *err, size_t errlen) {
+    if (m->lora) return adapter_save_grads(m, path, err, errlen);
     StWriteTensor *t = xcalloc((size_t)m->n_specs + 1, sizeof *t);
     float *g = m->grads ? m->grads : xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
     for (int i = 0; i < m->n_specs; i++) t[i] = (StWriteTensor){m->specs[i].name, m->specs[i].ndim, m->specs[i].shape, g + m->offset[i]};
@@ -369,6 +387,11 @@ int model_save_grads(const Model *m, const char *path, char *err, size_t errlen)
 }
 
 unsigned char *model_decay_mask(const Model *m) {
+    if (m->lora) { /* A and B are matrices */
+        unsigned char *mask = xmalloc(m->lora->n ? m->lora->n : 1);
+        memset(mask, 1, m->lora->n);
+        return mask;
+    }
     unsigned char *mask = xmalloc(m->n_params ? m->n_params : 1);
     for (int i = 0; i < m->n_specs; i++)
         memset(mask + m->offset[i], m->specs[i].kind == MODEL_TENSOR_MATRIX, (size_t)m->specs[i].numel);
@@ -376,6 +399,7 @@ unsigned char *model_decay_mask(const Model *m) {
 }
 
 int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_dir, char *err, size_t errlen) {
+    if (m->lora) return adapter_save(m, dir, tokenizer_dir, err, errlen);
     if (m->frozen) {
         snprintf(err, errlen, "%s: a frozen bf16 model is not saved (load it in float32 to train and save)", dir);
         return -1;

@@ -5,8 +5,23 @@
 
 #include "io/safetensors.h"
 #include "model/llama_internal.h"
+#include "model/lora.h"
 
 #define NO_OFFSET ((size_t)-1) /* a tensor with no float32 copy (frozen bf16 matrices) */
+
+/* A LoRA adapter (lora.h): its parameters in one buffer, target k of layer l
+ * at off[7 l + k] (A [r, in], then B [out, r]), NO_OFFSET when not a target */
+typedef struct {
+    LoraSpec s;
+    float scale;
+    size_t n;
+    float *params, *grads; /* [n]; grads allocated on first use */
+    size_t *off;           /* [L * 7] */
+    int enabled, drop_on;
+    uint64_t drop_key;
+    float *work; /* the input as it enters A, u = x A^T and its gradient, kept between calls */
+    size_t work_n;
+} Lora;
 
 struct Model {
     ModelConfig c;
@@ -35,7 +50,13 @@ struct Model {
     size_t lmkeep_n, lmkeep_max; /* floats; the limit set by model_keep_softmax */
     bf16 *btmp;             /* bf16 scratch of the products */
     size_t btmp_n;
+    Lora *lora;             /* the adapter, or NULL; with one, the base is frozen */
+    char *dir;              /* the folder it was loaded from, or NULL (an adapter's base_model_name_or_path) */
 };
+
+/* the model keeps what a backward needs: it has gradients, or an adapter that is on and has them */
+int model_trains(const Model *m);
+void lora_free(Lora *a);
 
 /* base + the tensor's offset (params or grads), NULL if absent or not float32 */
 float *tensor_at(const Model *m, float *base, const char *name);

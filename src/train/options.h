@@ -71,6 +71,12 @@ typedef enum {
     TOPT_SAVE_DTYPE,
     TOPT_PRECISION,
     TOPT_GRADIENT_CHECKPOINTING,
+    TOPT_LORA_R,
+    TOPT_LORA_ALPHA,
+    TOPT_LORA_DROPOUT,
+    TOPT_LORA_TARGETS,
+    TOPT_USE_RSLORA,
+    TOPT_ADAPTER,
     TOPT_LOG,
     TOPT_LOG_LAMBDAS,
     TOPT_EVAL_DATA,
@@ -182,6 +188,13 @@ typedef struct {
     SaveDtype save_dtype;   /* f32 */
     int bf16;               /* --precision bf16: bf16 products, float32 master weights (model/matmul.h) */
     int gradient_checkpointing; /* keep each layer's input only, recompute in the backward */
+    int lora_r;             /* LoRA rank; 0 = no adapter (model/lora.h); use_peft: true in a recipe gives 16 */
+    double lora_alpha;      /* 32 (TRL's ModelConfig) */
+    double lora_dropout;    /* 0 (a recipe's use_peft: true gives TRL's 0.05) */
+    char *lora_targets;     /* "all-linear" (NULL) or a comma list of q_proj ... down_proj */
+    int use_rslora;         /* s = alpha / sqrt(r) */
+    char *adapter;          /* --adapter DIR: a PEFT LoRA folder on --model */
+    int use_peft;           /* a recipe's use_peft: true (its lora_* keys count only then, as in TRL) */
     int log_lambdas;        /* log the per-response d loss / d s of every list */
     long eval_every;        /* evaluate every N steps; 0 = only at the end (with eval_data) */
     int threads;            /* compute threads; 0 = all cores */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "model/lora.h"
 #include "tokenizer/template.h"
 #include "train/options_internal.h"
 
@@ -188,6 +189,33 @@ static int check_required(const TrainOptions *o, char *err, size_t errlen) {
     return 0;
 }
 
+/* LoRA: the shape of a new adapter, or an existing one (--adapter) that fixes it */
+static int validate_lora(TrainOptions *o, char *err, size_t errlen) {
+    char w[512], m[256];
+    unsigned mask;
+    if (!opt_takes(o->cmd, TOPT_LORA_R)) return 0;
+    if (o->lora_r < 0 || o->lora_r > 65536)
+        return opt_fail(err, errlen, "%s must be in 0..65536 (0: no adapter), found %d", opt_where(o, TOPT_LORA_R, w, sizeof w),
+                        o->lora_r), -1;
+    if (!(o->lora_alpha > 0) || !isfinite(o->lora_alpha))
+        return opt_fail(err, errlen, "%s must be > 0, found %g", opt_where(o, TOPT_LORA_ALPHA, w, sizeof w), o->lora_alpha), -1;
+    if (!(o->lora_dropout >= 0 && o->lora_dropout < 1))
+        return opt_fail(err, errlen, "%s must be in [0, 1), found %g", opt_where(o, TOPT_LORA_DROPOUT, w, sizeof w),
+                        o->lora_dropout), -1;
+    if (o->lora_targets && lora_parse_targets(o->lora_targets, &mask, m, sizeof m))
+        return opt_fail(err, errlen, "%s: %s", opt_where(o, TOPT_LORA_TARGETS, w, sizeof w), m), -1;
+    for (int id = TOPT_LORA_R; id <= TOPT_USE_RSLORA; id++) {
+        if (o->origin[id].from == TRAIN_FROM_DEFAULT) continue;
+        if (o->adapter)
+            return opt_fail(err, errlen, "%s: the adapter of --adapter %s sets its own shape (its adapter_config.json)",
+                            opt_where(o, (TrainOptId)id, w, sizeof w), o->adapter), -1;
+        if (id != TOPT_LORA_R && !o->lora_r)
+            opt_note(o, "%s has no effect without an adapter (lora_r, or use_peft: true in a recipe)",
+                     opt_where(o, (TrainOptId)id, w, sizeof w));
+    }
+    return 0;
+}
+
 /* ranges of generate's options */
 static int validate_generate(TrainOptions *o, char *err, size_t errlen) {
     char w[64];
@@ -266,6 +294,7 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
     if (o->cmd == CMD_REWARD && (o->objective == PPA_SIMPO || o->objective == PPA_IPO))
         BAD(TOPT_OBJECTIVE, "%s is defined on log-probs and a beta; a reward model's score is its head's output: "
                             "choose another objective", ppa_objective_name(o->objective));
+    if (validate_lora(o, err, errlen)) return -1;
     if (o->reward_index < 0 || o->reward_index >= 1 << 16)
         BAD(TOPT_REWARD_INDEX, "must be in 0..65535, found %d", o->reward_index);
     for (int id = TOPT_TAU; id <= TOPT_NORMALIZE && opt_takes(o->cmd, TOPT_OBJECTIVE); id++)

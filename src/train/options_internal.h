@@ -18,7 +18,7 @@
 typedef enum { T_STR, T_INT, T_LONG, T_U64, T_DOUBLE, T_BOOL, T_SCHEDULE, T_DTYPE, T_PRECISION, T_OBJECTIVE, T_LOSS } OptType;
 
 /* sections of --help, in order */
-typedef enum { S_IO, S_OBJECTIVE, S_OPTIM, S_GENERATE, S_RUN, S_COUNT } OptSection;
+typedef enum { S_IO, S_OBJECTIVE, S_OPTIM, S_LORA, S_GENERATE, S_RUN, S_COUNT } OptSection;
 
 typedef struct {
     const char *name;    /* ppa name = recipe key = JSON key ("max_prompt_length") */

@@ -70,7 +70,7 @@ void train_options_print_json(const TrainOptions *o, FILE *f) {
 
 static const char *const SECTION_TITLES[S_COUNT] = {
     "Inputs and outputs:", "The objective:", "Optimisation (AdamW: beta1 0.9, beta2 0.999, eps 1e-8):",
-    "Generation:", "Checkpoints, logs and threads:"};
+    "LoRA adapters (PEFT's format; the base model stays frozen):", "Generation:", "Checkpoints, logs and threads:"};
 
 /* the metavar and text of option id in cmd's help */
 static void help_words(OptCommand cmd, TrainOptId id, const char **mv, const char **text) {

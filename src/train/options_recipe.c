@@ -37,6 +37,8 @@ typedef enum {
     SP_BF16,       /* bf16: true|false -> precision */
     SP_TRUNCATION_MODE,
     SP_REFUSED, /* always an error saying `why` */
+    SP_USE_PEFT,
+    SP_LORA_TARGETS, /* lora_target_modules: a list, or one name / all-linear */
 } Special;
 
 typedef struct {
@@ -79,7 +81,11 @@ static const ConfigKey KEYS[] = {
     {"adam_beta1", K_SPECIAL, SP_ADAM_BETA1, NULL},
     {"adam_beta2", K_SPECIAL, SP_ADAM_BETA2, NULL},
     {"adam_epsilon", K_SPECIAL, SP_ADAM_EPSILON, NULL},
-    {"use_peft", K_SPECIAL, SP_FALSE_ONLY, "ppa trains every parameter (no LoRA / PEFT)"},
+    {"use_peft", K_SPECIAL, SP_USE_PEFT, NULL},
+    {"lora_target_modules", K_SPECIAL, SP_LORA_TARGETS, NULL},
+    {"lora_modules_to_save", K_SPECIAL, SP_FALSE_ONLY, "ppa trains the adapters only, no full modules"},
+    {"use_dora", K_SPECIAL, SP_FALSE_ONLY, "DoRA is not implemented"},
+    {"lora_task_type", K_IGNORED, 0, "ppa's adapters are CAUSAL_LM"},
     {"load_in_4bit", K_SPECIAL, SP_FALSE_ONLY, "ppa does not quantize"},
     {"load_in_8bit", K_SPECIAL, SP_FALSE_ONLY, "ppa does not quantize"},
     {"truncation_mode", K_SPECIAL, SP_TRUNCATION_MODE, NULL},
@@ -213,6 +219,8 @@ typedef struct {
     int loss_type_line, pairwise_type_line, ablation_line, save_strategy_line, eval_strategy_line;
     const char *eval_strategy_key;
     int constant_line; /* lr_scheduler_type: constant (transformers: no warm-up) */
+    const YamlNode *use_peft;
+    int use_peft_line;
 } Config;
 
 static const ConfigKey *config_key(const char *key, ConfigKey *native) {
@@ -283,6 +291,22 @@ static int config_set(Config *C, TrainOptId id, const char *key, int line, const
 static int is_no(const YamlNode *v) {
     int b;
     return (!yaml_as_bool(v, &b) && !b) || (v->kind == YAML_SCALAR && !strcmp(v->str, "no"));
+}
+
+/* a list of module names joined with commas, or a single value */
+static int config_targets(Config *C, const char *key, int line, const YamlNode *v) {
+    if (v->kind != YAML_SEQ) return config_set(C, TOPT_LORA_TARGETS, key, line, v);
+    size_t len = 1;
+    for (int i = 0; i < v->n; i++) {
+        if (v->items[i]->kind != YAML_SCALAR) return config_fail(C, line, "%s: expected a list of module names", key);
+        len += strlen(v->items[i]->str) + 1;
+    }
+    char *joined = xcalloc(len, 1), msg[320];
+    for (int i = 0; i < v->n; i++) strcat(strcat(joined, i ? "," : ""), v->items[i]->str);
+    int rc = opt_set_text(C->o, TOPT_LORA_TARGETS, joined, msg, sizeof msg);
+    free(joined);
+    if (rc) return config_fail(C, line, "%s: %s", key, msg);
+    return config_claim(C, TOPT_LORA_TARGETS, key, line);
 }
 
 static int config_special(Config *C, const ConfigKey *ck, const char *key, int line, const YamlNode *v) {
@@ -374,6 +398,12 @@ static int config_special(Config *C, const ConfigKey *ck, const char *key, int l
             return config_fail(C, line, "truncation_mode '%s': ppa keeps the end of a long prompt (keep_end)", s);
         return 0;
     case SP_REFUSED: return config_fail(C, line, "%s: %s", key, ck->why);
+    case SP_USE_PEFT:
+        if (v->kind != YAML_NULL && (v->kind != YAML_SCALAR || yaml_as_bool(v, &b)))
+            return config_fail(C, line, "%s: expected true or false", key);
+        C->use_peft = v, C->use_peft_line = line;
+        return 0;
+    case SP_LORA_TARGETS: return config_targets(C, ck->key, line, v);
     }
     return 0;
 }
@@ -387,9 +417,42 @@ static int unknown_key(Config *C, const char *key, int line) {
     return config_fail(C, line, "unknown key '%s' (ppa train --help lists the keys it reads)", key);
 }
 
+/* use_peft: the recipe's lora_* keys count only with use_peft: true, whose defaults are TRL's (r 16, alpha 32,
+ * dropout 0.05) */
+static int config_peft(Config *C) {
+    TrainOptions *o = C->o;
+    int b = 0;
+    if (C->use_peft && C->use_peft->kind == YAML_SCALAR) yaml_as_bool(C->use_peft, &b);
+    o->use_peft = b;
+    if (!b) {
+        for (int id = TOPT_LORA_R; id <= TOPT_USE_RSLORA; id++)
+            if (o->origin[id].from == TRAIN_FROM_CONFIG) {
+                opt_note(o, "%s:%d: %s ignored: use_peft is not true (TRL's rule: then every parameter trains)", C->path,
+                         o->origin[id].line, o->origin[id].key);
+                opt_set_origin(o, (TrainOptId)id, TRAIN_FROM_DEFAULT, 0, NULL);
+            }
+        TrainOptions d;
+        options_default(o->cmd, &d); /* the ignored values back to the defaults */
+        o->lora_r = d.lora_r, o->lora_alpha = d.lora_alpha, o->lora_dropout = d.lora_dropout, o->use_rslora = d.use_rslora;
+        free(o->lora_targets);
+        o->lora_targets = NULL;
+        return 0;
+    }
+    if (o->origin[TOPT_LORA_R].from != TRAIN_FROM_CONFIG) {
+        o->lora_r = 16;
+        opt_set_origin(o, TOPT_LORA_R, TRAIN_FROM_CONFIG, C->use_peft_line, "use_peft");
+    }
+    if (o->origin[TOPT_LORA_DROPOUT].from != TRAIN_FROM_CONFIG) {
+        o->lora_dropout = 0.05;
+        opt_set_origin(o, TOPT_LORA_DROPOUT, TRAIN_FROM_CONFIG, C->use_peft_line, "use_peft");
+    }
+    return 0;
+}
+
 /* loss_type + pairwise_type, ablation_type, save/eval strategies: after all keys are known */
 static int config_finish(Config *C) {
     TrainOptions *o = C->o;
+    if (config_peft(C)) return -1;
     char msg[512];
     const char *pt = NULL;
     if (C->pairwise_type) {

@@ -21,6 +21,7 @@
 #define JUDGES (CMD_JUDGE | CMD_WINRATE)
 #define ANY_MODEL (MODEL_CMDS | JUDGES) /* every command that may run a model */
 #define LOSS_CMDS (CMD_TRAIN | CMD_GRAD | CMD_REWARD)
+#define LORA_CMDS (CMD_TRAIN | CMD_SFT | CMD_GRAD) /* a new adapter: the commands that differentiate a causal LM */
 
 const char *const GAIN_NAMES[2] = {"pow2", "linear"};
 const char *const DISCOUNT_NAMES[4] = {"log2", "inv", "inv_sqrt", "inv_sq"};
@@ -84,6 +85,18 @@ const OptSpec OPT[TOPT_COUNT] = {
       "fp32 | bf16: matrix products in bf16, sums and the rest in float32"),
     F(TOPT_GRADIENT_CHECKPOINTING, "gradient_checkpointing", "gradient-checkpointing", T_BOOL, gradient_checkpointing,
       TRAINING | CMD_GRAD, 0, S_RUN, NULL, "keep each layer's input only; recompute it in the backward"),
+    F(TOPT_LORA_R, "lora_r", "lora-r", T_INT, lora_r, LORA_CMDS, 0, S_LORA, "R",
+      "train a LoRA adapter of rank R on the frozen --model (0: every parameter)"),
+    F(TOPT_LORA_ALPHA, "lora_alpha", "lora-alpha", T_DOUBLE, lora_alpha, LORA_CMDS, 0, S_LORA, "A",
+      "the adapter's scale is A / R"),
+    F(TOPT_LORA_DROPOUT, "lora_dropout", "lora-dropout", T_DOUBLE, lora_dropout, LORA_CMDS, 0, S_LORA, "P",
+      "dropout on the adapter's input in training, seeded"),
+    F(TOPT_LORA_TARGETS, "lora_targets", "lora-targets", T_STR, lora_targets, LORA_CMDS, 0, S_LORA, "LIST",
+      "all-linear, or a comma list of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"),
+    F(TOPT_USE_RSLORA, "use_rslora", "use-rslora", T_BOOL, use_rslora, LORA_CMDS, 0, S_LORA, NULL,
+      "scale A / sqrt(R) (rank-stabilised LoRA)"),
+    F(TOPT_ADAPTER, "adapter", "adapter", T_STR, adapter, MODEL_CMDS | JUDGES, 0, S_LORA, "DIR",
+      "a PEFT LoRA adapter folder on --model (training continues it)"),
     F(TOPT_LOG, "log", "log", T_STR, log, LISTS, 0, S_RUN, "FILE", "JSON Lines metrics (default: OUT/train_log.jsonl)"),
     F(TOPT_LOG_LAMBDAS, "log_lambdas", "log-lambdas", T_BOOL, log_lambdas, LISTS, 0, S_RUN, NULL,
       "log d loss / d s of every list"),
@@ -210,6 +223,7 @@ void options_default(OptCommand cmd, TrainOptions *o) {
     o->top_p = 1.0;
     o->n_samples = 1;
     o->max_line_bytes = JSONL_MAX_LINE_DEFAULT;
+    o->lora_alpha = 32;
     if (cmd == CMD_REWARD) { /* TRL's RewardTrainer: Bradley-Terry on pairs; a reward model learns at larger steps */
         o->objective = PPA_DPO_ALL_PAIRS;
         o->beta = 1, o->loss.beta = 1;
@@ -226,7 +240,7 @@ void options_default(OptCommand cmd, TrainOptions *o) {
 void train_options_free(TrainOptions *o) {
     char **strs[] = {&o->model, &o->data, &o->out, &o->ref, &o->ref_cache, &o->resume, &o->log, &o->eval_data,
                      &o->template_name, &o->config, &o->prompts, &o->judge, &o->npm_cache, &o->reward_model,
-                     &o->pair_model, &o->pair_template, &o->a, &o->b};
+                     &o->pair_model, &o->pair_template, &o->a, &o->b, &o->lora_targets, &o->adapter};
     for (size_t i = 0; i < PPA_ARRAY_LEN(strs); i++) free(*strs[i]), *strs[i] = NULL;
     for (int i = 0; i < o->n_notes; i++) free(o->notes[i]);
     free(o->notes);

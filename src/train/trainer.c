@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "core/hash.h"
 #include "core/timer.h"
 #include "model/gemm.h"
+#include "model/lora.h"
 
 /* the step's lists, as sums for the log */
 typedef struct {
@@ -106,7 +108,11 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
             sl->lambdas = xrealloc(sl->lambdas, sizeof(double) * (size_t)(sl->n_lam + resp));
             lam = sl->lambdas + sl->n_lam, sl->n_lam += resp;
         }
-        if (micro_step(m, &ml, &p->score, weight, 1, &sl->sums, lam, err, errlen)) return -1;
+        uint64_t where[3] = {st->seed, (uint64_t)st->step, (uint64_t)done}; /* a resumed run draws the same masks */
+        model_lora_dropout(m, 1, hash64(where, sizeof where, 0x64726f70ull));
+        int bad = micro_step(m, &ml, &p->score, weight, 1, &sl->sums, lam, err, errlen);
+        model_lora_dropout(m, 0, 0); /* evaluation and sampling run without */
+        if (bad) return -1;
         done += mb, st->cursor += mb;
     }
     sl->lists = n;

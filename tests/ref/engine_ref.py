@@ -63,10 +63,43 @@ n_tokens_k = P + R_k.  Test loss
 --check and --autocast-bf16 work as for the causal LM (under autocast the head
 matmul is bf16, as transformers' Linear head is).
 
-Commands (Debian's interpreter, torch 1.13; no transformers, no safetensors):
+LoRA adapters (PEFT's semantics and format; causal LMs only), --adapter DIR:
+    DIR/adapter_config.json: peft_type "LORA"; r (int >= 1), lora_alpha, use_rslora (default false),
+        target_modules: a list among q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (every layer
+        adapted).  Refused: bias other than "none", fan_in_fan_out true, lora_dropout != 0 (no dropout here),
+        use_dora, layers_to_transform, rank_pattern / alpha_pattern, modules_to_save, a regex target_modules,
+        task_type other than CAUSAL_LM or null.
+    DIR/adapter_model.safetensors (F32, F64, F16 or BF16): for every layer i and target m, exactly
+        base_model.model.model.layers.{i}.self_attn.{q,k,v,o}_proj.lora_{A,B}.weight
+        base_model.model.model.layers.{i}.mlp.{gate,up,down}_proj.lora_{A,B}.weight
+        A [r, in], B [out, r] for the base weight W [out, in]; nothing else.
+    On a target linear:   y = x W^T (+ b) + s (x A^T) B^T,   s = lora_alpha / r  (lora_alpha / sqrt(r) with
+        use_rslora), computed as PEFT's Linear: base output + lora_B(lora_A(x)) * s.  B = 0 gives the base model
+        exactly.  Everything else, the rows and L are as above; the base is frozen: grads.safetensors holds dL/dA
+        and dL/dB of every adapter tensor under its PEFT name, in the adapter file's order and shapes (F32, as
+        above).  --autocast-bf16 runs the adapter products under autocast too (bf16 matmuls, as PEFT's lora_A /
+        lora_B Linears do); --check perturbs 3 seeded entries of every adapter tensor; --shared-prefix as above.
+    --merge-out FILE: FILE.safetensors (FILE itself when it ends in .safetensors) holds W + s B A for every target
+        weight under the base's name (model.layers.{i}.self_attn.q_proj.weight, ...) in the checkpoint's order,
+        computed in float64 and rounded once to F32, metadata {"format": "pt"}.
+    --make-adapter --model BASE --out DIR --seed N --r R --alpha A --targets q_proj,... [--rslora] writes a seeded
+        non-zero adapter in PEFT's format: adapter_config.json as PEFT 0.x writes it (json.dumps indent 2, sorted
+        keys: alpha_pattern {}, auto_mapping null, base_model_name_or_path = basename of BASE, bias "none",
+        fan_in_fan_out false, inference_mode true, init_lora_weights true, layers_pattern null,
+        layers_to_transform null, lora_alpha, lora_dropout 0.0, modules_to_save null, peft_type "LORA", r,
+        rank_pattern {}, revision null, target_modules, task_type "CAUSAL_LM", use_dora false, use_rslora) and
+        adapter_model.safetensors (F32, tensors sorted by name as the safetensors package writes them, metadata
+        {"format": "pt"}).  A ~ U(-1/sqrt(in), 1/sqrt(in)) (PEFT's kaiming_uniform_ with a = sqrt(5)); B ~ N(0,
+        0.3^2), not PEFT's zeros, so that the adapter changes the model and every gradient is exercised.  Draws
+        from random.Random(N).random() only (B by Box-Muller), layer by layer, targets in the order above, A then
+        B, row-major: the same bytes on every run.
+
+Commands (Debian's interpreter, torch 1.13; no transformers, no safetensors, no peft):
     /usr/bin/python3 tests/ref/engine_ref.py --model DIR --rows ROWS.jsonl --out OUTDIR \
-        [--shared-prefix] [--check] [--autocast-bf16]
+        [--shared-prefix] [--check] [--autocast-bf16] [--adapter LORA_DIR [--merge-out FILE]]
     /usr/bin/python3 tests/ref/engine_ref.py --make-rows --config CONFIG.json --seed N --out ROWS.jsonl
+    /usr/bin/python3 tests/ref/engine_ref.py --make-adapter --model DIR --out LORA_DIR --seed N --r R \
+        --alpha A --targets q_proj,v_proj,... [--rslora]
 Outputs: OUTDIR/logps.jsonl, one line per row {"logps": [K], "n_tokens": [K]}
 (a reward model: OUTDIR/rewards.jsonl, one line per row
 {"rewards": [[n_out] per response], "n_tokens": [P + R_k per response]}),
@@ -198,6 +231,7 @@ def load_config(path):
     if act not in ("silu", "swish"):
         die("%s: hidden_act %r (silu only)" % (path, act))
     c.eps = float(j.get("rms_norm_eps", 1e-6))
+    c.lora = None  # a LoRA adapter applied to the target linears (load_adapter), or None
     c.tie = bool(j.get("tie_word_embeddings", False))
     reward_head(c, j, path)
     c.qk_norm = c.type == "qwen3"
@@ -370,16 +404,208 @@ def load_model(folder):
 
 
 # ---------------------------------------------------------------------------
+# LoRA adapters (PEFT's format and semantics; see "LoRA adapters" in the docstring)
+
+LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+PEFT_PREFIX = "base_model.model."  # PeftModel(ForCausalLM).base_model (LoraModel).model (the ForCausalLM)
+
+
+class Lora:
+    pass
+
+
+def lora_module(i, m):
+    """The base model's name of target m of layer i (model.layers.i.self_attn.q_proj, model.layers.i.mlp.up_proj)."""
+    return "model.layers.%d.%s.%s" % (i, "self_attn" if m in LORA_MODULES[:4] else "mlp", m)
+
+
+def lora_tensors(c, r, targets):
+    """{PEFT name: shape} of an adapter of rank r on targets: A [r, in], B [out, r] with [out, in] the base
+    weight's shape; layers in order, targets in LORA_MODULES order within a layer, A before B."""
+    base = expected_tensors(c)
+    out = {}
+    for i in range(c.L):
+        for m in LORA_MODULES:
+            if m in targets:
+                mod = lora_module(i, m)
+                o, n = base[mod + ".weight"]
+                out[PEFT_PREFIX + mod + ".lora_A.weight"] = (r, n)
+                out[PEFT_PREFIX + mod + ".lora_B.weight"] = (o, r)
+    return out
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_num(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def lora_scale(r, alpha, rslora):
+    """PEFT's scaling: lora_alpha / r, or lora_alpha / sqrt(r) with use_rslora."""
+    return alpha / math.sqrt(r) if rslora else alpha / r
+
+
+def read_adapter_config(path):
+    """Lora (r, alpha, rslora, targets, scale) of a PEFT adapter_config.json; anything this reference does not
+    compute the way PEFT would is refused."""
+    try:
+        with open(path) as f:
+            j = json.load(f)
+    except (OSError, ValueError) as e:
+        die("%s: %s" % (path, e))
+    if not isinstance(j, dict):
+        die("%s: not a JSON object" % path)
+    if j.get("peft_type") != "LORA":
+        die("%s: peft_type %r (only \"LORA\" is read)" % (path, j.get("peft_type")))
+    lo = Lora()
+    lo.r, lo.alpha = j.get("r"), j.get("lora_alpha")
+    if not _is_int(lo.r) or lo.r < 1:
+        die("%s: r must be a positive integer, not %r" % (path, lo.r))
+    if not _is_num(lo.alpha):
+        die("%s: lora_alpha must be a finite number, not %r" % (path, lo.alpha))
+    lo.rslora = j.get("use_rslora", False)
+    if not isinstance(lo.rslora, bool):
+        die("%s: use_rslora must be true or false, not %r" % (path, lo.rslora))
+    tm = j.get("target_modules")
+    if not isinstance(tm, list) or not tm or any(not isinstance(m, str) for m in tm):
+        die("%s: target_modules must be a non-empty list of module names (a regex string is not read), not %r"
+            % (path, tm))
+    bad = [m for m in tm if m not in LORA_MODULES]
+    if bad:
+        die("%s: target_modules %s: only %s are read" % (path, bad, ", ".join(LORA_MODULES)))
+    if len(set(tm)) != len(tm):
+        die("%s: target_modules %s names a module twice" % (path, tm))
+    lo.targets = list(tm)
+    if j.get("bias", "none") != "none":
+        die("%s: bias %r (only \"none\": no bias is trained)" % (path, j.get("bias")))
+    if j.get("fan_in_fan_out", False) is not False:
+        die("%s: fan_in_fan_out %r (only false: A [r, in], B [out, r])" % (path, j.get("fan_in_fan_out")))
+    drop = j.get("lora_dropout", 0.0)
+    if not _is_num(drop) or drop != 0:
+        die("%s: lora_dropout %r: this reference is deterministic and has no dropout; write the adapter with "
+            "lora_dropout 0 (it does not change the adapter's tensors, only training)" % (path, drop))
+    refused = (("use_dora", "DoRA (use_dora) is not computed"),
+               ("layers_to_transform", "every layer must be adapted (layers_to_transform null)"),
+               ("rank_pattern", "one r for every module (rank_pattern {})"),
+               ("alpha_pattern", "one lora_alpha for every module (alpha_pattern {})"),
+               ("modules_to_save", "no trained copies of other modules (modules_to_save null)"),
+               ("exclude_modules", "exclude_modules must be null"),
+               ("lora_bias", "lora_bias must be false"),
+               ("target_parameters", "target_parameters must be null"),
+               ("trainable_token_indices", "trainable_token_indices must be null"))
+    for key, why in refused:
+        if j.get(key):
+            die("%s: %s %r: %s" % (path, key, j[key], why))
+    tt = j.get("task_type")
+    if tt not in (None, "CAUSAL_LM"):
+        die("%s: task_type %r (CAUSAL_LM or null: the tensors are named base_model.model.model.layers...)" % (path, tt))
+    lo.scale = lora_scale(lo.r, lo.alpha, lo.rslora)
+    return lo
+
+
+def load_adapter(folder, c):
+    """(Lora, names in the file's order, {PEFT name: float64 tensor}) of a PEFT LoRA folder on the model c: every
+    target of every layer present with the shapes lora_tensors gives, nothing else."""
+    if c.head:
+        die("%s: adapters are read for causal LMs only (this model is %s)" % (folder, c.arch))
+    lo = read_adapter_config(os.path.join(folder, "adapter_config.json"))
+    path = os.path.join(folder, "adapter_model.safetensors")
+    if not os.path.exists(path):
+        die("%s: not found (adapter_model.bin is not read)" % path)
+    names, arrays = read_safetensors(path)
+    want = lora_tensors(c, lo.r, lo.targets)
+    for n, shape in want.items():
+        if n not in arrays:
+            die("%s: tensor %s missing (every target of every layer is required)" % (path, n))
+        if tuple(arrays[n].shape) != shape:
+            die("%s: %s has shape %s, expected %s (r %d)" % (path, n, list(arrays[n].shape), list(shape), lo.r))
+    for n in names:
+        if n not in want:
+            die("%s: unexpected tensor %s (targets %s, r %d)" % (path, n, lo.targets, lo.r))
+    return lo, names, {n: torch.tensor(arrays[n], dtype=DT) for n in names}
+
+
+def merged_weights(c, names, params):
+    """{base weight name: W + s B A} (float64) for every LoRA target, in the checkpoint's order."""
+    out = {}
+    for n in names:
+        if not n.endswith(".weight"):
+            continue
+        mod = n[:-len(".weight")]
+        if mod.startswith("model.layers.") and mod.rsplit(".", 1)[1] in c.lora.targets:
+            A = params[PEFT_PREFIX + mod + ".lora_A.weight"]
+            B = params[PEFT_PREFIX + mod + ".lora_B.weight"]
+            out[n] = params[n] + c.lora.scale * (B @ A)
+    return out
+
+
+def make_adapter(a):
+    """--make-adapter: a seeded non-zero PEFT LoRA folder for the base model --model (see the docstring)."""
+    if not a.model or not a.out or a.r is None or a.alpha is None or not a.targets:
+        die("--make-adapter needs --model, --out, --r, --alpha and --targets")
+    c, _, _ = load_model(a.model)
+    if c.head:
+        die("--make-adapter: %s is a reward model (%s); adapters are made for causal LMs only" % (a.model, c.arch))
+    targets = [t.strip() for t in a.targets.split(",") if t.strip()]
+    if not targets or len(set(targets)) != len(targets) or any(t not in LORA_MODULES for t in targets):
+        die("--targets %r: a comma list of distinct names among %s" % (a.targets, ", ".join(LORA_MODULES)))
+    if a.r < 1:
+        die("--r must be at least 1")
+    if not math.isfinite(a.alpha):
+        die("--alpha must be finite")
+    alpha = int(a.alpha) if a.alpha == int(a.alpha) else a.alpha
+    want = lora_tensors(c, a.r, targets)
+    rng = random.Random(a.seed)
+    arrays = {}
+    for n, shape in want.items():  # layers in order, LORA_MODULES order, A then B; row-major within a tensor
+        numel = shape[0] * shape[1]
+        if n.endswith(".lora_A.weight"):
+            bound = 1.0 / math.sqrt(shape[1])  # kaiming_uniform_(a=sqrt(5)): gain sqrt(1/3), bound sqrt(3/fan_in) gain
+            v = [bound * (2.0 * rng.random() - 1.0) for _ in range(numel)]
+        else:
+            v = []
+            for _ in range(numel):  # Box-Muller from random() alone (its stream is fixed across Python versions)
+                u1 = 1.0 - rng.random()
+                u2 = rng.random()
+                v.append(0.3 * math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2))
+        arrays[n] = np.array(v, dtype=np.float64).reshape(shape)
+    cfg = {"alpha_pattern": {}, "auto_mapping": None,
+           "base_model_name_or_path": os.path.basename(os.path.normpath(a.model)),
+           "bias": "none", "fan_in_fan_out": False, "inference_mode": True, "init_lora_weights": True,
+           "layers_pattern": None, "layers_to_transform": None, "lora_alpha": alpha, "lora_dropout": 0.0,
+           "modules_to_save": None, "peft_type": "LORA", "r": a.r, "rank_pattern": {}, "revision": None,
+           "target_modules": targets, "task_type": "CAUSAL_LM", "use_dora": False, "use_rslora": bool(a.rslora)}
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "adapter_config.json"), "w") as f:
+        f.write(json.dumps(cfg, indent=2, sort_keys=True))  # as PEFT's save_pretrained writes it (no final newline)
+    # the safetensors package writes tensors of one dtype sorted by name; so does this
+    write_safetensors(os.path.join(a.out, "adapter_model.safetensors"), sorted(arrays), arrays, {"format": "pt"})
+    lo, names, _ = load_adapter(a.out, c)  # reads back what was written
+    print("wrote %s: LoRA r %d, alpha %r, scale %.6g (%s), targets %s, %d tensors, %d params (base %s)"
+          % (a.out, lo.r, lo.alpha, lo.scale, "alpha/sqrt(r)" if lo.rslora else "alpha/r", ",".join(lo.targets),
+             len(names), sum(want[n][0] * want[n][1] for n in names), cfg["base_model_name_or_path"]))
+    return 0
+
+
+# ---------------------------------------------------------------------------
 # forward
 
 def rmsnorm(x, w, eps):
     return x * torch.rsqrt((x * x).mean(dim=-1, keepdim=True) + eps) * w
 
 
-def linear(x, p, name, has_bias):
+def linear(x, p, name, has_bias, lora=None):
+    """x W^T (+ b); on a LoRA target (lora: the adapter's Lora, see load_adapter) plus s (x A^T) B^T, computed as
+    PEFT's Linear does: the base output, then lora_B(lora_A(x)) * scaling added to it."""
     y = x @ p[name + ".weight"].t()
     if has_bias:
         y = y + p[name + ".bias"]
+    if lora is not None and name.rsplit(".", 1)[1] in lora.targets:
+        A = p[PEFT_PREFIX + name + ".lora_A.weight"]
+        B = p[PEFT_PREFIX + name + ".lora_B.weight"]
+        y = y + ((x @ A.t()) @ B.t()) * lora.scale
     return y
 
 
@@ -420,13 +646,14 @@ def final_hidden(c, p, ids, positions, allowed):
     kv_of_head = torch.tensor([h // group for h in range(c.nh)], dtype=torch.long)
     scale = 1.0 / math.sqrt(c.hd)
     neg = torch.tensor(float("-inf"), dtype=DT)
+    lora = getattr(c, "lora", None)  # a Config made elsewhere (bench/) may lack the attribute
     for i in range(c.L):
         pre = "model.layers.%d." % i
         a = pre + "self_attn."
         h = rmsnorm(x, p[pre + "input_layernorm.weight"], c.eps)
-        q = linear(h, p, a + "q_proj", c.qkv_bias).reshape(T, c.nh, c.hd)
-        k = linear(h, p, a + "k_proj", c.qkv_bias).reshape(T, c.nkv, c.hd)
-        v = linear(h, p, a + "v_proj", c.qkv_bias).reshape(T, c.nkv, c.hd)
+        q = linear(h, p, a + "q_proj", c.qkv_bias, lora).reshape(T, c.nh, c.hd)
+        k = linear(h, p, a + "k_proj", c.qkv_bias, lora).reshape(T, c.nkv, c.hd)
+        v = linear(h, p, a + "v_proj", c.qkv_bias, lora).reshape(T, c.nkv, c.hd)
         if c.qk_norm:
             q = rmsnorm(q, p[a + "q_norm.weight"], c.eps)
             k = rmsnorm(k, p[a + "k_norm.weight"], c.eps)
@@ -438,12 +665,12 @@ def final_hidden(c, p, ids, positions, allowed):
         s = torch.where(allowed[None, :, :], s, neg)
         pa = torch.softmax(s, dim=-1)
         o = torch.einsum("hij,jhd->ihd", pa, vh).reshape(T, c.nh * c.hd)
-        x = x + linear(o, p, a + "o_proj", c.o_bias)
+        x = x + linear(o, p, a + "o_proj", c.o_bias, lora)
         m = pre + "mlp."
         h = rmsnorm(x, p[pre + "post_attention_layernorm.weight"], c.eps)
-        g = linear(h, p, m + "gate_proj", c.mlp_bias)
-        u = linear(h, p, m + "up_proj", c.mlp_bias)
-        x = x + linear(torch.nn.functional.silu(g) * u, p, m + "down_proj", c.mlp_bias)
+        g = linear(h, p, m + "gate_proj", c.mlp_bias, lora)
+        u = linear(h, p, m + "up_proj", c.mlp_bias, lora)
+        x = x + linear(torch.nn.functional.silu(g) * u, p, m + "down_proj", c.mlp_bias, lora)
     return rmsnorm(x, p["model.norm.weight"], c.eps)
 
 
@@ -565,10 +792,14 @@ def evaluate_rewards(c, p, rows, shared=False):
 def loss_and_grads(c, names, params, rows, shared=False, autocast=False):
     """autocast: float32 parameters, the forward under torch.autocast("cpu", bfloat16) with the log_softmax in
     float32 (logits.float(), as a careful user writes it), the backward outside it.  A reward model's head runs
-    under autocast too (bf16 matmul, bf16 rewards, as transformers' score / regression_layer Linear does)."""
-    p = {n: t.detach().clone().requires_grad_(True) for n, t in params.items()}
+    under autocast too (bf16 matmul, bf16 rewards, as transformers' score / regression_layer Linear does).  With an
+    adapter (c.lora) its products run under autocast too (bf16 matmuls, as PEFT's lora_A / lora_B Linears do).
+    Only the tensors of names get a gradient: all of the checkpoint's, or with an adapter its A and B (the base
+    frozen)."""
+    want = set(names)
+    p = {n: t.detach().clone().requires_grad_(n in want) for n, t in params.items()}
     if autocast:
-        p = {n: t.detach().float().requires_grad_(True) for n, t in params.items()}
+        p = {n: t.detach().float().requires_grad_(n in want) for n, t in params.items()}
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
         L, lps = evaluate(c, p, rows, shared, torch.float32 if autocast else None)
     L.backward()
@@ -728,7 +959,22 @@ def main():
                     help="also write PyTorch autocast bf16's log-probs (or rewards) and gradients "
                          "(logps_autocast_bf16.jsonl or rewards_autocast_bf16.jsonl, grads_autocast_bf16.safetensors): "
                          "what PyTorch's own reduced precision gets on these inputs")
+    ap.add_argument("--adapter", help="PEFT LoRA folder (adapter_config.json + adapter_model.safetensors) applied "
+                                      "to --model; the gradients are then those of its tensors (the base frozen)")
+    ap.add_argument("--merge-out", metavar="FILE",
+                    help="with --adapter: write FILE.safetensors (FILE as given when it ends in .safetensors), "
+                         "W + s B A in F32 for every target weight under the base's name")
+    ap.add_argument("--make-adapter", action="store_true",
+                    help="write a seeded non-zero PEFT LoRA folder for --model to --out (--seed, --r, --alpha, "
+                         "--targets, --rslora)")
+    ap.add_argument("--r", type=int, help="--make-adapter: LoRA rank")
+    ap.add_argument("--alpha", type=float, help="--make-adapter: lora_alpha")
+    ap.add_argument("--targets", help="--make-adapter: comma list among " + ",".join(LORA_MODULES))
+    ap.add_argument("--rslora", action="store_true", help="--make-adapter: use_rslora (scale alpha / sqrt(r))")
     a = ap.parse_args()
+
+    if a.make_adapter:
+        return make_adapter(a)
 
     if a.make_rows:
         if not a.config or not a.out:
@@ -746,6 +992,12 @@ def main():
     if not a.model or not a.rows or not a.out:
         die("--model, --rows and --out are required")
     c, names, params = load_model(a.model)
+    base_names = names
+    if a.merge_out and not a.adapter:
+        die("--merge-out needs --adapter")
+    if a.adapter:
+        c.lora, names, aparams = load_adapter(a.adapter, c)
+        params.update(aparams)  # the base's tensors and the adapter's; gradients for the adapter's (names) only
     rows = read_rows(a.rows, c)
     L, logps, grads = loss_and_grads(c, names, params, rows)
 
@@ -761,33 +1013,56 @@ def main():
         write_safetensors(os.path.join(a.out, "grads_autocast_bf16.safetensors"), names,
                           {n: grads_a[n].double().numpy() for n in names}, {"format": "pt", "loss": repr(La)})
 
+    if a.merge_out:
+        merged = merged_weights(c, base_names, params)
+        mpath = a.merge_out if a.merge_out.endswith(".safetensors") else a.merge_out + ".safetensors"
+        write_safetensors(mpath, list(merged), {n: t.numpy() for n, t in merged.items()}, {"format": "pt"})
+
     gnorm = math.sqrt(sum(float((g * g).sum()) for g in grads.values()))
     extra = ""
     if c.rope_type == "llama3":
         extra = ", llama3 regimes (unchanged, smoothed, /factor) = %s" % (llama3_regimes(c),)
+    if c.lora:
+        lo = c.lora
+        print("%s on %s: %s, LoRA r %d, alpha %r, scale %.6g (%s), targets %s, %d adapter params in %d tensors "
+              "(base frozen: %d params)"
+              % (a.adapter, a.model, c.type, lo.r, lo.alpha, lo.scale, "alpha/sqrt(r)" if lo.rslora else "alpha/r",
+                 ",".join(lo.targets), sum(params[n].numel() for n in names), len(names),
+                 sum(params[n].numel() for n in base_names)))
     if c.head:
         ntok = sum(len(r["prompt_ids"]) + len(x) for r in rows for x in r["response_ids"])
         allr = flat(logps)
         print("%s: %s %s (head %s [%d, %d]), %d params in %d tensors, %d rows, %d responses, %d tokens%s"
-              % (a.model, c.type, c.arch, c.head, c.n_out, c.H, sum(t.numel() for t in params.values()),
-                 len(names), len(rows), sum(len(r) for r in logps), ntok, extra))
+              % (a.model, c.type, c.arch, c.head, c.n_out, c.H, sum(params[n].numel() for n in base_names),
+                 len(base_names), len(rows), sum(len(r) for r in logps), ntok, extra))
         print("  reward range [%.6g, %.6g], mean %.6g" % (min(allr), max(allr), sum(allr) / len(allr)))
     else:
         ntok = sum(len(x) for r in rows for x in r["response_ids"])
         allp = [x for r in logps for x in r]
         print("%s: %s, %d params in %d tensors, %d rows, %d responses, %d scored tokens%s"
-              % (a.model, c.type, sum(t.numel() for t in params.values()), len(names), len(rows),
+              % (a.model, c.type, sum(params[n].numel() for n in base_names), len(base_names), len(rows),
                  len(allp), ntok, extra))
         print("  logp range [%.6g, %.6g], mean per token %.6g (uniform: %.6g)"
               % (min(allp), max(allp), sum(allp) / ntok, -math.log(c.V)))
     print("  L = %r, |dL/dtheta| = %.6g, max |g| = %.6g"
           % (L, gnorm, max(float(g.abs().max()) for g in grads.values())))
+    if c.lora:
+        for ab in ("A", "B"):
+            gs = [grads[n] for n in names if n.endswith(".lora_%s.weight" % ab)]
+            print("  |dL/d%s| = %.6g over %d tensors, max |g| = %.6g"
+                  % (ab, math.sqrt(sum(float((g * g).sum()) for g in gs)), len(gs),
+                     max(float(g.abs().max()) for g in gs)))
+        if a.autocast_bf16:
+            print("  autocast bf16: L = %r, |dL/dtheta| = %.6g"
+                  % (La, math.sqrt(sum(float((g.double() ** 2).sum()) for g in grads_a.values()))))
     ok = True
     if a.shared_prefix:
         ok &= shared_prefix_check(c, names, params, rows, L, logps, grads)
     if a.check:
         seed = sum(ord(ch) for ch in os.path.basename(os.path.normpath(a.model)))
-        ok &= fd_check(c, names, params, rows, grads, seed)
+        if c.lora:
+            seed += sum(ord(ch) for ch in os.path.basename(os.path.normpath(a.adapter)))
+        ok &= fd_check(c, names, params, rows, grads, seed, per_tensor=3 if c.lora else 2)
     return 0 if ok else 1
 
 

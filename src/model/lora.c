@@ -1,0 +1,237 @@
+/* lora.c: LoRA adapters on the model's linear layers (lora.h): the buffer
+ * and its layout, PEFT's initialisation, the forward and backward terms the
+ * passes add to each target product, dropout masks from a key, and merging. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "core/rng.h"
+#include "model/gemm.h"
+#include "model/model_internal.h"
+
+const char *const LORA_TARGETS[LORA_N_TARGETS] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                  "down_proj"};
+
+const char *const LORA_MODULES[LORA_N_TARGETS] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                                  "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
+                                                  "mlp.down_proj"};
+
+double lora_scale(const LoraSpec *s) { return s->rslora ? s->alpha / sqrt((double)s->r) : s->alpha / s->r; }
+
+int lora_parse_targets(const char *list, unsigned *mask, char *err, size_t errlen) {
+    *mask = 0;
+    if (!strcmp(list, "all-linear")) {
+        *mask = LORA_ALL_TARGETS;
+        return 0;
+    }
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int k = 0;
+        while (k < LORA_N_TARGETS && (strlen(LORA_TARGETS[k]) != n || strncmp(p, LORA_TARGETS[k], n))) k++;
+        if (k == LORA_N_TARGETS || *mask & 1u << k) {
+            snprintf(err, errlen, "'%.*s' is %s: the targets are all-linear or a list of q_proj, k_proj, v_proj, "
+                     "o_proj, gate_proj, up_proj, down_proj", (int)n, p, k == LORA_N_TARGETS ? "not a target" : "repeated");
+            return -1;
+        }
+        *mask |= 1u << k;
+        p += n + (p[n] == ',');
+    }
+    if (!*mask) {
+        snprintf(err, errlen, "no target modules given");
+        return -1;
+    }
+    return 0;
+}
+
+void lora_targets_text(unsigned mask, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int k = 0; k < LORA_N_TARGETS; k++)
+        if (mask & 1u << k && at < n) at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "," : "", LORA_TARGETS[k]);
+}
+
+void lora_dims(const ModelConfig *c, int k, int *out, int *in) {
+    int H = c->hidden_size, QD = c->num_attention_heads * c->head_dim, KD = c->num_key_value_heads * c->head_dim;
+    int I = c->intermediate_size;
+    static const int OUT[LORA_N_TARGETS] = {0, 1, 1, 2, 3, 3, 2}, IN[LORA_N_TARGETS] = {2, 2, 2, 0, 2, 2, 3};
+    const int size[4] = {QD, KD, H, I}; /* q k v o gate up down: [QD,H] [KD,H] [KD,H] [H,QD] [I,H] [I,H] [H,I] */
+    *out = size[OUT[k]], *in = size[IN[k]];
+}
+
+size_t lora_size(const ModelConfig *c, const LoraSpec *s) {
+    size_t n = 0;
+    for (int k = 0; k < LORA_N_TARGETS; k++) {
+        int out, in;
+        lora_dims(c, k, &out, &in);
+        if (s->targets & 1u << k) n += (size_t)s->r * (size_t)(in + out) * (size_t)c->num_hidden_layers;
+    }
+    return n;
+}
+
+static int check_spec(const Model *m, const LoraSpec *s, char *err, size_t errlen) {
+    if (m->lora) return snprintf(err, errlen, "the model has an adapter already"), -1;
+    if (s->r < 1) return snprintf(err, errlen, "LoRA rank r must be at least 1, found %d", s->r), -1;
+    if (!(s->alpha > 0) || !isfinite(s->alpha))
+        return snprintf(err, errlen, "lora_alpha must be positive, found %g", s->alpha), -1;
+    if (!(s->dropout >= 0 && s->dropout < 1))
+        return snprintf(err, errlen, "lora_dropout must be in [0, 1), found %g", s->dropout), -1;
+    if (!s->targets || s->targets & ~LORA_ALL_TARGETS) return snprintf(err, errlen, "no LoRA target modules"), -1;
+    for (int k = 0; k < LORA_N_TARGETS; k++) {
+        int out, in;
+        lora_dims(&m->c, k, &out, &in);
+        if (s->targets & 1u << k && (s->r > in || s->r > out))
+            return snprintf(err, errlen, "LoRA rank %d is larger than %s [%d, %d]", s->r, LORA_TARGETS[k], out, in), -1;
+    }
+    return 0;
+}
+
+static Lora *lora_new(Model *m, const LoraSpec *s) {
+    int L = m->c.num_hidden_layers;
+    Lora *a = xcalloc(1, sizeof *a);
+    a->s = *s, a->scale = (float)lora_scale(s), a->enabled = 1;
+    a->off = xmalloc(sizeof(size_t) * (size_t)(7 * (L ? L : 1)));
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < LORA_N_TARGETS; k++) {
+            int out, in;
+            lora_dims(&m->c, k, &out, &in);
+            a->off[7 * l + k] = s->targets & 1u << k ? a->n : NO_OFFSET;
+            if (s->targets & 1u << k) a->n += (size_t)s->r * (size_t)(in + out);
+        }
+    a->params = xcalloc(a->n ? a->n : 1, sizeof(float));
+    return a;
+}
+
+int model_lora_attach(Model *m, const LoraSpec *s, const float *values, char *err, size_t errlen) {
+    if (check_spec(m, s, err, errlen)) return -1;
+    m->lora = lora_new(m, s);
+    memcpy(m->lora->params, values, sizeof(float) * m->lora->n);
+    return 0;
+}
+
+int model_lora_new(Model *m, const LoraSpec *s, uint64_t seed, char *err, size_t errlen) {
+    if (check_spec(m, s, err, errlen)) return -1;
+    Lora *a = m->lora = lora_new(m, s);
+    PpaRng rng;
+    rng_seed(&rng, seed ^ 0x4c6f5241ull); /* "LoRA": a stream of its own, apart from the data order's */
+    for (int l = 0; l < m->c.num_hidden_layers; l++)
+        for (int k = 0; k < LORA_N_TARGETS; k++) {
+            if (a->off[7 * l + k] == NO_OFFSET) continue;
+            int out, in;
+            lora_dims(&m->c, k, &out, &in);
+            float *A = a->params + a->off[7 * l + k], bound = (float)(1.0 / sqrt((double)in));
+            for (size_t i = 0; i < (size_t)s->r * in; i++) A[i] = (float)((2.0 * rng_uniform(&rng) - 1.0) * bound);
+            /* B, after A, stays 0: the adapted model starts as its base */
+        }
+    return 0;
+}
+
+const LoraSpec *model_lora(const Model *m) { return m->lora ? &m->lora->s : NULL; }
+void model_lora_enable(Model *m, int on) {
+    if (m->lora) m->lora->enabled = on != 0;
+}
+int model_lora_enabled(const Model *m) { return m->lora && m->lora->enabled; }
+void model_lora_dropout(Model *m, int on, uint64_t key) {
+    if (m->lora) m->lora->drop_on = on != 0, m->lora->drop_key = key;
+}
+
+LoraView model_lora_view(Model *m, int l, int k) {
+    Lora *a = m->lora;
+    LoraView v = {0};
+    if (!a || a->off[7 * l + k] == NO_OFFSET) return v;
+    lora_dims(&m->c, k, &v.out, &v.in);
+    v.r = a->s.r, v.scale = a->scale;
+    v.A = a->params + a->off[7 * l + k], v.B = v.A + (size_t)v.r * v.in;
+    if (a->grads) v.dA = a->grads + a->off[7 * l + k], v.dB = v.dA + (size_t)v.r * v.in;
+    return v;
+}
+
+void lora_free(Lora *a) {
+    if (!a) return;
+    free(a->off), free(a->params), free(a->grads), free(a->work);
+    free(a);
+}
+
+/* ---- the passes ---- */
+
+static float *work(Lora *a, size_t n) {
+    if (n > a->work_n) {
+        free(a->work);
+        a->work = xmalloc(sizeof(float) * n);
+        a->work_n = n;
+    }
+    return a->work;
+}
+
+/* 1/(1-p) or 0 for element i of row t of target (l, k): a pure function of the key and the place */
+static float keep(const Lora *a, int l, int k, size_t t, size_t i, size_t in) {
+    uint64_t z = a->drop_key ^ ((uint64_t)(7 * l + k) << 48) ^ (t * in + i) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull; /* splitmix64's finaliser */
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    double u = (double)(z >> 11) * 0x1.0p-53;
+    return u < a->s.dropout ? 0.0f : (float)(1.0 / (1.0 - a->s.dropout));
+}
+
+/* the input as A sees it, [T, in]: x itself, or widened from bf16 and / or dropped out into buf */
+static const float *input(const Lora *a, int l, int k, Act x, int T, int in, float *buf) {
+    int drop = a->drop_on && a->s.dropout > 0;
+    if (x.f && !drop) return x.f;
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < in; i++) {
+            size_t at = (size_t)t * in + i;
+            float v = x.f ? x.f[at] : bf16_f32(x.b[at]);
+            buf[at] = drop ? v * keep(a, l, k, (size_t)t, (size_t)i, (size_t)in) : v;
+        }
+    return buf;
+}
+
+static int active(const Model *m, int l, int k) {
+    return m->lora && m->lora->enabled && m->lora->off[7 * l + k] != NO_OFFSET;
+}
+
+void lora_forward(Model *m, int l, int k, float *y, Act x, int T) {
+    if (!active(m, l, k) || !T) return;
+    LoraView v = model_lora_view(m, l, k);
+    float *xb = work(m->lora, (size_t)T * (v.in + v.r)), *u = xb + (size_t)T * v.in;
+    const float *xin = input(m->lora, l, k, x, T, v.in, xb);
+    gemm_rows(T, v.r, v.in, xin, v.in, v.A, v.in, 0.0f, u, v.r); /* u = x A^T, row-invariant like the base */
+    for (size_t i = 0; i < (size_t)T * v.r; i++) u[i] *= v.scale;
+    gemm_rows(T, v.out, v.r, u, v.r, v.B, v.r, 1.0f, y, v.out); /* y += (s u) B^T */
+}
+
+void lora_backward(Model *m, int l, int k, float *dx, const float *dy, Act x, int T) {
+    if (!active(m, l, k) || !T) return;
+    LoraView v = model_lora_view(m, l, k);
+    size_t TI = (size_t)T * v.in, TR = (size_t)T * v.r;
+    float *xb = work(m->lora, 2 * TI + 2 * TR), *u = xb + TI, *du = u + TR, *dxl = du + TR;
+    const float *xin = input(m->lora, l, k, x, T, v.in, xb);
+    gemm_rows(T, v.r, v.in, xin, v.in, v.A, v.in, 0.0f, u, v.r);                  /* u = x A^T, as the forward's */
+    gemm(1, 0, v.out, v.r, T, v.scale, dy, v.out, u, v.r, 1.0f, v.dB, v.r);       /* dB += s dy^T u */
+    gemm(0, 0, T, v.r, v.out, v.scale, dy, v.out, v.B, v.r, 0.0f, du, v.r);       /* du = s dy B */
+    gemm(1, 0, v.r, v.in, T, 1.0f, du, v.r, xin, v.in, 1.0f, v.dA, v.in);         /* dA += du^T x */
+    if (!(m->lora->drop_on && m->lora->s.dropout > 0)) {
+        gemm(0, 0, T, v.in, v.r, 1.0f, du, v.r, v.A, v.in, 1.0f, dx, v.in); /* dx += du A */
+        return;
+    }
+    gemm(0, 0, T, v.in, v.r, 1.0f, du, v.r, v.A, v.in, 0.0f, dxl, v.in); /* through the same mask */
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < v.in; i++)
+            dx[(size_t)t * v.in + i] += dxl[(size_t)t * v.in + i] * keep(m->lora, l, k, (size_t)t, (size_t)i, (size_t)v.in);
+}
+
+/* ---- merging ---- */
+
+void lora_merge_into(float *W, const float *A, const float *B, int out, int in, int r, double s) {
+#pragma omp parallel for schedule(static)
+    for (int o = 0; o < out; o++)
+        for (int i = 0; i < in; i++) {
+            double acc = 0.0;
+            for (int j = 0; j < r; j++) acc += (double)B[(size_t)o * r + j] * A[(size_t)j * in + i];
+            W[(size_t)o * in + i] = (float)((double)W[(size_t)o * in + i] + s * acc);
+        }
+}
