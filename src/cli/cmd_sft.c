@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/prep.h"
 #include "core/common.h"
+#include "dist/dist.h"
 #include "core/hash.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -84,6 +85,7 @@ int cmd_sft(int argc, char **argv) {
     SftArgs a = sft_args(&opts);
     char err[4096];
     Model *m = prep_model(&opts, a.model, 1);
+    int lead = dist_rank() == 0; /* the one rank that writes (src/dist) */
     Tokenizer *tok = tokenizer_load_folder(a.model, err, sizeof err);
     if (!tok && err[0]) ppa_die(2, "sft: %s", err);
     const ModelConfig *cfg = model_config(m);
@@ -114,7 +116,7 @@ int cmd_sft(int argc, char **argv) {
     AdamWConfig ac = {0.9, 0.999, 1e-8, a.weight_decay};
     unsigned char *decay = model_decay_mask(m);
     int *perm = xmalloc(sizeof(int) * (size_t)d.n);
-    fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld; %s\n",
+    if (lead) fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld; %s\n",
             d.n, total, a.batch, a.micro, a.lr,
             a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
             prep_kernels(m));
@@ -137,12 +139,16 @@ int cmd_sft(int argc, char **argv) {
             for (int k = 0; k < d.rows[perm[at + i]].n_resp; k++) tokens += d.rows[perm[at + i]].resp_len[k];
         double ts = timer_now(), nll = 0;
         model_zero_grads(m);
-        for (int i = 0; i < n; i += a.micro) {
+        long lo, hi; /* this rank's rows of the step (all of them in one process) */
+        dist_share(n, dist_rank(), &lo, &hi);
+        for (long i = lo; i < hi; i += a.micro) {
             uint64_t where[3] = {a.seed, (uint64_t)step, (uint64_t)i}; /* LoRA dropout's masks */
             model_lora_dropout(m, 1, hash64(where, sizeof where, 0x64726f70ull));
-            nll += sft_micro_step(m, &d, perm + at + i, n - i < a.micro ? n - i : a.micro, tokens);
+            nll += sft_micro_step(m, &d, perm + at + i, (int)(hi - i < a.micro ? hi - i : a.micro), tokens);
         }
         model_lora_dropout(m, 0, 0);
+        dist_sum_f32(model_grads(m), n_params); /* every rank's share, on every rank */
+        dist_sum_f64(&nll, 1);
         double gnorm = grad_norm(model_grads(m), n_params), lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
         if (!isfinite(nll) || !isfinite(gnorm)) { /* never update with, print or save a NaN */
             snprintf(err, sizeof err, "sft: step %ld: the %s is not finite (%g): the weights or the data hold NaN or Inf; "
@@ -154,7 +160,7 @@ int cmd_sft(int argc, char **argv) {
         adamw_step(&opt, model_params(m), model_grads(m), clip_scale(gnorm, a.clip), decay, lr, &ac);
         model_bf16_refresh(m);
         double dt = timer_now() - ts;
-        printf("{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
+        if (lead) printf("{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
                "\"tokens_per_s\": %.1f}\n", step + 1, epoch + 1, nll / tokens, lr, gnorm, tokens, tokens / dt);
         fflush(stdout);
     }
@@ -167,12 +173,14 @@ int cmd_sft(int argc, char **argv) {
         train_options_free(&opts);
         ppa_die(2, "%s", err);
     }
-    fprintf(stderr, "ppa sft: %ld steps in %.1f s\n", total, timer_now() - t0);
+    if (lead) fprintf(stderr, "ppa sft: %ld steps in %.1f s\n", total, timer_now() - t0);
     struct stat sb;
     char tokjson[4200];
     snprintf(tokjson, sizeof tokjson, "%s/tokenizer.json", a.model);
-    if (model_save(m, a.out, a.bf16, stat(tokjson, &sb) ? NULL : a.model, err, sizeof err)) ppa_die(1, "%s", err);
-    fprintf(stderr, "ppa sft: wrote %s\n", a.out);
+    if (lead) {
+        if (model_save(m, a.out, a.bf16, stat(tokjson, &sb) ? NULL : a.model, err, sizeof err)) ppa_die(1, "%s", err);
+        fprintf(stderr, "ppa sft: wrote %s\n", a.out);
+    }
     free(perm), free(decay);
     adamw_free(&opt);
     data_free(&d);

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/prep.h"
 #include "core/common.h"
+#include "dist/dist.h"
 #include "io/atomic.h"
 #include "model/gemm.h"
 #include "train/metrics.h"
@@ -207,6 +208,13 @@ static void eval_hook(Model *policy, long step, FILE *log, void *ctx) {
             sums.lists ? sums.ndcg / (double)sums.lists : NAN, sums.gained, sums.lost, sums.lists);
 }
 
+/* "; N ranks" under MPI */
+static const char *ranks_text(void) {
+    static char t[48];
+    if (dist_size() > 1) snprintf(t, sizeof t, "; %d ranks (MPI)", dist_size());
+    return t;
+}
+
 static int write_options(FILE *f, const void *ctx) {
     train_options_print_json(ctx, f);
     return ferror(f) ? -1 : 0;
@@ -215,12 +223,13 @@ static int write_options(FILE *f, const void *ctx) {
 static int train_main(TrainOptions *o) {
     char err[4096];
     WHO = options_command_name(o->cmd);
+    int lead = dist_rank() == 0; /* the one rank that writes files and reports (src/dist) */
     check_out(o->out, o->resume != NULL);
-    if (state_clean_partials(o->out, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err); /* a killed save's leftovers */
+    if (lead && state_clean_partials(o->out, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err); /* a killed save's leftovers */
     char *opath = ppa_path_join(o->out, "train_options.json"); /* the resolved options, and where each came from */
-    if (atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err);
+    if (lead && atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err);
     free(opath);
-    if (o->verbose) train_options_print_json(o, stderr);
+    if (o->verbose && lead) train_options_print_json(o, stderr);
     Model *policy = prep_policy(o);
     PrepArgs pa = prep_args(o, policy);
     Prepared p;
@@ -244,42 +253,62 @@ static int train_main(TrainOptions *o) {
         if (!reward) prep_policy_reference(&ev.ref, &ev.p, &ea, policy, o->model, o->ref, ecache, o->verbose);
         free(ecache);
         ev.beta = reward ? 1.0 : o->beta, ev.lo = o->loss, ev.reward = reward, ev.index = o->reward_index, ev.who = who;
-        plan.eval = eval_hook, plan.eval_ctx = &ev, plan.eval_every = o->eval_every;
+        if (lead) plan.eval = eval_hook, plan.eval_ctx = &ev, plan.eval_every = o->eval_every;
     }
     char *fp = fingerprint(o, &p);
     plan.options_json = fp;
     plan.tokenizer_dir = p.tok ? o->model : NULL;
     AdamW opt;
-    adamw_init(&opt, model_n_params(policy));
+    size_t zlo = 0, zhi = model_n_params(policy);
+    plan.zero = o->zero && dist_size() > 1;
+    if (plan.zero) trainer_zero_share(zhi, &zlo, &zhi);
+    adamw_init(&opt, o->resume ? model_n_params(policy) : zhi - zlo);
     TrainState st = {0};
     st.seed = o->seed;
     if (o->resume) {
         if (state_load(o->resume, &opt, &st, err, sizeof err)) ppa_die(2, "%s: %s", WHO, err);
+        if (plan.zero) { /* the checkpoint holds all of the state: keep this rank's share */
+            memmove(opt.m, opt.m + zlo, sizeof(float) * (zhi - zlo)), memmove(opt.v, opt.v + zlo, sizeof(float) * (zhi - zlo));
+            opt.n = zhi - zlo;
+            opt.m = xrealloc(opt.m, sizeof(float) * (opt.n ? opt.n : 1)), opt.v = xrealloc(opt.v, sizeof(float) * (opt.n ? opt.n : 1));
+        }
         check_resume_options(o->resume, st.options, fp);
         check_resume_position(o->resume, &st, &plan, p.data.n);
         char kern[48];
         model_kernel_name(policy, kern, sizeof kern);
-        if (strcmp(st.kernel, kern) || st.threads != gemm_threads())
+        if (lead && st.ranks != dist_size())
+            fprintf(stderr, "ppa %s: note: the checkpoint was written by %d rank%s, this run has %d: the gradients are "
+                            "summed in another order, so results match to float rounding, not bit for bit\n", WHO,
+                    st.ranks, st.ranks == 1 ? "" : "s", dist_size());
+        if (lead && (strcmp(st.kernel, kern) || st.threads != gemm_threads()))
             fprintf(stderr, "ppa %s: note: the checkpoint was written with %s kernels on %d threads, this run uses %s "
                             "on %d: results may differ in the last bits\n", WHO, st.kernel, st.threads, kern, gemm_threads());
     }
     char *logp = o->log ? strdup(o->log) : ppa_path_join(o->out, "train_log.jsonl");
-    plan.log = open_log(logp, st.step);
+    plan.log = lead ? open_log(logp, st.step) : NULL;
+    plan.progress = lead;
     TrainData *td = train_data_new(&p.data, o->list_size, o->seed);
     char scored[64];
     if (reward) snprintf(scored, sizeof scored, "s = reward output %d", o->reward_index);
     else snprintf(scored, sizeof scored, "beta %g", o->beta);
-    fprintf(stderr, "ppa %s: %d lists, %s, %s, list size %d; %ld steps of %ld lists (micro-batch %d), lr %g, "
-                    "warm-up %ld; %s\n", who, p.data.n, ppa_objective_name(o->objective), scored, o->list_size,
-            plan.total_steps, plan.batch_size, plan.micro_batch, o->lr, plan.warmup_steps, prep_kernels(policy));
-    if (st.step) fprintf(stderr, "ppa %s: resuming at step %ld (epoch %ld, list %ld)\n", who, st.step, st.epoch, st.cursor);
+    if (lead)
+        fprintf(stderr, "ppa %s: %d lists, %s, %s, list size %d; %ld steps of %ld lists (micro-batch %d), lr %g, "
+                        "warm-up %ld; %s%s\n", who, p.data.n, ppa_objective_name(o->objective), scored, o->list_size,
+                plan.total_steps, plan.batch_size, plan.micro_batch, o->lr, plan.warmup_steps, prep_kernels(policy),
+                ranks_text());
+    if (lead && dist_size() > 1)
+        fprintf(stderr, "ppa %s: AdamW state %.1f MB per rank (%s)\n", who, 8.0 * (double)(zhi - zlo) / 1e6,
+                plan.zero ? "ZeRO-1: this rank's share" : "every rank all of it; --zero 1 shares it");
+    if (st.step && lead) fprintf(stderr, "ppa %s: resuming at step %ld (epoch %ld, list %ld)\n", who, st.step, st.epoch, st.cursor);
     if (train_run(policy, td, need_ref ? &ref : NULL, &opt, &st, &plan, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
-    fclose(plan.log);
     char *tmp = ppa_path_join(o->out, ".final.partial");
-    if (exists(tmp)) remove_tree(tmp);
-    if (model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err)) ppa_die(1, "%s", err);
-    publish(tmp, o->out);
-    fprintf(stderr, "ppa %s: wrote %s (log %s)\n", who, o->out, logp);
+    if (lead) {
+        fclose(plan.log);
+        if (exists(tmp)) remove_tree(tmp);
+        if (model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err)) ppa_die(1, "%s", err);
+        publish(tmp, o->out);
+        fprintf(stderr, "ppa %s: wrote %s (log %s)\n", who, o->out, logp);
+    }
     free(tmp), free(logp), free(cache), free(fp);
     train_data_free(td);
     if (o->eval_data) refcache_free(&ev.ref), prep_free(&ev.p);

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "core/common.h"
+#include "dist/dist.h"
 
 #define PPA_VERSION "0.1.0"
 
@@ -11,24 +12,25 @@ static const struct {
     const char *name;
     int (*run)(int, char **);
     const char *summary;
+    int ranks; /* 1: divides its work among the ranks of an MPI job (src/dist) */
 } COMMANDS[] = {
-    {"loss", cmd_loss, "loss, gradient and ranking metrics of score lists (JSON Lines in and out)"},
-    {"tokenize", cmd_tokenize, "text to token ids and back with a tokenizer.json"},
-    {"init", cmd_init, "a randomly initialised Hugging Face model folder for a config.json"},
-    {"inspect", cmd_inspect, "architecture, parameters, tensors and tokenizer of a model folder"},
-    {"merge", cmd_merge, "a LoRA adapter folded into its base model: a Hugging Face folder"},
-    {"logprobs", cmd_logprobs, "summed log-probabilities of each response of each row"},
-    {"grad", cmd_grad, "the gradient of an objective on implicit rewards, as safetensors"},
-    {"sft", cmd_sft, "supervised next-token training (AdamW), writes a model folder"},
-    {"train", cmd_train, "listwise preference alignment (PPA or any baseline objective), writes a model folder"},
-    {"reward", cmd_reward, "trains a reward model on scored lists (Bradley-Terry or any objective), writes its folder"},
-    {"score", cmd_score, "reference log-probs of a data set, computed once into a cache file"},
-    {"eval", cmd_eval, "ranking accuracy, NDCG and rank flips of a policy against its reference"},
-    {"generate", cmd_generate, "K responses per prompt (greedy or sampled), as JSON Lines ready to be scored"},
-    {"judge", cmd_judge, "scores of the responses of JSON Lines rows: a reward model, or AFINN-165 / VADER"},
-    {"winrate", cmd_winrate, "win rate of one file's responses against another's on the same prompts, by a judge"},
-    {"bench", cmd_bench, "benchmarks: 'ppa bench loss'"},
-    {"demo", cmd_demo, "the paper's worked examples, computed by the library"},
+    {"loss", cmd_loss, "loss, gradient and ranking metrics of score lists (JSON Lines in and out)", 0},
+    {"tokenize", cmd_tokenize, "text to token ids and back with a tokenizer.json", 0},
+    {"init", cmd_init, "a randomly initialised Hugging Face model folder for a config.json", 0},
+    {"inspect", cmd_inspect, "architecture, parameters, tensors and tokenizer of a model folder", 0},
+    {"merge", cmd_merge, "a LoRA adapter folded into its base model: a Hugging Face folder", 0},
+    {"logprobs", cmd_logprobs, "summed log-probabilities of each response of each row", 0},
+    {"grad", cmd_grad, "the gradient of an objective on implicit rewards, as safetensors", 0},
+    {"sft", cmd_sft, "supervised next-token training (AdamW), writes a model folder", 1},
+    {"train", cmd_train, "listwise preference alignment (PPA or any baseline objective), writes a model folder", 1},
+    {"reward", cmd_reward, "trains a reward model on scored lists (Bradley-Terry or any objective), writes its folder", 1},
+    {"score", cmd_score, "reference log-probs of a data set, computed once into a cache file", 1},
+    {"eval", cmd_eval, "ranking accuracy, NDCG and rank flips of a policy against its reference", 0},
+    {"generate", cmd_generate, "K responses per prompt (greedy or sampled), as JSON Lines ready to be scored", 0},
+    {"judge", cmd_judge, "scores of the responses of JSON Lines rows: a reward model, or AFINN-165 / VADER", 0},
+    {"winrate", cmd_winrate, "win rate of one file's responses against another's on the same prompts, by a judge", 0},
+    {"bench", cmd_bench, "benchmarks: 'ppa bench loss'", 0},
+    {"demo", cmd_demo, "the paper's worked examples, computed by the library", 0},
 };
 
 static void usage(FILE *f) {
@@ -48,8 +50,15 @@ int main(int argc, char **argv) {
         printf("ppa %s\n", PPA_VERSION);
         return 0;
     }
-    for (size_t i = 0; i < PPA_ARRAY_LEN(COMMANDS); i++)
-        if (!strcmp(argv[1], COMMANDS[i].name)) return COMMANDS[i].run(argc - 1, argv + 1);
+    char err[512];
+    if (dist_init(err, sizeof err)) ppa_die(2, "%s", err);
+    for (size_t i = 0; i < PPA_ARRAY_LEN(COMMANDS); i++) {
+        if (strcmp(argv[1], COMMANDS[i].name)) continue;
+        if (dist_size() > 1 && !COMMANDS[i].ranks) /* each rank would write the same output */
+            ppa_die(2, "%s runs in one process; several ranks (mpirun -np %d) divide train, sft, reward and score",
+                    argv[1], dist_size());
+        return COMMANDS[i].run(argc - 1, argv + 1);
+    }
     fprintf(stderr, "ppa: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

@@ -12,6 +12,7 @@
 #endif
 
 #include "core/common.h"
+#include "dist/dist.h"
 #include "core/hash.h"
 #include "core/timer.h"
 #include "io/jsonl.h"
@@ -188,7 +189,7 @@ void prep_read(Prepared *p, const PrepArgs *a, const char *who) {
     p->data_hash = hash64_file(a->data, &ok);
     if (!ok) ppa_die(2, "%s: cannot read %s", who, a->data);
     if (data_read(&p->data, a->data, &o, err, sizeof err)) ppa_die(2, "%s", err);
-    if (p->data.skipped) fprintf(stderr, "ppa %s: skipped %ld invalid lines of %s (--skip-invalid)\n", who, p->data.skipped, a->data);
+    if (p->data.skipped && dist_rank() == 0) fprintf(stderr, "ppa %s: skipped %ld invalid lines of %s (--skip-invalid)\n", who, p->data.skipped, a->data);
 }
 
 void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
@@ -198,7 +199,7 @@ void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
         ppa_die(2, "%s: %s: %s", who, a->data, err);
     char prefix[64];
     snprintf(prefix, sizeof prefix, "ppa %s: ", who);
-    prep_stats_print(stderr, &p->stats, prefix);
+    if (dist_rank() == 0) prep_stats_print(stderr, &p->stats, prefix); /* once per job */
 }
 
 void prep_check_labels(const Prepared *p, PpaObjective obj, const char *path, const char *who) {
@@ -236,18 +237,22 @@ void prep_reference_with(RefCache *c, const Prepared *p, const PrepArgs *a, Mode
     char err[4096], why[512];
     RefKey want = prep_refkey(p, ref, a);
     struct stat sb;
-    if (path && stat(path, &sb) == 0) {
+    int have = path && stat(path, &sb) == 0;
+    dist_bcast(&have, sizeof have, 0); /* rank 0 decides: every rank takes the same path (the folder is shared) */
+    if (have) {
         if (refcache_load(c, path, err, sizeof err)) ppa_die(2, "%s", err);
         if (refcache_check(c, &want, p->data.rows, p->data.n, why, sizeof why))
             ppa_die(2, "%s does not belong to this run: %s. Delete it, or give another --ref-cache", path, why);
-        if (verbose) fprintf(stderr, "ppa: reference log-probs from %s\n", path);
+        if (verbose && dist_rank() == 0) fprintf(stderr, "ppa: reference log-probs from %s\n", path);
         return;
     }
     double t0 = timer_now();
-    refcache_compute(c, ref, p->data.rows, p->data.n, 4096, progress, &t0);
+    int lead = dist_rank() == 0;
+    refcache_compute_ranks(c, ref, p->data.rows, p->data.n, 4096, lead ? progress : NULL, &t0);
     c->key = want;
-    fprintf(stderr, "ppa: reference log-probs of %d rows computed in %.1f s\n", p->data.n, timer_now() - t0);
-    if (path && refcache_save(c, path, err, sizeof err)) ppa_die(1, "%s", err);
+    if (lead) fprintf(stderr, "ppa: reference log-probs of %d rows computed in %.1f s\n", p->data.n, timer_now() - t0);
+    if (lead && path && refcache_save(c, path, err, sizeof err)) ppa_die(1, "%s", err);
+    dist_barrier(); /* the cache is on disk before any rank goes on */
 }
 
 void prep_reference(RefCache *c, const Prepared *p, const PrepArgs *a, const char *ref_dir, const char *path, int verbose) {

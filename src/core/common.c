@@ -6,13 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int die_rank = -1;
+static void (*die_exit)(int status);
+
+void ppa_die_setup(int rank, void (*exit_fn)(int status)) { die_rank = rank, die_exit = exit_fn; }
+
 void ppa_die(int status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("ppa: ", stderr);
+    if (die_rank >= 0)
+        fprintf(stderr, "ppa[rank %d]: ", die_rank);
+    else
+        fputs("ppa: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+    fflush(stderr);
+    if (die_exit) die_exit(status);
     exit(status);
 }
 

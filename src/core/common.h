@@ -9,8 +9,12 @@
 
 #define PPA_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Print "ppa: <message>" to stderr and exit with `status`. */
+/* Print "ppa: <message>" to stderr and exit with `status` (through the exit
+ * hook when one is set: a rank of an MPI job stops the whole job). */
 _Noreturn void ppa_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For src/dist: messages say "ppa[rank R]: " when rank >= 0, and ppa_die ends
+ * through exit_fn (which must not return) instead of exit. */
+void ppa_die_setup(int rank, void (*exit_fn)(int status));
 /* Formats a message into err [errlen] (when err is not NULL) and returns -1: the error return of the library. */
 int ppa_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "dir/name", allocated (xmalloc) */

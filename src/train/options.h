@@ -77,6 +77,7 @@ typedef enum {
     TOPT_LORA_TARGETS,
     TOPT_USE_RSLORA,
     TOPT_ADAPTER,
+    TOPT_ZERO,
     TOPT_LOG,
     TOPT_LOG_LAMBDAS,
     TOPT_EVAL_DATA,
@@ -195,6 +196,7 @@ typedef struct {
     int use_rslora;         /* s = alpha / sqrt(r) */
     char *adapter;          /* --adapter DIR: a PEFT LoRA folder on --model */
     int use_peft;           /* a recipe's use_peft: true (its lora_* keys count only then, as in TRL) */
+    int zero;               /* ZeRO stage: 0, or 1 (AdamW state sharded over the MPI ranks) */
     int log_lambdas;        /* log the per-response d loss / d s of every list */
     long eval_every;        /* evaluate every N steps; 0 = only at the end (with eval_data) */
     int threads;            /* compute threads; 0 = all cores */

@@ -295,6 +295,7 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
         BAD(TOPT_OBJECTIVE, "%s is defined on log-probs and a beta; a reward model's score is its head's output: "
                             "choose another objective", ppa_objective_name(o->objective));
     if (validate_lora(o, err, errlen)) return -1;
+    if (o->zero < 0 || o->zero > 1) BAD(TOPT_ZERO, "must be 0 or 1 (ZeRO stage 1), found %d", o->zero);
     if (o->reward_index < 0 || o->reward_index >= 1 << 16)
         BAD(TOPT_REWARD_INDEX, "must be in 0..65535, found %d", o->reward_index);
     for (int id = TOPT_TAU; id <= TOPT_NORMALIZE && opt_takes(o->cmd, TOPT_OBJECTIVE); id++)

@@ -97,6 +97,8 @@ const OptSpec OPT[TOPT_COUNT] = {
       "scale A / sqrt(R) (rank-stabilised LoRA)"),
     F(TOPT_ADAPTER, "adapter", "adapter", T_STR, adapter, MODEL_CMDS | JUDGES, 0, S_LORA, "DIR",
       "a PEFT LoRA adapter folder on --model (training continues it)"),
+    F(TOPT_ZERO, "zero", "zero", T_INT, zero, LISTS, 0, S_RUN, "STAGE",
+      "1: each MPI rank keeps the AdamW state of its share of the weights (ZeRO-1); 0: all of it"),
     F(TOPT_LOG, "log", "log", T_STR, log, LISTS, 0, S_RUN, "FILE", "JSON Lines metrics (default: OUT/train_log.jsonl)"),
     F(TOPT_LOG_LAMBDAS, "log_lambdas", "log-lambdas", T_BOOL, log_lambdas, LISTS, 0, S_RUN, NULL,
       "log d loss / d s of every list"),

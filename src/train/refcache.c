@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "dist/dist.h"
 #include "io/json.h"
 #include "core/hash.h"
 #include "io/atomic.h"
@@ -98,6 +99,38 @@ void refcache_compute_at(RefCache *c, Model *ref, const DataRow *rows, int n, lo
         r0 = r1;
         if (progress) progress(r0, n, ctx);
     }
+}
+
+void refcache_compute_ranks(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens,
+                            void (*progress)(int done, int total, void *ctx), void *ctx) {
+    if (dist_size() < 2) {
+        refcache_compute(c, m, rows, n, max_tokens, progress, ctx);
+        return;
+    }
+    int R = dist_size();
+    long lo, hi, *counts = xmalloc(sizeof(long) * (size_t)R);
+    for (int r = 0; r < R; r++) { /* responses of each rank's rows */
+        dist_share(n, r, &lo, &hi);
+        counts[r] = 0;
+        for (long i = lo; i < hi; i++) counts[r] += rows[i].n_resp;
+    }
+    dist_share(n, dist_rank(), &lo, &hi);
+    RefCache part;
+    refcache_compute(&part, m, rows + lo, (int)(hi - lo), max_tokens, progress, ctx);
+    c->n_rows = n;
+    c->offset = xmalloc(sizeof(int) * (size_t)(n + 1));
+    c->offset[0] = 0;
+    for (int r = 0; r < n; r++) c->offset[r + 1] = c->offset[r] + rows[r].n_resp;
+    size_t total = (size_t)c->offset[n], mine = (size_t)part.offset[part.n_rows];
+    c->logp = xmalloc(sizeof(double) * (total ? total : 1));
+    c->n_scored = xmalloc(sizeof(int) * (total ? total : 1));
+    double *ns = xmalloc(sizeof(double) * (mine ? mine : 1)), *all = xmalloc(sizeof(double) * (total ? total : 1));
+    for (size_t i = 0; i < mine; i++) ns[i] = part.n_scored[i];
+    dist_allgather_f64(part.logp, c->logp, counts); /* rank order = row order: the bytes of one process */
+    dist_allgather_f64(ns, all, counts);
+    for (size_t i = 0; i < total; i++) c->n_scored[i] = (int)all[i];
+    free(ns), free(all), free(counts);
+    refcache_free(&part);
 }
 
 /* ---- file ---- */

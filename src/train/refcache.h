@@ -49,6 +49,12 @@ void refcache_compute(RefCache *c, Model *ref, const DataRow *rows, int n, long 
  * its token count (the key is left for the caller). */
 void refcache_compute_at(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens, int index,
                          void (*progress)(int done, int total, void *ctx), void *ctx);
+/* refcache_compute with the rows divided among the ranks of an MPI job
+ * (contiguous shares) and the results gathered on every rank: the same
+ * bytes as one process (a response's log-prob does not depend on its batch).
+ * Every rank must call it. */
+void refcache_compute_ranks(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens,
+                            void (*progress)(int done, int total, void *ctx), void *ctx);
 int refcache_save(const RefCache *c, const char *path, char *err, size_t errlen);
 int refcache_load(RefCache *c, const char *path, char *err, size_t errlen);
 /* 0 if the cache was made for `want` and the rows' shapes, else -1 with the

@@ -83,6 +83,7 @@ static char *state_json(const TrainState *st, cJSON *sums) {
     cJSON_AddStringToObject(j, "seed", seed);
     cJSON_AddStringToObject(j, "gemm_kernel", st->kernel);
     cJSON_AddNumberToObject(j, "gemm_threads", st->threads);
+    cJSON_AddNumberToObject(j, "ranks", st->ranks > 0 ? st->ranks : 1);
     cJSON *o = st->options ? cJSON_Parse(st->options) : NULL;
     cJSON_AddItemToObject(j, "options", o ? o : cJSON_CreateObject());
     cJSON_AddItemToObject(j, "checksums", sums); /* of the other files: a resume verifies them */
@@ -238,6 +239,13 @@ static int parse_state(const char *path, const char *text, TrainState *st, char 
     st->seed = strtoull(seed->valuestring, NULL, 10);
     snprintf(st->kernel, sizeof st->kernel, "%s", k->valuestring);
     st->threads = (int)threads;
+    const cJSON *rk = cJSON_GetObjectItemCaseSensitive(j, "ranks");
+    long ranks = 1;
+    if (rk && whole_in(rk, STATE_MAX_THREADS, &ranks)) { /* older states have none: one process */
+        cJSON_Delete(j);
+        return ppa_fail(err, errlen, "%s: ranks must be a whole number from 1 to %.0f", path, STATE_MAX_THREADS);
+    }
+    st->ranks = ranks < 1 ? 1 : (int)ranks;
     st->options = cJSON_PrintUnformatted(o);
     const cJSON *sums = cJSON_GetObjectItemCaseSensitive(j, "checksums");
     int rc = sums ? verify_checksums(path, sums, err, errlen) : 0; /* older checkpoints have none */

@@ -23,6 +23,7 @@ typedef struct {
     uint64_t seed;
     char kernel[48];    /* gemm_kernel() and gemm_threads(): bitwise resume needs the same */
     int threads;
+    int ranks;          /* MPI ranks that wrote it (1 alone): another count resumes to float rounding */
     char *options;      /* JSON object of the options that must not change on resume (owned) */
 } TrainState;
 

@@ -9,6 +9,7 @@
 #include "core/common.h"
 #include "core/hash.h"
 #include "core/timer.h"
+#include "dist/dist.h"
 #include "model/gemm.h"
 #include "model/lora.h"
 
@@ -19,6 +20,7 @@ typedef struct {
     double *lambdas; /* [responses of the step] when logging them */
     int *lam_k;      /* [lists] responses per list */
     long n_lam;
+    double comm_s, comm_bytes; /* in the MPI collectives during the step (dist_stats) */
 } StepLog;
 
 static void print_num(FILE *f, const char *key, double v) {
@@ -57,6 +59,7 @@ static void log_line(FILE *f, long step, double epoch, const StepLog *s, double 
         fputc(']', f);
     }
     /* timings last: they are the only fields that differ between identical runs */
+    if (dist_size() > 1) fprintf(f, ", \"comm_s\": %.3f, \"comm_bytes\": %.0f", s->comm_s, s->comm_bytes);
     fprintf(f, ", \"tokens_per_s\": %.1f, \"elapsed_s\": %.3f}\n", sec > 0 ? (double)s->tokens / sec : 0.0, elapsed);
     fflush(f);
 }
@@ -83,6 +86,43 @@ static void progress(const char *who, long step, long total, const StepLog *s, d
     fflush(stderr);
 }
 
+/* Every rank's share of a step made whole on every rank: the gradients and the log's sums added up (each list
+ * weighs 1/n of the step's lists on whichever rank it ran), the lambdas and list sizes gathered in list order. */
+static void combine(Model *m, StepLog *sl, long n, long mine) {
+    if (dist_size() < 2) return;
+    dist_sum_f32(model_grads(m), model_n_params(m));
+    StepSums *u = &sl->sums;
+    enum { NO = PPA_N_OBJECTIVES };
+    double v[6 + 2 * NO] = {(double)u->lists, (double)u->tokens, (double)u->lists_with_pairs, (double)sl->tokens,
+                            u->loss, u->reward};
+    for (int o = 0; o < NO; o++) v[6 + o] = u->other[o], v[6 + NO + o] = u->other_ok[o];
+    double w[3] = {u->best_worst, u->acc, u->ndcg};
+    dist_sum_f64(v, 6 + 2 * NO);
+    dist_sum_f64(w, 3);
+    u->lists = (long)v[0], u->tokens = (long)v[1], u->lists_with_pairs = (long)v[2], sl->tokens = (long)v[3];
+    u->loss = v[4], u->reward = v[5], u->best_worst = w[0], u->acc = w[1], u->ndcg = w[2];
+    for (int o = 0; o < NO; o++) u->other[o] = v[6 + o], u->other_ok[o] = (int)v[6 + NO + o];
+    if (!sl->lam_k) return;
+    /* lambdas: every rank's count, then the values in rank (= list) order */
+    int R = dist_size();
+    long *lists = xcalloc((size_t)R, sizeof(long)), *resp = xcalloc((size_t)R, sizeof(long));
+    double *cnt = xcalloc((size_t)(2 * R), sizeof(double));
+    cnt[dist_rank()] = (double)mine, cnt[R + dist_rank()] = (double)sl->n_lam;
+    dist_sum_f64(cnt, (size_t)(2 * R));
+    for (int r = 0; r < R; r++) lists[r] = (long)cnt[r], resp[r] = (long)cnt[R + r];
+    double *k = xmalloc(sizeof(double) * (size_t)(n ? n : 1)), *mine_k = xmalloc(sizeof(double) * (size_t)(mine ? mine : 1));
+    for (long i = 0; i < mine; i++) mine_k[i] = sl->lam_k[i];
+    dist_allgather_f64(mine_k, k, lists);
+    for (long i = 0; i < n; i++) sl->lam_k[i] = (int)k[i];
+    long total = 0;
+    for (int r = 0; r < R; r++) total += resp[r];
+    double *all = xmalloc(sizeof(double) * (size_t)(total ? total : 1));
+    dist_allgather_f64(sl->lambdas, all, resp);
+    free(sl->lambdas);
+    sl->lambdas = all, sl->n_lam = total;
+    free(lists), free(resp), free(cnt), free(k), free(mine_k);
+}
+
 /* one optimizer step: its lists in micro-batches, gradients accumulated */
 static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *st, const TrainPlan *p, StepLog *sl,
                     char *err, size_t errlen) {
@@ -91,17 +131,21 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
     double weight = 1.0 / (double)n;
     model_zero_grads(m);
     memset(sl, 0, sizeof *sl);
-    if (p->log_lambdas) sl->lam_k = xmalloc(sizeof(int) * (size_t)n);
-    for (long done = 0; done < n;) {
-        int mb = (int)(n - done < p->micro_batch ? n - done : p->micro_batch);
+    double c0, b0, c1, b1;
+    dist_stats(&c0, &b0);
+    long lo, hi; /* this rank's lists of the step (all of them in one process) */
+    dist_share(n, dist_rank(), &lo, &hi);
+    if (p->log_lambdas) sl->lam_k = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+    for (long done = lo; done < hi;) {
+        int mb = (int)(hi - done < p->micro_batch ? hi - done : p->micro_batch);
         MicroLists ml;
-        train_data_take(data, st->epoch, st->cursor, mb, p->score.reference_free ? NULL : ref, &ml);
+        train_data_take(data, st->epoch, st->cursor + done, mb, p->score.reference_free ? NULL : ref, &ml);
         long resp = 0;
         for (int r = 0; r < mb; r++) {
             resp += ml.rows[r].n_resp;
             sl->tokens += ml.rows[r].prompt_len;
             for (int k = 0; k < ml.rows[r].n_resp; k++) sl->tokens += ml.rows[r].resp_len[k];
-            if (sl->lam_k) sl->lam_k[done + r] = ml.rows[r].n_resp;
+            if (sl->lam_k) sl->lam_k[done - lo + r] = ml.rows[r].n_resp;
         }
         double *lam = NULL;
         if (p->log_lambdas) {
@@ -113,8 +157,12 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
         int bad = micro_step(m, &ml, &p->score, weight, 1, &sl->sums, lam, err, errlen);
         model_lora_dropout(m, 0, 0); /* evaluation and sampling run without */
         if (bad) return -1;
-        done += mb, st->cursor += mb;
+        done += mb;
     }
+    st->cursor += n;
+    combine(m, sl, n, hi - lo);
+    dist_stats(&c1, &b1);
+    sl->comm_s = c1 - c0, sl->comm_bytes = b1 - b0;
     sl->lists = n;
     if (st->cursor == per_epoch) st->epoch++, st->cursor = 0;
     return 0;
@@ -126,6 +174,50 @@ static int weights_finite(Model *m, long step, char *err, size_t errlen) {
     long i = first_nonfinite(model_params(m), model_n_params(m));
     if (i < 0) return 1;
     snprintf(err, errlen, "after step %ld parameter %ld is not finite: nothing was saved", step, i);
+    return 0;
+}
+
+void trainer_zero_share(size_t n, size_t *lo, size_t *hi) {
+    long a, b;
+    dist_share((long)n, dist_rank(), &a, &b);
+    *lo = (size_t)a, *hi = (size_t)b;
+}
+
+/* ZeRO-1: each rank updated its share of the weights; every rank gets all of them */
+static void gather_shares(float *x, size_t n) {
+    int R = dist_size();
+    long *counts = xmalloc(sizeof(long) * (size_t)R), lo, hi;
+    for (int r = 0; r < R; r++) dist_share((long)n, r, &lo, &hi), counts[r] = hi - lo;
+    dist_share((long)n, dist_rank(), &lo, &hi);
+    float *mine = xmalloc(sizeof(float) * (size_t)(hi - lo ? hi - lo : 1));
+    memcpy(mine, x + lo, sizeof(float) * (size_t)(hi - lo));
+    dist_allgather_f32(mine, x, counts);
+    free(mine), free(counts);
+}
+
+/* the whole optimizer state for a checkpoint: opt itself, or under ZeRO-1 every rank's share gathered (in *tmp) */
+static const AdamW *whole_state(const AdamW *opt, size_t n, int zero, AdamW *tmp) {
+    if (!zero) return opt;
+    adamw_init(tmp, n);
+    size_t lo, hi;
+    trainer_zero_share(n, &lo, &hi);
+    memcpy(tmp->m + lo, opt->m, sizeof(float) * (hi - lo)), memcpy(tmp->v + lo, opt->v, sizeof(float) * (hi - lo));
+    gather_shares(tmp->m, n), gather_shares(tmp->v, n);
+    tmp->step = opt->step;
+    return tmp;
+}
+
+/* the ranks hold the same weights: a check of the reductions' promise at every save */
+static int same_weights(Model *m, char *err, size_t errlen) {
+    if (dist_size() < 2) return 1;
+    uint64_t h = hash64(model_params(m), sizeof(float) * model_n_params(m), 1), h0 = h;
+    dist_bcast(&h0, sizeof h0, 0);
+    int bad = h != h0;
+    double any = bad;
+    dist_sum_f64(&any, 1);
+    if (!any) return 1;
+    snprintf(err, errlen, "the ranks' weights differ (rank %d's from rank 0's%s): the reductions were not identical "
+             "on every rank", dist_rank(), bad ? "" : ", on another rank");
     return 0;
 }
 
@@ -162,7 +254,11 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 break;
             }
             double lr = schedule_lr(p->schedule, p->lr, st->step, p->warmup_steps, p->total_steps);
-            adamw_step(opt, model_params(policy), model_grads(policy), clip_scale(gnorm, p->clip_grad), decay, lr, &ac);
+            size_t lo = 0, hi = n_params;
+            if (p->zero) trainer_zero_share(n_params, &lo, &hi);
+            adamw_step(opt, model_params(policy) + lo, model_grads(policy) + lo, clip_scale(gnorm, p->clip_grad),
+                       decay + lo, lr, &ac);
+            if (p->zero) gather_shares(model_params(policy), n_params);
             model_bf16_refresh(policy); /* the products' bf16 copy follows the float32 master weights */
             st->step++;
             double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
@@ -177,15 +273,20 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 st->threads = gemm_threads();
                 free(st->options), st->options = p->options_json ? strdup(p->options_json) : NULL;
                 char path[4096];
-                if (!weights_finite(policy, st->step, err, errlen) ||
-                    state_save(p->out, policy, opt, st, p->tokenizer_dir, path, sizeof path, err, errlen))
+                st->ranks = dist_size();
+                AdamW tmp = {0};
+                const AdamW *whole = whole_state(opt, n_params, p->zero, &tmp); /* every rank takes part */
+                if (!weights_finite(policy, st->step, err, errlen) || !same_weights(policy, err, errlen) ||
+                    (dist_rank() == 0 && /* one writer; the others' weights are the same bytes */
+                     state_save(p->out, policy, whole, st, p->tokenizer_dir, path, sizeof path, err, errlen)))
                     rc = -1;
                 else if (p->progress) fprintf(stderr, "%sppa %s: saved %s\n", isatty(2) ? "\n" : "", p->who ? p->who : "train", path);
+                adamw_free(&tmp);
             }
         }
         free(sl.lambdas), free(sl.lam_k);
     }
     free(decay);
-    if (!rc && !weights_finite(policy, st->step, err, errlen)) rc = -1;
+    if (!rc && (!weights_finite(policy, st->step, err, errlen) || !same_weights(policy, err, errlen))) rc = -1;
     return rc;
 }

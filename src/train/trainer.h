@@ -44,10 +44,18 @@ typedef struct {
     void (*eval)(Model *policy, long step, FILE *log, void *ctx);
     void *eval_ctx;
     long eval_every;
+    int zero; /* ZeRO stage 1 over the MPI ranks: opt holds this rank's share (trainer_zero_share) only */
 } TrainPlan;
 
+/* [*lo, *hi): the parameters whose AdamW state this rank keeps under ZeRO-1 (all of them in one process) */
+void trainer_zero_share(size_t n, size_t *lo, size_t *hi);
+
 /* Runs from st (step, epoch, cursor; zeros for a fresh run) to total_steps.
- * opt: AdamW over the policy's parameters (moments loaded when resuming).
+ * opt: AdamW over the policy's parameters (moments loaded when resuming), or
+ * over this rank's share of them with plan->zero. Under MPI every rank runs
+ * it: each takes its share of every step's lists, the gradients are summed
+ * over the ranks, and rank 0 alone logs (plan->log NULL elsewhere) and
+ * writes checkpoints.
  * A non-finite list loss, d loss / d s or gradient norm stops the run
  * before the update (naming the step and the list's data line), and the
  * weights are checked finite before every checkpoint and at the end, so a

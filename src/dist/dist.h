@@ -1,0 +1,45 @@
+/* dist.h: ranks of one job over MPI, for data parallelism. ppa started by a
+ * launcher (mpirun, mpiexec, srun: they set OMPI_COMM_WORLD_SIZE, PMIX_RANK
+ * or PMI_SIZE) loads Open MPI's libmpi.so.40 at run time and joins the job;
+ * started alone it never touches MPI and is rank 0 of 1 (no start-up cost,
+ * no library needed). Every call below is then a no-op or a copy.
+ *
+ * Collectives are called by every rank in the same order (the trainer's
+ * steps are the same everywhere). A rank that stops with an error
+ * (ppa_die) aborts the whole job through MPI_Abort, so the others never
+ * wait on a rank that is gone; one killed by a signal is noticed by the
+ * launcher, which stops the rest.
+ *
+ * Open MPI's ABI (handles are pointers to its predefined objects, looked up
+ * by name): Debian's openmpi-bin / libopenmpi3. */
+#ifndef PPA_DIST_H
+#define PPA_DIST_H
+
+#include <stddef.h>
+
+/* Joins the job when a launcher started this process; 0, or -1 with err
+ * (libmpi missing, MPI_Init failed). Call once, early in main. */
+int dist_init(char *err, size_t errlen);
+int dist_rank(void);
+int dist_size(void);
+/* what is rank r's share [*lo, *hi) of n items in rank order (contiguous, sizes differing by at most 1) */
+void dist_share(long n, int r, long *lo, long *hi);
+
+/* In place over every rank: the element-wise sum (each rank gets the same
+ * bytes: Open MPI's reductions of float are commutative-exact for 2 ranks;
+ * beyond that see dist.c). */
+void dist_sum_f32(float *buf, size_t n);
+void dist_sum_f64(double *buf, size_t n);
+/* root's bytes to every rank */
+void dist_bcast(void *buf, size_t bytes, int root);
+/* Every rank's part, concatenated in rank order, into all (on every rank):
+ * rank r gives counts[r] elements (its own from mine). */
+void dist_allgather_f64(const double *mine, double *all, const long *counts);
+void dist_allgather_f32(const float *mine, float *all, const long *counts);
+void dist_barrier(void);
+/* seconds spent in the collectives above and the bytes this rank gave them, since the start */
+void dist_stats(double *seconds, double *bytes);
+/* Stops every rank of the job with status (MPI_Abort); alone, exit(status). */
+_Noreturn void dist_abort(int status);
+
+#endif

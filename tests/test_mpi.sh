@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Several ranks under Open MPI (mpirun -np 2 on this machine): data-parallel
+# `ppa train` and `ppa sft` equal one process (log lines and weights to float
+# rounding), byte-identical reruns and resume at 2 ranks, resume at 1 rank
+# from a 2-rank checkpoint, ZeRO-1 (--zero 1) = the plain run byte for byte,
+# LoRA under 2 ranks, `ppa score` sharded = one process byte for byte, a rank
+# that dies stopping the job within seconds with the last checkpoint intact,
+# and the commands that run in one process refusing several ranks.
+# SKIP when mpirun is missing. Usage: tests/test_mpi.sh PPA_BINARY.
+ppa=$(realpath "${1:-./ppa}")
+NAME=test_mpi
+. "$(dirname "$0")/lib.sh"
+has() { grep -qF -- "$2" "$1"; }
+not() { ! "$@"; }
+if ! command -v mpirun > /dev/null; then
+  echo "SKIP $NAME: mpirun not found (openmpi-bin)"
+  report
+fi
+# CI runs as root; Open MPI refuses that unless told (here only, not globally)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# the sanitizer build: Open MPI's own allocations are not ours to report
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+mpi() { timeout 300 mpirun -np 2 --oversubscribe "$@"; }
+# near FILE_A FILE_B TOL: every number of two JSON Lines files within TOL (relative, 1e-9 absolute), timings left out
+near() {
+  /usr/bin/python3 - "$@" <<'P'
+import json, sys
+a, b, tol = open(sys.argv[1]).read().splitlines(), open(sys.argv[2]).read().splitlines(), float(sys.argv[3])
+def walk(x, y, path):
+    if isinstance(x, dict):
+        skip = {"tokens_per_s", "elapsed_s", "comm_s", "comm_bytes"}  # timings, and the ranks' traffic
+        assert set(x) - skip == set(y) - skip, path
+        for k in set(x) - skip: walk(x[k], y[k], path + "." + k)
+    elif isinstance(x, list):
+        assert len(x) == len(y), path
+        for i, (u, v) in enumerate(zip(x, y)): walk(u, v, "%s[%d]" % (path, i))
+    elif isinstance(x, float) or isinstance(y, float):
+        assert abs(x - y) <= tol * max(abs(x), abs(y)) + 1e-9, "%s: %r vs %r" % (path, x, y)
+    else:
+        assert x == y, "%s: %r vs %r" % (path, x, y)
+assert len(a) == len(b), "%d vs %d lines" % (len(a), len(b))
+for i, (x, y) in enumerate(zip(a, b)):
+    walk(json.loads(x), json.loads(y), "line %d" % (i + 1))
+print("near")
+P
+}
+# weights A B TOL: the tensors of two safetensors files within TOL of each tensor's largest entry
+weights() {
+  /usr/bin/python3 - "$@" <<'P'
+import json, struct, sys
+def load(p):
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+    return {k: struct.unpack("<%df" % ((v["data_offsets"][1] - v["data_offsets"][0]) // 4),
+                             b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in h.items() if k != "__metadata__"}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert set(a) == set(b)
+worst = max(max(abs(x - y) for x, y in zip(a[k], b[k])) / max(max(abs(x) for x in a[k]), 1e-30) for k in a)
+print("weights within %.2g" % worst if worst <= float(sys.argv[3]) else "DIFF %.3g" % worst)
+P
+}
+
+tiny_model_files "$tmp"
+"$ppa" init --config "$tmp/config.json" --tokenizer "$tmp/tokenizer.json" --out "$tmp/lm" --seed 1 > /dev/null 2>&1
+letter_lists > "$tmp/all.jsonl"
+run=(--model "$tmp/lm" --data "$tmp/all.jsonl" --list-size 4 --batch-size 8 --micro-batch 2 --lr 1e-2 --max-steps 6
+     --threads 1 --log-lambdas)
+
+# -- train: 2 ranks = 1 process to float rounding; reruns and resume byte for byte
+"$ppa" train "${run[@]}" --out "$tmp/one" > /dev/null 2>&1
+mpi "$ppa" train "${run[@]}" --out "$tmp/two" 2> "$tmp/err"
+expect "2-rank train exits 0" test $? -eq 0
+expect "the summary says 2 ranks" has "$tmp/err" "2 ranks (MPI)"
+expect "one log line per step, once" test "$(wc -l < "$tmp/two/train_log.jsonl")" -eq 6
+near "$tmp/one/train_log.jsonl" "$tmp/two/train_log.jsonl" 1e-5 > "$tmp/py" 2>&1
+expect "log lines (lambdas included) = one process's, to float rounding" has "$tmp/py" "near"
+weights "$tmp/one/model.safetensors" "$tmp/two/model.safetensors" 1e-5 > "$tmp/py" 2>&1
+expect "final weights = one process's, to float32 rounding ($(cat "$tmp/py"))" has "$tmp/py" "weights within"
+mpi "$ppa" train "${run[@]}" --out "$tmp/two_b" > /dev/null 2>&1
+expect "a 2-rank rerun: the same bytes" cmp -s "$tmp/two/model.safetensors" "$tmp/two_b/model.safetensors"
+mpi "$ppa" train "${run[@]}" --out "$tmp/half" --save-every 3 > /dev/null 2>&1
+expect "rank 0 wrote the checkpoint" test -f "$tmp/half/checkpoint-3/ppa_state.json"
+expect "the state records 2 ranks" grep -qE '"ranks":[[:space:]]*2,' "$tmp/half/checkpoint-3/ppa_state.json"
+rm -f "$tmp/half/model.safetensors" "$tmp/half/config.json"
+mpi "$ppa" train "${run[@]}" --out "$tmp/half" --save-every 3 --resume "$tmp/half/checkpoint-3" > /dev/null 2>&1
+expect "resume at 2 ranks: the same bytes" cmp -s "$tmp/two/model.safetensors" "$tmp/half/model.safetensors"
+rm -f "$tmp/half/model.safetensors" "$tmp/half/config.json"
+"$ppa" train "${run[@]}" --out "$tmp/half" --save-every 3 --resume "$tmp/half/checkpoint-3" 2> "$tmp/err"
+expect "resume at 1 rank from a 2-rank checkpoint exits 0" test $? -eq 0
+expect "with a note on the rank count" has "$tmp/err" "written by 2 ranks, this run has 1"
+weights "$tmp/two/model.safetensors" "$tmp/half/model.safetensors" 1e-5 > "$tmp/py" 2>&1
+expect "and the same weights to float32 rounding" has "$tmp/py" "weights within"
+
+# -- ZeRO-1: the AdamW state in halves, the same bytes as the plain 2-rank run, resumable
+mpi "$ppa" train "${run[@]}" --out "$tmp/z" --zero 1 --save-every 3 2> "$tmp/err"
+expect "--zero 1 exits 0" test $? -eq 0
+expect "--zero 1 reports the per-rank state" has "$tmp/err" "ZeRO-1: this rank's share"
+expect "--zero 1 = plain data parallelism, bytes" cmp -s "$tmp/two/model.safetensors" "$tmp/z/model.safetensors"
+expect "a ZeRO-1 checkpoint holds all of the state = the plain run's" cmp -s "$tmp/half/checkpoint-3/optimizer.safetensors" "$tmp/z/checkpoint-3/optimizer.safetensors"
+rm -f "$tmp/z/model.safetensors" "$tmp/z/config.json"
+mpi "$ppa" train "${run[@]}" --out "$tmp/z" --zero 1 --save-every 3 --resume "$tmp/z/checkpoint-3" > /dev/null 2>&1
+expect "ZeRO-1 resume: the same bytes" cmp -s "$tmp/two/model.safetensors" "$tmp/z/model.safetensors"
+
+# -- LoRA and bf16 under 2 ranks
+lora=(--lora-r 4 --lora-alpha 8 --lora-dropout 0.1)
+"$ppa" train "${run[@]}" "${lora[@]}" --out "$tmp/l1" > /dev/null 2>&1
+mpi "$ppa" train "${run[@]}" "${lora[@]}" --out "$tmp/l2" > /dev/null 2>&1
+weights "$tmp/l1/adapter_model.safetensors" "$tmp/l2/adapter_model.safetensors" 1e-4 > "$tmp/py" 2>&1
+expect "LoRA with dropout: 2 ranks = 1 process ($(cat "$tmp/py"))" has "$tmp/py" "weights within"
+mpi "$ppa" train "${run[@]}" --precision bf16 --out "$tmp/b2" > /dev/null 2>&1
+expect "bf16 under 2 ranks exits 0" test -f "$tmp/b2/model.safetensors"
+
+# -- sft
+printf '{"text": "abab abab abab"}\n{"text": "baba baba"}\n{"text": "aaaa bbbb"}\n{"text": "abba abba abba"}\n{"text": "bbb aaa"}\n' > "$tmp/sft.jsonl"
+sft=(--model "$tmp/lm" --data "$tmp/sft.jsonl" --lr 1e-3 --epochs 3 --batch-size 4 --micro-batch 1 --threads 1)
+"$ppa" sft "${sft[@]}" --out "$tmp/s1" > "$tmp/s1.log" 2> /dev/null
+mpi "$ppa" sft "${sft[@]}" --out "$tmp/s2" > "$tmp/s2.log" 2> /dev/null
+expect "2-rank sft exits 0" test -f "$tmp/s2/model.safetensors"
+near "$tmp/s1.log" "$tmp/s2.log" 1e-5 > "$tmp/py" 2>&1
+expect "sft log lines = one process's, to float rounding" has "$tmp/py" "near"
+weights "$tmp/s1/model.safetensors" "$tmp/s2/model.safetensors" 1e-4 > "$tmp/py" 2>&1
+expect "sft weights = one process's ($(cat "$tmp/py"))" has "$tmp/py" "weights within"
+
+# -- score: the rows divided, the cache of one process byte for byte
+"$ppa" score --model "$tmp/lm" --data "$tmp/all.jsonl" --out "$tmp/one.cache" 2> /dev/null
+mpi "$ppa" score --model "$tmp/lm" --data "$tmp/all.jsonl" --out "$tmp/two.cache" 2> /dev/null
+expect "sharded score = one process, bytes" cmp -s "$tmp/one.cache" "$tmp/two.cache"
+
+# -- faults: a rank that dies stops the job within seconds; the last checkpoint stays whole
+long=(--model "$tmp/lm" --data "$tmp/all.jsonl" --list-size 4 --batch-size 2 --micro-batch 1 --lr 1e-3 --epochs 400
+      --threads 1 --save-every 5)
+mpi "$ppa" train "${long[@]}" --out "$tmp/k" > /dev/null 2>&1 &
+job=$!
+for _ in $(seq 1 300); do [ -d "$tmp/k/checkpoint-10" ] && break; sleep 0.1; done
+victim=$(pgrep -f "train .*$tmp/k" | grep -v "^$job\$" | tail -1)
+t0=$(date +%s.%N)
+kill -9 "$victim" 2> /dev/null
+wait "$job"
+status=$?
+t1=$(date +%s.%N)
+expect "a killed rank stops the job (exit $status)" test "$status" -ne 0
+expect "within seconds ($(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s)" awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 20) }'
+expect "no rank left running" not pgrep -f "train .*$tmp/k"
+last=$(ls -d "$tmp"/k/checkpoint-[0-9]* | grep -v partial | sort -t- -k2 -n | tail -1)
+timeout 5 "$ppa" train "${long[@]}" --out "$tmp/k" --resume "$last" > /dev/null 2> "$tmp/err" # its checksums verified
+expect "the last checkpoint resumes ($last)" has "$tmp/err" "resuming at step ${last##*-} "
+PPA_TEST_DIE_IN_SAVE=1 mpi "$ppa" train "${run[@]}" --out "$tmp/d" --save-every 2 > /dev/null 2>&1
+expect "rank 0 dying in a save stops the job" test $? -ne 0
+expect "leaving no checkpoint but the partial one" not test -d "$tmp/d/checkpoint-2"
+
+# -- the commands that run in one process refuse several ranks
+mpi "$ppa" generate --model "$tmp/lm" --prompts "$tmp/all.jsonl" > /dev/null 2> "$tmp/err"
+expect "generate under 2 ranks is refused" test $? -ne 0
+expect "saying which commands divide their work" has "$tmp/err" "runs in one process"
+report
