@@ -20,11 +20,14 @@ Python trainer runs it, but batched and without wasted work:
 One step = model.zero_grad(set_to_none=True); loss = sum over the K sequences
 of the summed log-probs of their R response tokens (token t scored by the
 logits at t-1; prompt tokens never scored); loss.backward() (gradients of every
-parameter, no optimizer step).  Tokens: one random prompt of P tokens shared by
-the K sequences (a preference list: one prompt, K responses) and K random
-responses of R tokens; fixed seed.  Reports the median of --steps steps after
-one warm-up step, tokens = K * (P + R), peak resident memory (ru_maxrss) and
-the BLAS in use (torch.__config__.show() plus OpenBLAS's own corename).
+trainable parameter: all of them, or the LoRA adapter's with --lora-r); with
+--adamw, an AdamW step (else no optimizer step).  Tokens: one random prompt of
+P tokens shared by the K sequences (a preference list: one prompt, K
+responses) and K random responses of R tokens; fixed seed.  Reports the median
+of --steps steps after one warm-up step, tokens = K * (P + R), peak resident
+memory (ru_maxrss) and the BLAS in use (torch.__config__.show() plus
+OpenBLAS's own corename; with --precision bf16 also the oneDNN kernel that a
+bf16 product runs, from oneDNN's verbose line).
 
 --precision bf16 runs the forward and the loss under torch.autocast("cpu",
 dtype=torch.bfloat16), as a PyTorch user writes mixed precision: float32 master
@@ -43,6 +46,52 @@ The bf16 products go to oneDNN (MKL-DNN 2.6.3 in Debian's build: brgemm
 avx512_core_bf16 on the benchmark machine, float32 accumulation, bf16 output),
 not OpenBLAS; products of at most 16^3 multiply-adds take a native kernel
 instead.  The settings below were measured in float32 and are kept for bf16.
+
+--lora-r R trains a LoRA adapter instead of every parameter, with PEFT's
+semantics (what ppa's --lora-r runs): every base parameter is frozen
+(requires_grad_(False): embeddings, norms, LM head, the seven projections and
+their biases), and each of the seven linear layers of every decoder layer
+(q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj; W [out, in])
+is wrapped by a LoRALinear written here (PEFT is not installed) holding
+lora_A [r, in] ~ U(-1/sqrt(in), 1/sqrt(in)) (PEFT's kaiming_uniform_(a=sqrt(5)),
+seeded) and lora_B [out, r] = 0, s = alpha / r with alpha = 2r (ppa's bench)
+so s = 2, no dropout:  y = x W^T (+ b) + s (x A^T) B^T.  Written as:
+    y = F.linear(x, W, b); h = F.linear(x, A)               # [N, out], [N, r]
+    y = torch.addmm(y, h, B.t(), alpha=s)                   # on 2-D views
+i.e. one product per factor (h is N x r, the rank-r correction is one GEMM
+that accumulates into the base output: BLAS/oneDNN beta = 1 with the scale
+as its alpha, instead of PEFT's lora_B(lora_A(x)) * s and a separate add,
+which take two more passes over the [N, out] output; no in-place op, so
+autograd needs no CopySlices).  Autograd then computes, per target, dX of the
+frozen base product and dA, dB, dX of the adapter; torch skips the base
+weights' gradient products because nothing that needs them requires grad
+(layer 0's input does not require grad either, so even its dX is skipped).
+Under --precision bf16 autocast casts x, A, B and the base output for these
+products, so the adapter's products are bf16 (oneDNN brgemm, the sum as a
+post-op) like PEFT's under autocast; A and B stay float32 master parameters.
+Measured on a loaded 2-vCPU Zen 5 (one [1024, 896] x [896, 4864] target,
+forward + backward, r 16): this, PEFT's form, the scale on h instead of the
+output, and an in-place addmm_ on the base output are within 5% of each
+other in fp32 and bf16 (the r-products cost ~r (in + out) / (in out) of the
+base product, 2-4% here); the addmm form was the fastest or tied.
+The JSON's "params" is then the trainable count (A and B), "lora_r" r.
+
+--adamw adds torch.optim.AdamW (lr 1e-7, betas 0.9/0.999, eps 1e-8,
+weight_decay 0) over the trainable parameters after the backward, inside the
+timed step (ppa's --adamw: a full training step).  Its single-tensor
+implementation (foreach=False, torch 1.13's CPU default): foreach was slower
+on CPU (40 vs 46 ms per step over the 336 LoRA tensors of the Qwen2-0.5B
+shapes, r 16: the CPU _foreach_ ops are per-tensor loops that materialise
+every intermediate list) and would hold a full-size temporary per state for
+the full model.  The first step (optimizer state allocation) is the warm-up.
+
+--gradient-checkpointing wraps each decoder layer in
+torch.utils.checkpoint.checkpoint(layer, ..., use_reentrant=False,
+preserve_rng_state=False) (torch 1.13 has the non-reentrant form; it needs no
+input that requires grad, which a frozen LoRA base's embeddings do not give,
+and it restores the CPU autocast state for the recomputation; no randomness
+in a layer, so no RNG state to stash): the backward recomputes one layer's
+forward at a time, like ppa's --gradient-checkpointing.
 
 Best settings on the benchmark machine (2 vCPU AMD EPYC family 26 model 2
 "Zen 5" under KVM; avx512f/bf16/vnni; Debian 12, torch 1.13.1, OpenBLAS
@@ -73,6 +122,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 
 def die(msg):
@@ -155,25 +205,26 @@ def rope_inv_freq(c):
     return out
 
 
-def n_params(c):
-    per = 2 * c.H + (c.nh * c.hd) * c.H * 2 + (c.nkv * c.hd) * c.H * 2 + 3 * c.H * c.I
-    if c.qkv_bias:
-        per += (c.nh + 2 * c.nkv) * c.hd
-    if c.o_bias:
-        per += c.H
-    if c.mlp_bias:
-        per += 2 * c.I + c.H
-    return c.L * per + c.V * c.H * (1 if c.tie else 2) + c.H
+def lora_dims(c):
+    """[(out, in)] of the seven LoRA targets of a layer: q, k, v, o, gate, up, down."""
+    q, kv = c.nh * c.hd, c.nkv * c.hd
+    return [(q, c.H), (kv, c.H), (kv, c.H), (c.H, q), (c.I, c.H), (c.I, c.H), (c.H, c.I)]
 
 
-def step_gflop(c, K, P, R, lm_rows):
-    """Matmul FLOPs of forward + backward (3x forward), for a GFLOP/s figure."""
+def step_gflop(c, K, P, R, lm_rows, lora_r=0, gc=False):
+    """Matmul FLOPs of forward + backward, for a GFLOP/s figure.  Full training: 3x the forward.  LoRA: the frozen
+    products' backward is dX only (2x their forward; layer 0's dX, skipped by torch, is counted), attention 3x,
+    the adapter's products 3x.  Gradient checkpointing adds one more forward of the layers (not the LM head)."""
     T = P + R
-    lin = (c.nh * c.hd) * c.H * 2 + (c.nkv * c.hd) * c.H * 2 + 3 * c.H * c.I
-    fwd = 2.0 * K * T * lin * c.L                      # projections + MLP
-    fwd += 2.0 * 2 * K * c.nh * T * T * c.hd * c.L      # scores + probs.V (full square, as computed)
-    fwd += 2.0 * K * lm_rows * c.H * c.V               # LM head
-    return 3.0 * fwd / 1e9
+    lin = sum(o * i for o, i in lora_dims(c))
+    proj = 2.0 * K * T * lin * c.L                      # projections + MLP
+    att = 2.0 * 2 * K * c.nh * T * T * c.hd * c.L        # scores + probs.V (full square, as computed)
+    head = 2.0 * K * lm_rows * c.H * c.V                # LM head
+    ad = 2.0 * K * T * lora_r * sum(o + i for o, i in lora_dims(c)) * c.L  # x A^T and h B^T
+    total = 3.0 * (proj + att + head) if lora_r == 0 else 2.0 * (proj + head) + 3.0 * (att + ad)
+    if gc:
+        total += proj + att + ad
+    return total / 1e9
 
 
 # ---------------------------------------------------------------------------
@@ -233,6 +284,46 @@ class MLP(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
+class LoRALinear(nn.Module):
+    """A frozen nn.Linear plus a LoRA pair (PEFT semantics, no dropout): y = base(x) + s (x A^T) B^T."""
+
+    def __init__(self, base, r, alpha, gen):
+        super().__init__()
+        self.base = base
+        self.r, self.scaling = r, alpha / r
+        self.out_features = base.out_features
+        dt = base.weight.dtype
+        bound = 1.0 / math.sqrt(base.in_features)  # kaiming_uniform_(a=sqrt(5)): gain sqrt(1/3) * sqrt(3 / in)
+        a = (torch.rand((r, base.in_features), generator=gen, dtype=torch.float64) * 2.0 - 1.0) * bound
+        self.lora_A = nn.Parameter(a.to(dt))
+        self.lora_B = nn.Parameter(torch.zeros((base.out_features, r), dtype=dt))
+
+    def forward(self, x):
+        y = self.base(x)                                  # frozen: F.linear(x, W, b), dX only in the backward
+        h = F.linear(x, self.lora_A)                      # [..., r]
+        # s h B^T accumulated into the base output by one GEMM (beta 1, alpha s); autocast makes it bf16
+        out = torch.addmm(y.reshape(-1, self.out_features), h.reshape(-1, self.r), self.lora_B.t(), alpha=self.scaling)
+        return out.view(y.shape)
+
+
+LORA_TARGETS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+
+
+def add_lora(model, r, alpha, seed):
+    """Freeze every parameter of model and wrap the seven linear layers of every decoder layer in a LoRALinear
+    (A seeded by seed, layer by layer in LORA_TARGETS order; B = 0).  Returns the trainable parameters."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    gen = torch.Generator().manual_seed(seed)
+    for layer in model.model.layers:
+        for t in LORA_TARGETS:
+            parent_name, name = t.split(".")
+            parent = getattr(layer, parent_name)
+            setattr(parent, name, LoRALinear(getattr(parent, name), r, alpha, gen))
+    return [p for p in model.parameters() if p.requires_grad]
+
+
 class Layer(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -261,6 +352,7 @@ class CausalLM(nn.Module):
         self.model = Body(c)
         self.lm_head = None if c.tie else nn.Linear(c.H, c.V, bias=False)
         self.register_buffer("inv_freq", torch.tensor(rope_inv_freq(c), dtype=torch.float64), persistent=False)
+        self.gradient_checkpointing = False
 
     def init_weights(self, seed, std=0.02):
         gen = torch.Generator().manual_seed(seed)
@@ -288,8 +380,13 @@ class CausalLM(nn.Module):
         cos, sin = ang.cos().to(dt), ang.sin().to(dt)              # [T, hd], broadcast over [B, h, T, hd]
         mask = torch.full((T, T), float("-inf"), dtype=dt).triu(1)  # additive causal mask
         x = self.model.embed_tokens(ids)
+        gc = self.gradient_checkpointing and torch.is_grad_enabled()
         for layer in self.model.layers:
-            x = layer(x, cos, sin, mask)
+            if gc:  # keep the layer's input only; its forward runs again in the backward
+                x = torch.utils.checkpoint.checkpoint(layer, x, cos, sin, mask, use_reentrant=False,
+                                                      preserve_rng_state=False)
+            else:
+                x = layer(x, cos, sin, mask)
         return self.model.norm(x)
 
     def response_logps(self, ids, P, lm_head="response"):
@@ -338,8 +435,114 @@ def blas_info():
     return info, core, conf, lib_path
 
 
+def onednn_bf16():
+    """'oneDNN <version>, <implementation> (<isa>), <n> threads' of a bf16 matrix product (64^3, above torch's
+    16^3 native cutoff) from oneDNN's verbose lines (printed by the C library on fd 1, captured here), or a
+    sentence saying why not."""
+    import tempfile
+    a = torch.ones(64, 64, dtype=torch.bfloat16)
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile(mode="w+b") as f:
+        try:
+            os.dup2(f.fileno(), 1)
+            with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                torch.mm(a, a)
+        except (RuntimeError, AttributeError) as e:
+            return "oneDNN verbose unavailable (%s)" % e
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+        f.seek(0)
+        text = f.read().decode(errors="replace")
+    ver = re.search(r"info,(oneDNN v[0-9.]+)", text)
+    nthr = re.search(r"nthr:(\d+)", text)
+    isa = re.search(r"info,cpu,isa:([^\n]+)", text)
+    impl = re.search(r"exec,cpu,matmul,([^,]+)", text)
+    if not impl:
+        return "bf16 products not on oneDNN (no verbose exec line: torch's own kernel)"
+    return "%s, %s (%s), %s threads" % (ver.group(1) if ver else "oneDNN", impl.group(1),
+                                        isa.group(1).strip() if isa else "isa ?", nthr.group(1) if nthr else "?")
+
+
 # ---------------------------------------------------------------------------
 # correctness check against the float64 oracle
+
+def lora_check(c, model, ids, P, n):
+    """float64 checks of the LoRA path and of gradient checkpointing on the check model (non-trivial weights):
+    * B = 0: the adapted model's log-probs equal the base's (bit for bit expected), base weights get no gradient;
+    * B random: log-probs and gradients against the base with merged weights W' = W + s B A, whose weight
+      gradient G gives dB = s G A^T and dA = s B^T G;
+    * gradient checkpointing (LoRA and full model) against no checkpointing.
+    Returns the worst relative error."""
+    import copy
+    r, alpha = 3, 6.0
+    base_lp = model.response_logps(ids, P).detach()
+    lm = copy.deepcopy(model)
+    add_lora(lm, r, alpha, 99 + n)
+    lm.zero_grad(set_to_none=True)
+    lp = lm.response_logps(ids, P)
+    lp.sum().backward()
+    err_b0 = ((lp.detach() - base_lp).abs() / base_lp.abs()).max().item()
+    frozen_grads = [k for k, p in lm.named_parameters()
+                    if not k.split(".")[-1].startswith("lora_") and p.grad is not None]
+    if frozen_grads:
+        print("check %s LoRA: frozen parameters got gradients: %s" % (n, frozen_grads[:3]))
+        err_b0 = 1.0
+    g = torch.Generator().manual_seed(5 + n)
+    with torch.no_grad():
+        for mod in lm.modules():
+            if isinstance(mod, LoRALinear):
+                mod.lora_B.copy_(torch.randn(mod.lora_B.shape, generator=g, dtype=torch.float64) * 0.2)
+    merged = copy.deepcopy(model)
+    with torch.no_grad():
+        for lay_m, lay_l in zip(merged.model.layers, lm.model.layers):
+            for t in LORA_TARGETS:
+                pn, name = t.split(".")
+                mod = getattr(getattr(lay_l, pn), name)
+                getattr(getattr(lay_m, pn), name).weight.add_(mod.scaling * mod.lora_B @ mod.lora_A)
+    merged.zero_grad(set_to_none=True)
+    merged_lp = merged.response_logps(ids, P)
+    merged_lp.sum().backward()
+    merged_lp = merged_lp.detach()
+    lm.zero_grad(set_to_none=True)
+    lp = lm.response_logps(ids, P)
+    lp.sum().backward()
+    err = ((lp.detach() - merged_lp).abs() / merged_lp.abs()).max().item()
+    rel = lambda a, b: ((a - b).abs().max() / (b.abs().max() + 1e-30)).item()
+    grads = {}
+    for lay_m, lay_l in zip(merged.model.layers, lm.model.layers):
+        for t in LORA_TARGETS:
+            pn, name = t.split(".")
+            mod = getattr(getattr(lay_l, pn), name)
+            G = getattr(getattr(lay_m, pn), name).weight.grad
+            err = max(err, rel(mod.lora_B.grad, mod.scaling * G @ mod.lora_A.detach().t()),
+                      rel(mod.lora_A.grad, mod.scaling * mod.lora_B.detach().t() @ G))
+            grads[mod] = (mod.lora_A.grad.clone(), mod.lora_B.grad.clone())
+    err_gc = 0.0
+    for m, ref in ((lm, grads), (model, None)):  # checkpointed: the same log-probs and gradients
+        if ref is None:
+            m.zero_grad(set_to_none=True)
+            lp_plain = m.response_logps(ids, P)
+            lp_plain.sum().backward()
+            ref = {p: (p.grad.clone(),) for p in m.parameters()}
+        else:
+            lp_plain = lp
+        m.gradient_checkpointing = True
+        m.zero_grad(set_to_none=True)
+        lp_gc = m.response_logps(ids, P)
+        lp_gc.sum().backward()
+        m.gradient_checkpointing = False
+        err_gc = max(err_gc, ((lp_gc - lp_plain).abs() / lp_plain.abs()).max().item())
+        for key, gs in ref.items():
+            now = (key.lora_A.grad, key.lora_B.grad) if isinstance(key, LoRALinear) else (key.grad,)
+            err_gc = max(err_gc, max(rel(a, b) for a, b in zip(now, gs)))
+    model.zero_grad(set_to_none=True)
+    print("check %s LoRA r %d: B = 0 vs base %.2e; B random vs merged weights (log-probs, dA, dB) %.2e; "
+          "gradient checkpointing vs none (LoRA and full) %.2e" % (n, r, err_b0, err, err_gc))
+    return max(err_b0, err, err_gc)
+
 
 def check():
     here = os.path.dirname(os.path.abspath(__file__))
@@ -357,7 +560,7 @@ def check():
          "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                           "high_freq_factor": 4.0, "original_max_position_embeddings": 8}},
     ]
-    worst = worst32 = 0.0
+    worst = worst32 = worst_lora = 0.0
     for n, cj in enumerate(configs):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(cj, f)
@@ -408,9 +611,10 @@ def check():
             worst = max(worst, err)
             print("check %s (%s, nh %d, nkv %d, tied %s, rope %s) lm-head %s: max rel err %.2e"
                   % (n, c.type, c.nh, c.nkv, c.tie, c.rope_type, mode, err))
-    ok = worst < 1e-10 and worst32 < 1e-4
-    print("check: %s (worst %.2e in float64, tolerance 1e-10; %.2e in float32, tolerance 1e-4)"
-          % ("ok" if ok else "FAILED", worst, worst32))
+        worst_lora = max(worst_lora, lora_check(c, model, ids, P, n))
+    ok = worst < 1e-10 and worst32 < 1e-4 and worst_lora < 1e-10
+    print("check: %s (worst %.2e in float64, tolerance 1e-10; %.2e in float32, tolerance 1e-4; LoRA and "
+          "checkpointing %.2e in float64, tolerance 1e-10)" % ("ok" if ok else "FAILED", worst, worst32, worst_lora))
     return 0 if ok else 1
 
 
@@ -430,6 +634,13 @@ def main():
                     help="sequences per forward/backward, gradients accumulated over K/mb passes (default K: one pass)")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
                     help="fp32, or bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
+    ap.add_argument("--lora-r", type=int, default=0,
+                    help="train a LoRA adapter of rank R (alpha 2R) on the seven linear layers of a frozen base "
+                         "(default 0: train every parameter)")
+    ap.add_argument("--adamw", action="store_true",
+                    help="an AdamW step over the trainable parameters inside the timed step")
+    ap.add_argument("--gradient-checkpointing", action="store_true",
+                    help="torch.utils.checkpoint around each decoder layer (non-reentrant)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--json", action="store_true", help="one JSON line")
     ap.add_argument("--check", action="store_true", help="compare with tests/ref/engine_ref.py (float64) and exit")
@@ -442,6 +653,8 @@ def main():
     if a.k < 1 or a.prompt_len < 1 or a.response_len < 1 or a.steps < 1:
         die("--k, --prompt-len (>= 1: the first response token is scored by the last prompt token), "
             "--response-len and --steps must be positive")
+    if a.lora_r < 0:
+        die("--lora-r must be >= 0")
     if a.threads > 1 and "OMP_WAIT_POLICY" not in os.environ:
         sys.stderr.write("bench_step_torch: OMP_WAIT_POLICY is not set: spinning OpenMP threads slow torch down "
                          "next to OpenBLAS's threads (bench/run_step.sh sets it to passive)\n")
@@ -454,6 +667,15 @@ def main():
     model = CausalLM(c)
     model.init_weights(a.seed)
     model.train()
+    total_params = sum(p.numel() for p in model.parameters())
+    if a.lora_r > 0:
+        add_lora(model, a.lora_r, 2.0 * a.lora_r, a.seed + 1)
+    model.gradient_checkpointing = a.gradient_checkpointing
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    n_trainable = sum(p.numel() for p in trainable)
+    opt = None
+    if a.adamw:  # single-tensor implementation: foreach is slower on CPU (docstring)
+        opt = torch.optim.AdamW(trainable, lr=1e-7, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, foreach=False)
     prompt = torch.randint(0, c.V, (P,))
     ids = torch.cat([prompt.expand(K, P), torch.randint(0, c.V, (K, R))], dim=1).contiguous()
 
@@ -469,6 +691,8 @@ def main():
             loss.backward()
             loss_val += loss.item()
             del loss
+        if opt is not None:
+            opt.step()
         dt = time.perf_counter() - t0
         if not math.isfinite(loss_val):
             die("non-finite loss %r" % loss_val)
@@ -480,26 +704,41 @@ def main():
     threads = torch.get_num_threads()
     coretype = os.environ.get("OPENBLAS_CORETYPE")
     info, core, conf, lib = blas_info()
+    gemm = "torch BLAS_INFO=%s; %s; %s" % (info, lib, conf or core or "not OpenBLAS")
+    if core and conf and core not in conf:
+        gemm += ", %s kernels" % core
+    gemm_bf16 = onednn_bf16() if a.precision == "bf16" else ""
+    gf = step_gflop(c, K, P, R, R if a.lm_head == "response" else T, a.lora_r, a.gradient_checkpointing)
     if a.json:
         out = {"impl": "torch", "precision": a.precision, "k": K, "prompt_len": P, "response_len": R, "tokens": tokens,
                "ms": round(ms, 3), "tokens_per_s": round(tokens / (ms / 1000.0), 3),
-               "peak_rss_mb": round(peak_mb, 1), "threads": threads, "coretype": coretype}
+               "gflops": round(gf / (ms / 1000.0), 1), "peak_rss_mb": round(peak_mb, 1), "params": n_trainable,
+               "total_params": total_params, "adamw": a.adamw, "gradient_checkpointing": a.gradient_checkpointing,
+               "threads": threads, "coretype": coretype, "gemm": gemm, "gemm_bf16": gemm_bf16, "lora_r": a.lora_r}
         if mb < K:
             out["micro_batch"] = mb
         print(json.dumps(out))
         return
-    gf = step_gflop(c, K, P, R, R if a.lm_head == "response" else T)
     print("model     %s, %.1fM parameters (L %d, H %d, I %d, heads %d/%d, hd %d, V %d, tied %s, qkv bias %s)"
-          % (c.type, n_params(c) / 1e6, c.L, c.H, c.I, c.nh, c.nkv, c.hd, c.V, c.tie, c.qkv_bias))
-    print("step      K %d x (P %d + R %d) = %d tokens, %s, lm-head %s, %s, loss %.6g"
+          % (c.type, total_params / 1e6, c.L, c.H, c.I, c.nh, c.nkv, c.hd, c.V, c.tie, c.qkv_bias))
+    if a.lora_r > 0:
+        print("train     LoRA r %d, alpha %d (s %g) on q,k,v,o,gate,up,down of %d layers, base frozen: "
+              "%d parameters train (%.2f%%)" % (a.lora_r, 2 * a.lora_r, 2.0, c.L, n_trainable,
+                                                 100.0 * n_trainable / total_params))
+    else:
+        print("train     every parameter: %d" % n_trainable)
+    print("step      K %d x (P %d + R %d) = %d tokens, %s, lm-head %s, %s%s%s, loss %.6g"
           % (K, P, R, tokens, "one pass" if mb == K else "%d micro-batches of %d" % ((K + mb - 1) // mb, mb),
-             a.lm_head, "float32" if a.precision == "fp32" else "autocast bf16", loss_val))
+             a.lm_head, "float32" if a.precision == "fp32" else "autocast bf16",
+             ", gradient checkpointing" if a.gradient_checkpointing else "", ", AdamW" if a.adamw else "", loss_val))
     print("time      median %.1f ms/step of %d (%s), %.1f tokens/s, ~%.0f GFLOP/step = %.1f GFLOP/s"
           % (ms, len(times), ", ".join("%.0f" % (t * 1000) for t in times), tokens / (ms / 1000.0), gf,
              gf / (ms / 1000.0)))
     print("memory    peak RSS %.1f MB" % peak_mb)
     print("threads   torch %d, OPENBLAS_CORETYPE=%s" % (threads, coretype))
-    print("blas      torch BLAS_INFO=%s; %s; %s" % (info, lib, conf or core or "not OpenBLAS"))
+    print("blas      %s" % gemm)
+    if gemm_bf16:
+        print("bf16      %s" % gemm_bf16)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ ppa=$(realpath "${1:-./ppa}")
 cfg=${CONFIG:-llama_50m}
 k=${K:-8} p=${P:-256} r=${R:-256} per=${LISTS_PER_STEP:-16} steps=${STEPS:-3}
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 command -v mpirun > /dev/null || { echo "bench: mpirun missing (openmpi-bin)" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset OPENBLAS_CORETYPE # ppa picks its own kernels
@@ -24,12 +25,7 @@ vocab=$(sed -nE 's/.*"vocab_size": *([0-9]+).*/\1/p' "bench/configs/$cfg.json")
 echo "mpi benchmark: ppa train, $cfg, K=$k P=$p R=$r, $per lists per optimizer step, $steps steps," \
   "$(date -u +%Y-%m-%d), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, $(mpirun --version | head -1)"
 "$ppa" init --config "bench/configs/$cfg.json" --out "$tmp/model" --seed 1 > /dev/null
-awk -v n="$lists" -v k="$k" -v p="$p" -v r="$r" -v V="$vocab" 'BEGIN { srand(5)
-  for (i = 0; i < n; i++) {
-    printf "{\"prompt_ids\": ["; for (t = 0; t < p; t++) printf "%s%d", t ? ", " : "", 3 + int(rand() * (V - 3))
-    printf "], \"response_ids\": ["
-    for (j = 0; j < k; j++) { printf "%s[", j ? ", " : ""; for (t = 0; t < r; t++) printf "%s%d", t ? ", " : "", 3 + int(rand() * (V - 3)); printf "]" }
-    printf "], \"scores\": ["; for (j = 0; j < k; j++) printf "%s%.6f", j ? ", " : "", rand(); printf "]}\n" } }' > "$tmp/data.jsonl"
+random_lists "$lists" "$k" "$p" "$r" "$vocab" > "$tmp/data.jsonl"
 "$ppa" score --model "$tmp/model" --data "$tmp/data.jsonl" --out "$tmp/ref.cache" 2> /dev/null
 common=(--model "$tmp/model" --data "$tmp/data.jsonl" --ref-cache "$tmp/ref.cache" --list-size "$k" --batch-size "$per"
         --micro-batch 1 --max-steps "$steps" --lr 1e-6)

@@ -20,6 +20,7 @@ steps=${STEPS:-3}
 threads=${THREADS:-2}
 py=/usr/bin/python3
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 if ! $py -c "import torch" 2>/dev/null; then
   echo "bench: python3-torch is missing: PPA_WITH_TORCH=1 bash scripts/install-deps.sh" >&2
   exit 1
@@ -32,15 +33,7 @@ fi
 #   OpenMP workers steal the CPUs from OpenBLAS (1.3x slower at full size, 3.5x at the quick size).
 # * glibc malloc keeps freed memory (no mmap for big blocks, no trim): every fresh multi-MB tensor otherwise
 #   page-faults its memory in again each step, up to 1.9x slower (Qwen2-0.5B shapes), for ~10% more peak memory.
-if [ -z "${CORETYPE+x}" ]; then
-  if grep -qw avx512_bf16 /proc/cpuinfo; then coretype=Cooperlake
-  elif grep -qw avx512f /proc/cpuinfo; then coretype=SkylakeX
-  elif grep -qw avx2 /proc/cpuinfo; then coretype=Haswell
-  else coretype=; fi
-else
-  coretype=$CORETYPE
-fi
-torch_env=(OMP_WAIT_POLICY=passive MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736)
+torch_settings
 blas_env=()
 [ -n "$coretype" ] && blas_env=(OPENBLAS_CORETYPE="$coretype")
 

@@ -18,6 +18,7 @@ ppa=$(realpath "${1:-./ppa}")
 configs=${CONFIGS:-llama_50m qwen2_0_5b}
 k=${K:-8} p=${P:-256} r=${R:-256} threads=${THREADS:-2} repeat=${REPEAT:-2}
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "train benchmark: ppa train vs ppa bench step (shared prompt), K=$k P=$p R=$r, $threads threads," \
@@ -30,12 +31,7 @@ for cfg in $configs; do
   vocab=$(sed -nE 's/.*"vocab_size": *([0-9]+).*/\1/p' "bench/configs/$cfg.json")
   echo "  $cfg: model folder, $lists lists ..." >&2
   "$ppa" init --config "bench/configs/$cfg.json" --out "$tmp/$cfg" --seed 1 > /dev/null
-  awk -v n="$lists" -v k="$k" -v p="$p" -v r="$r" -v V="$vocab" 'BEGIN { srand(5)
-    for (i = 0; i < n; i++) {
-      printf "{\"prompt_ids\": ["; for (t = 0; t < p; t++) printf "%s%d", t ? ", " : "", 3 + int(rand() * (V - 3))
-      printf "], \"response_ids\": ["
-      for (j = 0; j < k; j++) { printf "%s[", j ? ", " : ""; for (t = 0; t < r; t++) printf "%s%d", t ? ", " : "", 3 + int(rand() * (V - 3)); printf "]" }
-      printf "], \"scores\": ["; for (j = 0; j < k; j++) printf "%s%.6f", j ? ", " : "", rand(); printf "]}\n" } }' > "$tmp/$cfg.jsonl"
+  random_lists "$lists" "$k" "$p" "$r" "$vocab" > "$tmp/$cfg.jsonl"
   echo "  $cfg: ppa score (reference cache, not timed) ..." >&2
   "$ppa" score --model "$tmp/$cfg" --data "$tmp/$cfg.jsonl" --out "$tmp/$cfg.cache" --threads "$threads" 2> /dev/null
   : > "$tmp/step.json"; : > "$tmp/logs"; : > "$tmp/rss"

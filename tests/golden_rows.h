@@ -134,4 +134,18 @@ static inline double tensor_err(const StTensor *a, const StTensor *ref) {
     return mx > 0 ? d / mx : d;
 }
 
+/* logps of n rows in one batch; with wts, also the gradients of sum w logp */
+static inline void golden_run(Model *m, const Row *rows, int n, double *lp, const double *wts) {
+    char err[512];
+    Batch *b = batch_new(m, rows, n, err, sizeof err);
+    CHECK(b != NULL, "batch: %s", b ? "" : err);
+    if (!b) return;
+    model_forward(m, b, lp, NULL);
+    if (wts) {
+        model_zero_grads(m);
+        model_backward(m, b, wts);
+    }
+    batch_free(b);
+}
+
 #endif

@@ -186,16 +186,7 @@ static Model *load(const char *dir, ModelPrecision p, int frozen) {
 
 /* logps of rows [r0, r1) in one batch; with wts, also the gradients of sum w logp */
 static void run(Model *m, const GoldenRows *g, int r0, int r1, double *lp, const double *wts) {
-    char err[512];
-    Batch *b = batch_new(m, g->rows + r0, r1 - r0, err, sizeof err);
-    CHECK(b != NULL, "batch: %s", b ? "" : err);
-    if (!b) return;
-    model_forward(m, b, lp, NULL);
-    if (wts) {
-        model_zero_grads(m);
-        model_backward(m, b, wts);
-    }
-    batch_free(b);
+    golden_run(m, g->rows + r0, r1 - r0, lp, wts);
 }
 
 /* Gradients against the float64 golden, tensor by tensor (error relative to the tensor's largest entry): the median

@@ -3,7 +3,8 @@
 # `ppa train` and `ppa sft` equal one process (log lines and weights to float
 # rounding), byte-identical reruns and resume at 2 ranks, resume at 1 rank
 # from a 2-rank checkpoint, ZeRO-1 (--zero 1) = the plain run byte for byte,
-# LoRA under 2 ranks, `ppa score` sharded = one process byte for byte, a rank
+# LoRA under 2 ranks, `ppa score`, `logprobs`, `eval`, `generate` and `judge --reward-model` sharded = one
+# process byte for byte, a rank
 # that dies stopping the job within seconds with the last checkpoint intact,
 # and the commands that run in one process refusing several ranks.
 # SKIP when mpirun is missing. Usage: tests/test_mpi.sh PPA_BINARY.
@@ -125,6 +126,32 @@ expect "sft weights = one process's ($(cat "$tmp/py"))" has "$tmp/py" "weights w
 mpi "$ppa" score --model "$tmp/lm" --data "$tmp/all.jsonl" --out "$tmp/two.cache" 2> /dev/null
 expect "sharded score = one process, bytes" cmp -s "$tmp/one.cache" "$tmp/two.cache"
 
+# -- the reading commands: the rows divided, one process's bytes
+printf '{"prompt": "q1"}\n{"prompt": "q2"}\n{"prompt": "q3"}\n' > "$tmp/prompts.jsonl"
+"$ppa" logprobs --model "$tmp/lm" --data "$tmp/all.jsonl" > "$tmp/lp1" 2> /dev/null
+mpi "$ppa" logprobs --model "$tmp/lm" --data "$tmp/all.jsonl" > "$tmp/lp2" 2> /dev/null
+expect "sharded logprobs = one process, bytes" cmp -s "$tmp/lp1" "$tmp/lp2"
+"$ppa" eval --model "$tmp/two" --ref "$tmp/lm" --data "$tmp/all.jsonl" > "$tmp/ev1" 2> /dev/null
+mpi "$ppa" eval --model "$tmp/two" --ref "$tmp/lm" --data "$tmp/all.jsonl" > "$tmp/ev2" 2> /dev/null
+expect "sharded eval = one process, bytes" cmp -s "$tmp/ev1" "$tmp/ev2"
+gen=(--model "$tmp/two" --prompts "$tmp/prompts.jsonl" --max-new-tokens 6 --temperature 1 --n 3 --seed 5)
+"$ppa" generate "${gen[@]}" --out "$tmp/g1.jsonl" 2> /dev/null
+mpi "$ppa" generate "${gen[@]}" --out "$tmp/g2.jsonl" 2> /dev/null
+expect "sharded sampling = one process, bytes" cmp -s "$tmp/g1.jsonl" "$tmp/g2.jsonl"
+/usr/bin/python3 - "$tmp" <<'P'
+import json, sys
+d = sys.argv[1]
+c = json.load(open(d + "/config.json"))
+json.dump(dict(c, architectures=["LlamaForSequenceClassification"], num_labels=1, pad_token_id=257), open(d + "/rm.json", "w"))
+P
+"$ppa" init --config "$tmp/rm.json" --tokenizer "$tmp/tokenizer.json" --out "$tmp/rm" --seed 2 > /dev/null 2>&1
+"$ppa" judge --reward-model "$tmp/rm" --data "$tmp/all.jsonl" --out "$tmp/j1.jsonl" 2> /dev/null
+mpi "$ppa" judge --reward-model "$tmp/rm" --data "$tmp/all.jsonl" --out "$tmp/j2.jsonl" 2> /dev/null
+expect "sharded reward-model judging = one process, bytes" cmp -s "$tmp/j1.jsonl" "$tmp/j2.jsonl"
+mpi "$ppa" judge --judge afinn --data "$tmp/j1.jsonl" --out "$tmp/j3.jsonl" 2> /dev/null
+"$ppa" judge --judge afinn --data "$tmp/j1.jsonl" --out "$tmp/j4.jsonl" 2> /dev/null
+expect "a lexicon judge under 2 ranks: rank 0's one output" cmp -s "$tmp/j3.jsonl" "$tmp/j4.jsonl"
+
 # -- faults: a rank that dies stops the job within seconds; the last checkpoint stays whole
 long=(--model "$tmp/lm" --data "$tmp/all.jsonl" --list-size 4 --batch-size 2 --micro-batch 1 --lr 1e-3 --epochs 400
       --threads 1 --save-every 5)
@@ -148,7 +175,7 @@ expect "rank 0 dying in a save stops the job" test $? -ne 0
 expect "leaving no checkpoint but the partial one" not test -d "$tmp/d/checkpoint-2"
 
 # -- the commands that run in one process refuse several ranks
-mpi "$ppa" generate --model "$tmp/lm" --prompts "$tmp/all.jsonl" > /dev/null 2> "$tmp/err"
-expect "generate under 2 ranks is refused" test $? -ne 0
+mpi "$ppa" winrate --a "$tmp/g1.jsonl" --b "$tmp/g1.jsonl" --judge afinn > /dev/null 2> "$tmp/err"
+expect "winrate under 2 ranks is refused" test $? -ne 0
 expect "saying which commands divide their work" has "$tmp/err" "runs in one process"
 report

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/prep.h"
 #include "core/common.h"
+#include "dist/dist.h"
 #include "data/rows.h"
 #include "model/gemm.h"
 #include "model/llama.h"
@@ -100,8 +101,13 @@ int cmd_logprobs(int argc, char **argv) {
     verbose = o.verbose;
     Loaded L = {0};
     load_all(&L, &o, 0);
-    for (int r0 = 0; r0 < L.data.n; r0 += ROWS_PER_BATCH) {
-        int r1 = r0 + ROWS_PER_BATCH < L.data.n ? r0 + ROWS_PER_BATCH : L.data.n, n = batch_responses(&L.data, r0, r1);
+    long lo, hi; /* this rank's rows; its lines are gathered in row order (one process: all of them, to stdout) */
+    dist_share(L.data.n, dist_rank(), &lo, &hi);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = dist_size() > 1 ? open_memstream(&buf, &len) : stdout;
+    for (int r0 = (int)lo; r0 < hi; r0 += ROWS_PER_BATCH) {
+        int r1 = r0 + ROWS_PER_BATCH < hi ? r0 + ROWS_PER_BATCH : (int)hi, n = batch_responses(&L.data, r0, r1);
         double *lp = xmalloc(sizeof(double) * (size_t)n);
         int *nt = xmalloc(sizeof(int) * (size_t)n), g = 0;
         batch_free(forward_rows(L.model, &L.data, r0, r1, lp, nt));
@@ -111,14 +117,22 @@ int cmd_logprobs(int argc, char **argv) {
             ppa_die(2, "logprobs: %s", bad);
         }
         for (int r = r0; r < r1; r++) {
-            fputs("{\"logps\": [", stdout);
-            for (int k = 0; k < L.data.rows[r].n_resp; k++) printf(k ? ", %.17g" : "%.17g", lp[g + k]);
-            fputs("], \"n_tokens\": [", stdout);
-            for (int k = 0; k < L.data.rows[r].n_resp; k++) printf(k ? ", %d" : "%d", nt[g + k]);
-            fputs("]}\n", stdout);
+            fputs("{\"logps\": [", out);
+            for (int k = 0; k < L.data.rows[r].n_resp; k++) fprintf(out, k ? ", %.17g" : "%.17g", lp[g + k]);
+            fputs("], \"n_tokens\": [", out);
+            for (int k = 0; k < L.data.rows[r].n_resp; k++) fprintf(out, k ? ", %d" : "%d", nt[g + k]);
+            fputs("]}\n", out);
             g += L.data.rows[r].n_resp;
         }
         free(lp), free(nt);
+    }
+    if (out != stdout) {
+        if (fclose(out)) ppa_die(1, "logprobs: cannot buffer the output");
+        char *all;
+        size_t total;
+        dist_gather_bytes(buf, len, &all, &total);
+        if (dist_rank() == 0) fwrite(all, 1, total, stdout);
+        free(buf), free(all);
     }
     unload(&L);
     train_options_free(&o);

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/prep.h"
 #include "core/common.h"
+#include "dist/dist.h"
 #include "train/metrics.h"
 
 static const char USAGE[] =
@@ -27,7 +28,7 @@ int cmd_eval(int argc, char **argv) {
     Prepared p;
     prep_load(&p, &pa, "eval");
     RefCache pol, rc;
-    refcache_compute(&pol, m, p.data.rows, p.data.n, 4096, NULL, NULL);
+    refcache_compute_ranks(&pol, m, p.data.rows, p.data.n, 4096, 0, NULL, NULL); /* the rows divided among ranks */
     if (!model_lora(m)) model_free(m), m = NULL; /* one model in memory at a time */
     prep_policy_reference(&rc, &p, &pa, m, o.model, o.ref, o.ref_cache, 0);
     model_free(m);
@@ -38,8 +39,10 @@ int cmd_eval(int argc, char **argv) {
     for (int r = 0; r < p.data.n; r++)
         eval_add_list(&e, &lo, o.beta, p.data.rows[r].n_resp, pol.logp + pol.offset[r], rc.logp + rc.offset[r],
                       p.data.rows[r].scores);
-    eval_print_json(stdout, &e);
-    putchar('\n');
+    if (dist_rank() == 0) {
+        eval_print_json(stdout, &e);
+        putchar('\n');
+    }
     refcache_free(&pol), refcache_free(&rc);
     prep_free(&p);
     train_options_free(&o);

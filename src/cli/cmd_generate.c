@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/prep.h"
 #include "core/common.h"
+#include "dist/dist.h"
 #include "core/timer.h"
 #include "data/prompts.h"
 #include "eval/generate.h"
@@ -65,6 +66,7 @@ typedef struct {
     int done;               /* prompts written so far */
     long sampled;           /* tokens sampled so far (progress) */
     double t0, shown;       /* start, last progress line */
+    int lo, hi;             /* the prompts of this rank (all of them in one process) */
 } Run;
 
 /* the progress line on a terminal, at most twice a second */
@@ -130,7 +132,7 @@ static void write_line(FILE *f, const Run *r, const PromptRow *p, const GenSampl
 static int group_end(const Run *r, int p0) {
     const ModelConfig *c = model_config(r->model);
     int K = r->a->n, max_len = 0, e = p0;
-    while (e < r->ps.n) {
+    while (e < r->hi) {
         int need = generate_max_len(c, r->ps.rows[e].len, r->a->max_new_tokens);
         int ml = need > max_len ? need : max_len, seqs = (e - p0 + 1) * K;
         size_t bytes = generate_cache_bytes(c, seqs, ml) + sizeof(float) * (size_t)seqs * c->vocab_size;
@@ -147,7 +149,7 @@ static int write_all(FILE *f, const void *ctx) {
     GenOptions o = {a->max_new_tokens, a->temperature, a->top_p, K, a->seed, r->stop, r->n_stop, r->banned, r->n_banned,
                     tty ? progress : NULL, r};
     r->t0 = timer_now();
-    for (int p0 = 0; p0 < r->ps.n;) {
+    for (int p0 = r->lo; p0 < r->hi;) {
         int p1 = group_end(r, p0), np = p1 - p0;
         GenPrompt *gp = xmalloc(sizeof(GenPrompt) * (size_t)np);
         for (int i = 0; i < np; i++) { /* the stream of a prompt is its line: skipping other lines changes nothing */
@@ -168,8 +170,18 @@ static int write_all(FILE *f, const void *ctx) {
         if (tty) progress(r, 0);
         if (ferror(f)) return -1;
     }
-    if (tty && r->ps.n) fputc('\n', stderr);
+    if (tty && r->hi > r->lo) fputc('\n', stderr);
     return ferror(f) ? -1 : 0;
+}
+
+typedef struct {
+    char *text;
+    size_t n;
+} Bytes;
+
+static int write_bytes(FILE *f, const void *ctx) {
+    const Bytes *b = ctx;
+    return fwrite(b->text, 1, b->n, f) == b->n ? 0 : -1;
 }
 
 /* Text with a NUL byte would be refused when read back (JSON readers cut C
@@ -206,10 +218,12 @@ static void load(Run *r, const GenArgs *a) {
     int eot = end_of_turn(r->tok, tpl), dup = 0;
     for (int i = 0; i < r->n_stop; i++) dup |= r->stop[i] == eot;
     if (eot >= 0 && eot < c->vocab_size && !dup) r->stop[r->n_stop++] = eot;
-    fprintf(stderr, "ppa generate: template %s, stop ids [", template_name(tpl)); /* the resolved settings */
-    for (int i = 0; i < r->n_stop; i++) fprintf(stderr, i ? ", %d" : "%d", r->stop[i]);
-    fprintf(stderr, "], temperature %g%s, top-p %g, n %d, max-new-tokens %d, seed %llu\n", a->temperature,
-            a->temperature > 0 ? "" : " (greedy)", a->top_p, a->n, a->max_new_tokens, (unsigned long long)a->seed);
+    if (dist_rank() == 0) { /* the resolved settings */
+        fprintf(stderr, "ppa generate: template %s, stop ids [", template_name(tpl));
+        for (int i = 0; i < r->n_stop; i++) fprintf(stderr, i ? ", %d" : "%d", r->stop[i]);
+        fprintf(stderr, "], temperature %g%s, top-p %g, n %d, max-new-tokens %d, seed %llu\n", a->temperature,
+                a->temperature > 0 ? "" : " (greedy)", a->top_p, a->n, a->max_new_tokens, (unsigned long long)a->seed);
+    }
     ban_nul_tokens(r, c->vocab_size);
     PromptOptions po = {r->tok, tpl, c->vocab_size, decoder_model_max_len(c), a->skip_invalid};
     if (prompts_read(&r->ps, a->prompts, &po, err, sizeof err)) ppa_die(2, "%s", err);
@@ -227,16 +241,35 @@ int cmd_generate(int argc, char **argv) {
     if (!r.n_stop) fprintf(stderr, "ppa generate: note: no EOS or end-of-turn token known: responses end at the length cap\n");
     double t0 = timer_now();
     char err[4096];
-    if (a.out) {
+    long lo, hi;
+    dist_share(r.ps.n, dist_rank(), &lo, &hi);
+    r.lo = (int)lo, r.hi = (int)hi;
+    if (dist_size() > 1) { /* each rank its prompts; their lines gathered in input order, written by rank 0 */
+        Bytes b = {NULL, 0};
+        FILE *mem = open_memstream(&b.text, &b.n);
+        if (write_all(mem, &r) || fclose(mem)) ppa_die(1, "generate: cannot buffer the output");
+        Bytes all;
+        dist_gather_bytes(b.text, b.n, &all.text, &all.n);
+        double counts[2] = {(double)r.responses, (double)r.tokens};
+        dist_sum_f64(counts, 2);
+        r.responses = (long)counts[0], r.tokens = (long)counts[1];
+        if (dist_rank() == 0) {
+            if (a.out && atomic_write(a.out, write_bytes, &all, err, sizeof err)) ppa_die(1, "%s", err);
+            if (!a.out && (write_bytes(stdout, &all) || fflush(stdout))) ppa_die(1, "generate: error writing the output");
+        }
+        free(b.text), free(all.text);
+    } else if (a.out) {
         if (atomic_write(a.out, write_all, &r, err, sizeof err)) ppa_die(1, "%s", err);
     } else if (write_all(stdout, &r) || fflush(stdout)) {
         ppa_die(1, "generate: error writing the output");
     }
     double dt = timer_now() - t0;
-    fprintf(stderr, "ppa generate: %d prompts, %ld responses, %ld tokens in %.2f s (%.1f tokens/s)", r.ps.n, r.responses,
-            r.tokens, dt, dt > 0 ? r.tokens / dt : 0.0);
-    if (r.ps.skipped) fprintf(stderr, "; skipped %ld of %ld lines", r.ps.skipped, r.ps.skipped + r.ps.n);
-    fputc('\n', stderr);
+    if (dist_rank() == 0) {
+        fprintf(stderr, "ppa generate: %d prompts, %ld responses, %ld tokens in %.2f s (%.1f tokens/s)", r.ps.n,
+                r.responses, r.tokens, dt, dt > 0 ? r.tokens / dt : 0.0);
+        if (r.ps.skipped) fprintf(stderr, "; skipped %ld of %ld lines", r.ps.skipped, r.ps.skipped + r.ps.n);
+        fputc('\n', stderr);
+    }
     prompts_free(&r.ps);
     free(r.banned);
     tokenizer_free(r.tok);

@@ -12,6 +12,7 @@
 #include "cli/model_judges.h"
 #include "cli/prep.h"
 #include "core/common.h"
+#include "dist/dist.h"
 #include "core/timer.h"
 #include "io/atomic.h"
 #include "io/json.h"
@@ -279,8 +280,12 @@ static void reward_judge(TrainOptions *o, Judging *g) {
     for (int r = 0; r < p.data.n; r++)
         for (int k = 0; k < p.data.rows[r].n_resp; k++) tokens += p.data.rows[r].prompt_len + p.data.rows[r].resp_len[k];
     double t0 = timer_now();
-    refcache_compute_at(&rc, m, p.data.rows, p.data.n, 4096, o->reward_index, NULL, NULL);
+    refcache_compute_ranks(&rc, m, p.data.rows, p.data.n, 4096, o->reward_index, NULL, NULL); /* rows divided */
     double secs = timer_now() - t0;
+    if (dist_rank()) { /* rank 0 writes every row */
+        refcache_free(&rc), prep_free(&p), model_free(m);
+        return;
+    }
     g->ds = &p.data, g->rewards = &rc;
     open_input(g, o->data);
     write_rows(g, o->out);
@@ -316,6 +321,10 @@ int cmd_judge(int argc, char **argv) {
     Judging g = {0};
     g.raw = o.raw;
     if (o.raw && strcmp(kind, "afinn") && strcmp(kind, "vader")) ppa_die(2, "judge: --raw is for the lexicons");
+    if (dist_rank() && strcmp(kind, "reward-model")) { /* these run on rank 0 alone (not divided among ranks) */
+        train_options_free(&o);
+        return 0;
+    }
     if (!strcmp(kind, "reward-model")) {
         reward_judge(&o, &g);
     } else if (!strcmp(kind, "pair-model")) {

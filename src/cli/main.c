@@ -19,15 +19,15 @@ static const struct {
     {"init", cmd_init, "a randomly initialised Hugging Face model folder for a config.json", 0},
     {"inspect", cmd_inspect, "architecture, parameters, tensors and tokenizer of a model folder", 0},
     {"merge", cmd_merge, "a LoRA adapter folded into its base model: a Hugging Face folder", 0},
-    {"logprobs", cmd_logprobs, "summed log-probabilities of each response of each row", 0},
+    {"logprobs", cmd_logprobs, "summed log-probabilities of each response of each row", 1},
     {"grad", cmd_grad, "the gradient of an objective on implicit rewards, as safetensors", 0},
     {"sft", cmd_sft, "supervised next-token training (AdamW), writes a model folder", 1},
     {"train", cmd_train, "listwise preference alignment (PPA or any baseline objective), writes a model folder", 1},
     {"reward", cmd_reward, "trains a reward model on scored lists (Bradley-Terry or any objective), writes its folder", 1},
     {"score", cmd_score, "reference log-probs of a data set, computed once into a cache file", 1},
-    {"eval", cmd_eval, "ranking accuracy, NDCG and rank flips of a policy against its reference", 0},
-    {"generate", cmd_generate, "K responses per prompt (greedy or sampled), as JSON Lines ready to be scored", 0},
-    {"judge", cmd_judge, "scores of the responses of JSON Lines rows: a reward model, or AFINN-165 / VADER", 0},
+    {"eval", cmd_eval, "ranking accuracy, NDCG and rank flips of a policy against its reference", 1},
+    {"generate", cmd_generate, "K responses per prompt (greedy or sampled), as JSON Lines ready to be scored", 1},
+    {"judge", cmd_judge, "scores of the responses of JSON Lines rows: a reward model, or AFINN-165 / VADER", 1},
     {"winrate", cmd_winrate, "win rate of one file's responses against another's on the same prompts, by a judge", 0},
     {"bench", cmd_bench, "benchmarks: 'ppa bench loss'", 0},
     {"demo", cmd_demo, "the paper's worked examples, computed by the library", 0},
@@ -55,8 +55,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < PPA_ARRAY_LEN(COMMANDS); i++) {
         if (strcmp(argv[1], COMMANDS[i].name)) continue;
         if (dist_size() > 1 && !COMMANDS[i].ranks) /* each rank would write the same output */
-            ppa_die(2, "%s runs in one process; several ranks (mpirun -np %d) divide train, sft, reward and score",
-                    argv[1], dist_size());
+            ppa_die(2, "%s runs in one process; several ranks (mpirun -np %d) divide train, sft, reward, score, "
+                       "logprobs, eval, generate and judge", argv[1], dist_size());
         return COMMANDS[i].run(argc - 1, argv + 1);
     }
     fprintf(stderr, "ppa: unknown command '%s'\n\n", argv[1]);

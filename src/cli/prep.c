@@ -248,7 +248,7 @@ void prep_reference_with(RefCache *c, const Prepared *p, const PrepArgs *a, Mode
     }
     double t0 = timer_now();
     int lead = dist_rank() == 0;
-    refcache_compute_ranks(c, ref, p->data.rows, p->data.n, 4096, lead ? progress : NULL, &t0);
+    refcache_compute_ranks(c, ref, p->data.rows, p->data.n, 4096, 0, lead ? progress : NULL, &t0);
     c->key = want;
     if (lead) fprintf(stderr, "ppa: reference log-probs of %d rows computed in %.1f s\n", p->data.n, timer_now() - t0);
     if (lead && path && refcache_save(c, path, err, sizeof err)) ppa_die(1, "%s", err);

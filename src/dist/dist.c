@@ -142,6 +142,19 @@ void dist_allgather_f32(const float *mine, float *all, const long *counts) {
     allgather(mine, all, counts, sizeof(float), M.f32);
 }
 
+void dist_gather_bytes(const char *mine, size_t n, char **all, size_t *total) {
+    int R = M.size;
+    double *len = xcalloc((size_t)R, sizeof(double));
+    len[M.rank] = (double)n;
+    dist_sum_f64(len, (size_t)R);
+    long *counts = xmalloc(sizeof(long) * (size_t)R);
+    *total = 0;
+    for (int r = 0; r < R; r++) counts[r] = (long)len[r], *total += (size_t)counts[r];
+    *all = xmalloc(*total ? *total : 1);
+    allgather(mine, *all, counts, 1, M.byte);
+    free(len), free(counts);
+}
+
 void dist_barrier(void) {
     if (M.size > 1 && M.Barrier(M.world)) ppa_die(1, "MPI_Barrier failed");
 }

@@ -36,6 +36,9 @@ void dist_bcast(void *buf, size_t bytes, int root);
  * rank r gives counts[r] elements (its own from mine). */
 void dist_allgather_f64(const double *mine, double *all, const long *counts);
 void dist_allgather_f32(const float *mine, float *all, const long *counts);
+/* Every rank's n bytes, concatenated in rank order, into *all (malloc'ed, *total bytes) on every rank: the output
+ * of a command whose rows were divided, in input order. */
+void dist_gather_bytes(const char *mine, size_t n, char **all, size_t *total);
 void dist_barrier(void);
 /* seconds spent in the collectives above and the bytes this rank gave them, since the start */
 void dist_stats(double *seconds, double *bytes);

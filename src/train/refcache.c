@@ -101,10 +101,10 @@ void refcache_compute_at(RefCache *c, Model *ref, const DataRow *rows, int n, lo
     }
 }
 
-void refcache_compute_ranks(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens,
+void refcache_compute_ranks(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens, int index,
                             void (*progress)(int done, int total, void *ctx), void *ctx) {
     if (dist_size() < 2) {
-        refcache_compute(c, m, rows, n, max_tokens, progress, ctx);
+        refcache_compute_at(c, m, rows, n, max_tokens, index, progress, ctx);
         return;
     }
     int R = dist_size();
@@ -116,7 +116,7 @@ void refcache_compute_ranks(RefCache *c, Model *m, const DataRow *rows, int n, l
     }
     dist_share(n, dist_rank(), &lo, &hi);
     RefCache part;
-    refcache_compute(&part, m, rows + lo, (int)(hi - lo), max_tokens, progress, ctx);
+    refcache_compute_at(&part, m, rows + lo, (int)(hi - lo), max_tokens, index, progress, ctx);
     c->n_rows = n;
     c->offset = xmalloc(sizeof(int) * (size_t)(n + 1));
     c->offset[0] = 0;

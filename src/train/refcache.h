@@ -53,7 +53,7 @@ void refcache_compute_at(RefCache *c, Model *m, const DataRow *rows, int n, long
  * (contiguous shares) and the results gathered on every rank: the same
  * bytes as one process (a response's log-prob does not depend on its batch).
  * Every rank must call it. */
-void refcache_compute_ranks(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens,
+void refcache_compute_ranks(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens, int index,
                             void (*progress)(int done, int total, void *ctx), void *ctx);
 int refcache_save(const RefCache *c, const char *path, char *err, size_t errlen);
 int refcache_load(RefCache *c, const char *path, char *err, size_t errlen);
