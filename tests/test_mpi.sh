@@ -22,6 +22,14 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # the sanitizer build: Open MPI's own allocations are not ours to report
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 mpi() { timeout 300 mpirun -np 2 --oversubscribe "$@"; }
+# pids_of TEXT: the processes whose command line holds TEXT (from /proc: no procps needed)
+pids_of() {
+  local d
+  for d in /proc/[0-9]*; do
+    tr '\0' ' ' 2> /dev/null < "$d/cmdline" | grep -qF -- "$1" && echo "${d#/proc/}"
+  done
+  return 0
+}
 # near FILE_A FILE_B TOL: every number of two JSON Lines files within TOL (relative, 1e-9 absolute), timings left out
 near() {
   /usr/bin/python3 - "$@" <<'P'
@@ -158,7 +166,8 @@ long=(--model "$tmp/lm" --data "$tmp/all.jsonl" --list-size 4 --batch-size 2 --m
 mpi "$ppa" train "${long[@]}" --out "$tmp/k" > /dev/null 2>&1 &
 job=$!
 for _ in $(seq 1 300); do [ -d "$tmp/k/checkpoint-10" ] && break; sleep 0.1; done
-victim=$(pgrep -f "train .*$tmp/k" | grep -v "^$job\$" | tail -1)
+victim=$(pids_of "ppa train --model $tmp/lm" | while read -r pid; do
+  tr '\0' ' ' 2> /dev/null < "/proc/$pid/cmdline" | grep -q "^$ppa " && echo "$pid"; done | tail -1)
 t0=$(date +%s.%N)
 kill -9 "$victim" 2> /dev/null
 wait "$job"
@@ -166,7 +175,7 @@ status=$?
 t1=$(date +%s.%N)
 expect "a killed rank stops the job (exit $status)" test "$status" -ne 0
 expect "within seconds ($(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s)" awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 20) }'
-expect "no rank left running" not pgrep -f "train .*$tmp/k"
+expect "no rank left running" test -z "$(pids_of "--out $tmp/k")"
 last=$(ls -d "$tmp"/k/checkpoint-[0-9]* | grep -v partial | sort -t- -k2 -n | tail -1)
 timeout 5 "$ppa" train "${long[@]}" --out "$tmp/k" --resume "$last" > /dev/null 2> "$tmp/err" # its checksums verified
 expect "the last checkpoint resumes ($last)" has "$tmp/err" "resuming at step ${last##*-} "
