@@ -19,6 +19,8 @@ if ! command -v mpirun > /dev/null; then
 fi
 # CI runs as root; Open MPI refuses that unless told (here only, not globally)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# containers often forbid process_vm_readv (CMA), Open MPI's default single copy between ranks of one machine
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # the sanitizer build: Open MPI's own allocations are not ours to report
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 mpi() { timeout 300 mpirun -np 2 --oversubscribe "$@"; }
