@@ -3,8 +3,8 @@
 # `ppa train` and `ppa sft` equal one process (log lines and weights to float
 # rounding), byte-identical reruns and resume at 2 ranks, resume at 1 rank
 # from a 2-rank checkpoint, ZeRO-1 (--zero 1) = the plain run byte for byte,
-# LoRA under 2 ranks, `ppa score`, `logprobs`, `eval`, `generate` and `judge --reward-model` sharded = one
-# process byte for byte, a rank
+# LoRA under 2 ranks, `ppa score`, `logprobs`, `eval`, `generate` and `judge` (reward model, pair model, lexicon)
+# sharded = one process byte for byte, a rank
 # that dies stopping the job within seconds with the last checkpoint intact,
 # and the commands that run in one process refusing several ranks.
 # SKIP when mpirun is missing. Usage: tests/test_mpi.sh PPA_BINARY.
@@ -158,9 +158,19 @@ P
 "$ppa" judge --reward-model "$tmp/rm" --data "$tmp/all.jsonl" --out "$tmp/j1.jsonl" 2> /dev/null
 mpi "$ppa" judge --reward-model "$tmp/rm" --data "$tmp/all.jsonl" --out "$tmp/j2.jsonl" 2> /dev/null
 expect "sharded reward-model judging = one process, bytes" cmp -s "$tmp/j1.jsonl" "$tmp/j2.jsonl"
+printf 'Q: {prompt} 1: {response_A} 2: {response_B} ->\n' > "$tmp/pair.txt"
+"$ppa" judge --pair-model "$tmp/lm" --pair-template "$tmp/pair.txt" --data "$tmp/all.jsonl" --out "$tmp/p1.jsonl" 2> /dev/null
+mpi "$ppa" judge --pair-model "$tmp/lm" --pair-template "$tmp/pair.txt" --data "$tmp/all.jsonl" --out "$tmp/p2.jsonl" 2> /dev/null
+expect "sharded pair-model judging = one process, bytes" cmp -s "$tmp/p1.jsonl" "$tmp/p2.jsonl"
+expect "every row judged" test "$(wc -l < "$tmp/p2.jsonl")" -eq 24
 mpi "$ppa" judge --judge afinn --data "$tmp/j1.jsonl" --out "$tmp/j3.jsonl" 2> /dev/null
 "$ppa" judge --judge afinn --data "$tmp/j1.jsonl" --out "$tmp/j4.jsonl" 2> /dev/null
-expect "a lexicon judge under 2 ranks: rank 0's one output" cmp -s "$tmp/j3.jsonl" "$tmp/j4.jsonl"
+expect "sharded lexicon judging = one process, bytes" cmp -s "$tmp/j3.jsonl" "$tmp/j4.jsonl"
+printf '{"prompt": "q", "responses": ["good"]}\n{"prompt": "q", "responses": 3}\n' > "$tmp/badj.jsonl"
+mpi "$ppa" judge --judge afinn --data "$tmp/badj.jsonl" --out "$tmp/j5.jsonl" > /dev/null 2> "$tmp/err"
+expect "a bad row on rank 1 stops the job" test $? -ne 0
+expect "naming its line" has "$tmp/err" "badj.jsonl:2:"
+expect "nothing written" not test -e "$tmp/j5.jsonl"
 
 # -- faults: a rank that dies stops the job within seconds; the last checkpoint stays whole
 long=(--model "$tmp/lm" --data "$tmp/all.jsonl" --list-size 4 --batch-size 2 --micro-batch 1 --lr 1e-3 --epochs 400

@@ -59,6 +59,7 @@ typedef struct {
     char why[1100]; /* what is wrong with the current row */
     char err[2048]; /* FILE:LINE: why */
     long rows, texts;
+    long lo, hi; /* the input rows this rank judges (under MPI); hi < 0: all of them */
 } Judging;
 
 static cJSON *judge_text(const Judging *g, const char *text) {
@@ -191,7 +192,8 @@ static int judge_all(FILE *out, const void *ctx) {
     jsonl_init(&rd, g->in, g->name);
     char *line;
     int rc = 0;
-    while (!rc && jsonl_next(&rd, &line)) {
+    for (long at = 0; !rc && jsonl_next(&rd, &line); at++) {
+        if (g->hi >= 0 && (at < g->lo || at >= g->hi)) continue; /* another rank's row */
         if (g->ds && (g->next >= g->ds->n || g->ds->rows[g->next].line != rd.line)) {
             g->dropped++; /* refused by the reader, with --skip-invalid */
             continue;
@@ -230,6 +232,51 @@ static void load_judge(Judging *g, const char *which, const char *npm) {
         g->vader = vader_load_npm(npm, err, sizeof err);
         if (!g->vader) ppa_die(2, "judge: %s", err);
     }
+}
+
+typedef struct {
+    char *text;
+    size_t n;
+} Bytes;
+
+static int write_bytes(FILE *f, const void *ctx) {
+    const Bytes *b = ctx;
+    return fwrite(b->text, 1, b->n, f) == b->n ? 0 : -1;
+}
+
+/* the rows of g's input file (as judge_all reads them), read once to divide them among the ranks */
+static long count_rows(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) ppa_die(2, "judge: cannot open %s: %s", path, strerror(errno));
+    JsonlReader rd;
+    jsonl_init(&rd, f, path);
+    char *line;
+    long n = 0;
+    while (jsonl_next(&rd, &line)) n++;
+    jsonl_free(&rd);
+    fclose(f);
+    return n;
+}
+
+/* Several ranks: each judges its share of the rows into memory, rank 0 writes them all in input order (a bad row
+ * stops the job from the rank that read it, before anything is written) */
+static void write_rows_ranks(Judging *g, const char *out, const char *path) {
+    if (!strcmp(path, "-")) ppa_die(2, "judge: several ranks read --data by row: give a file, not stdin");
+    dist_share(count_rows(path), dist_rank(), &g->lo, &g->hi);
+    Bytes b = {NULL, 0}, all;
+    FILE *mem = open_memstream(&b.text, &b.n);
+    int rc = judge_all(mem, g);
+    if (rc == -1) ppa_die(2, "%s%s%s", g->err, out ? " (left unchanged: " : "", out ? out : "");
+    if (rc || fclose(mem)) ppa_die(1, "judge: cannot buffer the output");
+    dist_gather_bytes(b.text, b.n, &all.text, &all.n);
+    double counts[3] = {(double)g->rows, (double)g->texts, (double)g->pairs};
+    dist_sum_f64(counts, 3);
+    g->rows = (long)counts[0], g->texts = (long)counts[1], g->pairs = (long)counts[2];
+    char err[1024];
+    if (dist_rank() == 0 && out && atomic_write(out, write_bytes, &all, err, sizeof err)) ppa_die(1, "judge: %s", err);
+    if (dist_rank() == 0 && !out && (write_bytes(stdout, &all) || fflush(stdout)))
+        ppa_die(1, "judge: error writing the output");
+    free(b.text), free(all.text);
 }
 
 /* every row in, every row out: to --out atomically or to stdout */
@@ -321,10 +368,8 @@ int cmd_judge(int argc, char **argv) {
     Judging g = {0};
     g.raw = o.raw;
     if (o.raw && strcmp(kind, "afinn") && strcmp(kind, "vader")) ppa_die(2, "judge: --raw is for the lexicons");
-    if (dist_rank() && strcmp(kind, "reward-model")) { /* these run on rank 0 alone (not divided among ranks) */
-        train_options_free(&o);
-        return 0;
-    }
+    g.hi = -1;
+    int ranks = dist_size() > 1;
     if (!strcmp(kind, "reward-model")) {
         reward_judge(&o, &g);
     } else if (!strcmp(kind, "pair-model")) {
@@ -332,18 +377,22 @@ int cmd_judge(int argc, char **argv) {
         model_judge_open(&o, "pair-model", &pj);
         g.pair = &pj;
         open_input(&g, o.data);
-        write_rows(&g, o.out);
+        if (ranks) write_rows_ranks(&g, o.out, o.data);
+        else write_rows(&g, o.out);
         if (g.in != stdin) fclose(g.in);
-        fprintf(stderr, "ppa: judge pair-model: %ld rows, %ld responses, %ld pairs judged in both orders%s%s\n", g.rows,
-                g.texts, g.pairs, o.out ? " -> " : "", o.out ? o.out : "");
+        if (!dist_rank())
+            fprintf(stderr, "ppa: judge pair-model: %ld rows, %ld responses, %ld pairs judged in both orders%s%s\n",
+                    g.rows, g.texts, g.pairs, o.out ? " -> " : "", o.out ? o.out : "");
         model_judge_close(&pj);
     } else {
         load_judge(&g, kind, npm);
         open_input(&g, o.data);
-        write_rows(&g, o.out);
+        if (ranks) write_rows_ranks(&g, o.out, o.data);
+        else write_rows(&g, o.out);
         if (g.in != stdin) fclose(g.in);
-        fprintf(stderr, "ppa: judge %s: %ld rows, %ld texts scored%s%s\n", kind, g.rows, g.texts, o.out ? " -> " : "",
-                o.out ? o.out : "");
+        if (!dist_rank())
+            fprintf(stderr, "ppa: judge %s: %ld rows, %ld texts scored%s%s\n", kind, g.rows, g.texts,
+                    o.out ? " -> " : "", o.out ? o.out : "");
         afinn_free((AfinnJudge *)g.afinn);
         vader_free((VaderJudge *)g.vader);
     }
