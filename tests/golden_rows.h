@@ -134,6 +134,30 @@ static inline double tensor_err(const StTensor *a, const StTensor *ref) {
     return mx > 0 ? d / mx : d;
 }
 
+/* m's gradients, written (model_save_grads, under tmpdir) and read back, against the golden safetensors file:
+ * every tensor present with its shape and within tol of its largest entry; returns the worst ratio */
+static inline double golden_grads_check(Model *m, const char *tmpdir, const char *golden, const char *name, double tol) {
+    char path[512], err[1024];
+    snprintf(path, sizeof path, "%s/%s_grads.safetensors", tmpdir, name);
+    CHECK(model_save_grads(m, path, err, sizeof err) == 0, "save grads: %s", err);
+    StSet ours, want;
+    int ok = st_open(&ours, path, err, sizeof err) == 0 && st_open(&want, golden, err, sizeof err) == 0;
+    CHECK(ok, "open gradients: %s", err);
+    if (!ok) return INFINITY;
+    CHECK(ours.n_tensors == want.n_tensors, "%s: the same gradient tensors (%d, %d)", name, ours.n_tensors, want.n_tensors);
+    double worst = 0;
+    for (int t = 0; t < want.n_tensors; t++) {
+        const StTensor *w = &want.tensors[t], *o = st_find(&ours, w->name);
+        CHECK(o && o->numel == w->numel, "%s: gradient %s present with its shape", name, w->name);
+        if (!o || o->numel != w->numel) continue;
+        double rel = tensor_err(o, w);
+        worst = fmax(worst, rel);
+        CHECK(rel <= tol, "%s: gradient %s within %g of its largest entry (%.3g)", name, w->name, tol, rel);
+    }
+    st_close(&ours), st_close(&want);
+    return worst;
+}
+
 /* logps of n rows in one batch; with wts, also the gradients of sum w logp */
 static inline void golden_run(Model *m, const Row *rows, int n, double *lp, const double *wts) {
     char err[512];

@@ -248,7 +248,7 @@ static void test_keep_softmax(Model *m, const char *name) {
 /* float32 engine against the float64 reference: log-probs to 1e-5 relative
  * (+1e-4 absolute), each gradient tensor to 1e-4 of its largest entry */
 static void test_golden(const char *name) {
-    char path[256], err[2048];
+    char path[256];
     snprintf(path, sizeof path, "tests/fixtures/engine/%s.json", name);
     char *cfg = check_slurp(path);
     CHECK(cfg != NULL, "golden config %s", path);
@@ -280,33 +280,11 @@ static void test_golden(const char *name) {
     fclose(f);
     CHECK(i == g.nw, "%s: every response has a golden log-prob (%d of %d)", name, i, g.nw);
     /* gradients, tensor by tensor, through the writer and reader */
-    snprintf(path, sizeof path, "%s/%s_grads.safetensors", tmpdir, name);
-    CHECK(model_save_grads(m, path, err, sizeof err) == 0, "save grads: %s", err);
-    StSet ours, want;
     char gpath[256];
     snprintf(gpath, sizeof gpath, "tests/fixtures/engine/golden_%s/grads.safetensors", name);
-    int ok = st_open(&ours, path, err, sizeof err) == 0 && st_open(&want, gpath, err, sizeof err) == 0;
-    CHECK(ok, "open gradients: %s", err);
-    if (!ok) return;
-    CHECK(ours.n_tensors == want.n_tensors, "%s: same gradient tensors", name);
-    double worst = 0;
-    for (int t = 0; t < want.n_tensors; t++) {
-        const StTensor *w = &want.tensors[t], *o = st_find(&ours, w->name);
-        CHECK(o && o->numel == w->numel, "%s: gradient %s present with its shape", name, w->name);
-        if (!o || o->numel != w->numel) continue;
-        float *a = malloc(sizeof(float) * (size_t)w->numel), *b = malloc(sizeof(float) * (size_t)w->numel);
-        st_to_f32(o, a), st_to_f32(w, b);
-        double mx = 0, d = 0;
-        for (int64_t k = 0; k < w->numel; k++) mx = fmax(mx, fabs(b[k]));
-        for (int64_t k = 0; k < w->numel; k++) d = fmax(d, fabs(a[k] - b[k]));
-        double rel = mx > 0 ? d / mx : d;
-        worst = fmax(worst, rel);
-        CHECK(rel <= 1e-4, "%s: gradient %s within 1e-4 of its largest entry (%.3g)", name, w->name, rel);
-        free(a), free(b);
-    }
+    double worst = golden_grads_check(m, tmpdir, gpath, name, 1e-4);
     printf("%s: against PyTorch float64: log-probs within %.2e, gradients within %.2e of each tensor's largest entry\n",
            name, worst_lp, worst);
-    st_close(&ours), st_close(&want);
     free_golden_rows(&g);
     model_free(m);
 }

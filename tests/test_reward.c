@@ -65,35 +65,6 @@ static double loss_and_grad(Model *m, const Row *rows, int n, const double *w, d
     return L;
 }
 
-/* every tensor's gradient within tol of its largest entry; returns the worst ratio */
-static double compare_grads(Model *m, const char *golden, const char *name, double tol) {
-    char path[256], err[1024];
-    snprintf(path, sizeof path, "%s/%s_grads.safetensors", tmpdir, name);
-    CHECK(model_save_grads(m, path, err, sizeof err) == 0, "save grads: %s", err);
-    StSet ours, want;
-    int ok = st_open(&ours, path, err, sizeof err) == 0 && st_open(&want, golden, err, sizeof err) == 0;
-    CHECK(ok, "open gradients: %s", err);
-    if (!ok) return INFINITY;
-    CHECK(ours.n_tensors == want.n_tensors, "%s: the same gradient tensors (%d, %d)", name, ours.n_tensors, want.n_tensors);
-    double worst = 0;
-    for (int t = 0; t < want.n_tensors; t++) {
-        const StTensor *w = &want.tensors[t], *o = st_find(&ours, w->name);
-        CHECK(o && o->numel == w->numel, "%s: gradient %s present with its shape", name, w->name);
-        if (!o || o->numel != w->numel) continue;
-        float *a = malloc(sizeof(float) * (size_t)w->numel), *b = malloc(sizeof(float) * (size_t)w->numel);
-        st_to_f32(o, a), st_to_f32(w, b);
-        double mx = 0, d = 0;
-        for (int64_t k = 0; k < w->numel; k++) mx = fmax(mx, fabs(b[k]));
-        for (int64_t k = 0; k < w->numel; k++) d = fmax(d, fabs(a[k] - b[k]));
-        double rel = mx > 0 ? d / mx : d;
-        worst = fmax(worst, rel);
-        CHECK(rel <= tol, "%s: gradient %s within %g of its largest entry (%.3g)", name, w->name, tol, rel);
-        free(a), free(b);
-    }
-    st_close(&ours), st_close(&want);
-    return worst;
-}
-
 /* float32 engine against the float64 reference: rewards to 1e-5 relative (+1e-5 absolute), each gradient tensor
  * to 1e-4 of its largest entry (test_engine.c's tolerances: float32 sums over a few hundred terms) */
 static void test_golden(const char *name) {
@@ -137,7 +108,7 @@ static void test_golden(const char *name) {
     fclose(f);
     CHECK(i == g.nw, "%s: every response has golden rewards (%d of %d)", name, i, g.nw);
     snprintf(path, sizeof path, "tests/fixtures/engine/golden_%s/grads.safetensors", name);
-    double worst = compare_grads(m, path, name, 1e-4);
+    double worst = golden_grads_check(m, tmpdir, path, name, 1e-4);
     printf("%s: against PyTorch float64: rewards within %.2e, gradients within %.2e of each tensor's largest entry\n", name,
            worst_r, worst);
     free(r);

@@ -128,11 +128,8 @@ int cmd_logprobs(int argc, char **argv) {
     }
     if (out != stdout) {
         if (fclose(out)) ppa_die(1, "logprobs: cannot buffer the output");
-        char *all;
-        size_t total;
-        dist_gather_bytes(buf, len, &all, &total);
-        if (dist_rank() == 0) fwrite(all, 1, total, stdout);
-        free(buf), free(all);
+        prep_write_gathered(buf, len, NULL, "logprobs");
+        free(buf);
     }
     unload(&L);
     train_options_free(&o);

@@ -174,16 +174,6 @@ static int write_all(FILE *f, const void *ctx) {
     return ferror(f) ? -1 : 0;
 }
 
-typedef struct {
-    char *text;
-    size_t n;
-} Bytes;
-
-static int write_bytes(FILE *f, const void *ctx) {
-    const Bytes *b = ctx;
-    return fwrite(b->text, 1, b->n, f) == b->n ? 0 : -1;
-}
-
 /* Text with a NUL byte would be refused when read back (JSON readers cut C
  * strings there), so tokens that decode to one are never generated. */
 static void ban_nul_tokens(Run *r, int V) {
@@ -245,19 +235,15 @@ int cmd_generate(int argc, char **argv) {
     dist_share(r.ps.n, dist_rank(), &lo, &hi);
     r.lo = (int)lo, r.hi = (int)hi;
     if (dist_size() > 1) { /* each rank its prompts; their lines gathered in input order, written by rank 0 */
-        Bytes b = {NULL, 0};
-        FILE *mem = open_memstream(&b.text, &b.n);
+        char *mine = NULL;
+        size_t n = 0;
+        FILE *mem = open_memstream(&mine, &n);
         if (write_all(mem, &r) || fclose(mem)) ppa_die(1, "generate: cannot buffer the output");
-        Bytes all;
-        dist_gather_bytes(b.text, b.n, &all.text, &all.n);
+        prep_write_gathered(mine, n, a.out, "generate");
         double counts[2] = {(double)r.responses, (double)r.tokens};
         dist_sum_f64(counts, 2);
         r.responses = (long)counts[0], r.tokens = (long)counts[1];
-        if (dist_rank() == 0) {
-            if (a.out && atomic_write(a.out, write_bytes, &all, err, sizeof err)) ppa_die(1, "%s", err);
-            if (!a.out && (write_bytes(stdout, &all) || fflush(stdout))) ppa_die(1, "generate: error writing the output");
-        }
-        free(b.text), free(all.text);
+        free(mine);
     } else if (a.out) {
         if (atomic_write(a.out, write_all, &r, err, sizeof err)) ppa_die(1, "%s", err);
     } else if (write_all(stdout, &r) || fflush(stdout)) {

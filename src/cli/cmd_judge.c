@@ -234,16 +234,6 @@ static void load_judge(Judging *g, const char *which, const char *npm) {
     }
 }
 
-typedef struct {
-    char *text;
-    size_t n;
-} Bytes;
-
-static int write_bytes(FILE *f, const void *ctx) {
-    const Bytes *b = ctx;
-    return fwrite(b->text, 1, b->n, f) == b->n ? 0 : -1;
-}
-
 /* the rows of g's input file (as judge_all reads them), read once to divide them among the ranks */
 static long count_rows(const char *path) {
     FILE *f = fopen(path, "r");
@@ -263,20 +253,17 @@ static long count_rows(const char *path) {
 static void write_rows_ranks(Judging *g, const char *out, const char *path) {
     if (!strcmp(path, "-")) ppa_die(2, "judge: several ranks read --data by row: give a file, not stdin");
     dist_share(count_rows(path), dist_rank(), &g->lo, &g->hi);
-    Bytes b = {NULL, 0}, all;
-    FILE *mem = open_memstream(&b.text, &b.n);
+    char *mine = NULL;
+    size_t n = 0;
+    FILE *mem = open_memstream(&mine, &n);
     int rc = judge_all(mem, g);
     if (rc == -1) ppa_die(2, "%s%s%s", g->err, out ? " (left unchanged: " : "", out ? out : "");
     if (rc || fclose(mem)) ppa_die(1, "judge: cannot buffer the output");
-    dist_gather_bytes(b.text, b.n, &all.text, &all.n);
+    prep_write_gathered(mine, n, out, "judge");
     double counts[3] = {(double)g->rows, (double)g->texts, (double)g->pairs};
     dist_sum_f64(counts, 3);
     g->rows = (long)counts[0], g->texts = (long)counts[1], g->pairs = (long)counts[2];
-    char err[1024];
-    if (dist_rank() == 0 && out && atomic_write(out, write_bytes, &all, err, sizeof err)) ppa_die(1, "judge: %s", err);
-    if (dist_rank() == 0 && !out && (write_bytes(stdout, &all) || fflush(stdout)))
-        ppa_die(1, "judge: error writing the output");
-    free(b.text), free(all.text);
+    free(mine);
 }
 
 /* every row in, every row out: to --out atomically or to stdout */

@@ -15,6 +15,7 @@
 #include "dist/dist.h"
 #include "core/hash.h"
 #include "core/timer.h"
+#include "io/atomic.h"
 #include "io/jsonl.h"
 #include "model/adapter.h"
 #include "model/gemm.h"
@@ -231,6 +232,27 @@ static void progress(int done, int total, void *ctx) {
     if (isatty(2))
         fprintf(stderr, "\rppa: reference log-probs: %d/%d rows (%.0f s)%s", done, total, timer_now() - *t0,
                 done == total ? "\n" : "");
+}
+
+typedef struct {
+    const char *text;
+    size_t n;
+} Bytes;
+
+static int write_bytes(FILE *f, const void *ctx) {
+    const Bytes *b = ctx;
+    return fwrite(b->text, 1, b->n, f) == b->n ? 0 : -1;
+}
+
+void prep_write_gathered(const char *mine, size_t n, const char *out, const char *who) {
+    char *all, err[1024];
+    size_t total;
+    dist_gather_bytes(mine, n, &all, &total);
+    Bytes b = {all, total};
+    if (dist_rank() == 0 && out && atomic_write(out, write_bytes, &b, err, sizeof err)) ppa_die(1, "%s: %s", who, err);
+    if (dist_rank() == 0 && !out && (write_bytes(stdout, &b) || fflush(stdout)))
+        ppa_die(1, "%s: error writing the output", who);
+    free(all);
 }
 
 void prep_reference_with(RefCache *c, const Prepared *p, const PrepArgs *a, Model *ref, const char *path, int verbose) {

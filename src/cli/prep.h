@@ -74,6 +74,9 @@ void prep_free(Prepared *p);
 void prep_check_labels(const Prepared *p, PpaObjective obj, const char *path, const char *who);
 /* The key of a reference cache for p's rows and reference model ref. */
 RefKey prep_refkey(const Prepared *p, Model *ref, const PrepArgs *a);
+/* Under several ranks: every rank's output (mine, n bytes) gathered in rank order, written by rank 0 to out
+ * atomically, or to stdout when out is NULL; dies with "WHO: ..." when it cannot. Every rank must call it. */
+void prep_write_gathered(const char *mine, size_t n, const char *out, const char *who);
 /* Loads the cache at path if it exists and matches (else dies naming the
  * reason), or computes it with the reference model at ref_dir and saves it. */
 void prep_reference(RefCache *c, const Prepared *p, const PrepArgs *a, const char *ref_dir, const char *path, int verbose);
