@@ -56,6 +56,8 @@ static const char *put(char *path, const char *name, const char *text) {
 
 /* the sets of the last run: a WinResult borrows their paths */
 static WinSet set_a, set_b;
+/* the per-prompt arrays of the last run's result, freed by the next run */
+static WinResult last;
 
 /* reads two files and computes; the status, with err */
 static int run(const char *a_text, const char *b_text, int prefer, int skip, WinResult *r, Fake *fake, char *err,
@@ -68,7 +70,10 @@ static int run(const char *a_text, const char *b_text, int prefer, int skip, Win
     if (winrate_read(put(pb, "b.jsonl", b_text), &set_b, err, errlen)) return -1;
     WinJudge j = {
         .name = "fake", .score = prefer ? NULL : fake_score, .prefer = prefer ? fake_prefer : NULL, .ctx = fake};
-    return winrate_compute(&set_a, &set_b, &j, skip, r, err, errlen);
+    winrate_result_free(&last);
+    int rc = winrate_compute(&set_a, &set_b, &j, skip, r, err, errlen);
+    last.means = r->means, last.lines = r->lines;
+    return rc;
 }
 
 /* The worked example. Per prompt (A's responses x B's):
@@ -249,6 +254,22 @@ static void test_json(void) {
     CHECK(o && !cJSON_GetObjectItemCaseSensitive(o, "mean_preference"), "no mean_preference for a score judge");
     CHECK(o && cJSON_GetArraySize(o) == 12, "12 keys for a score judge");
     cJSON_Delete(o);
+    /* per prompt, in A's order: q1 1, q2 1/2, q3 0, q4 1/2, on A's lines 1, 2, 4, 5 (line 3 is blank) */
+    r.write_per_prompt = 1;
+    cJSON *built = winrate_json(&r); /* exact numbers are raw text: read them back */
+    text = built ? cJSON_PrintUnformatted(built) : NULL;
+    cJSON_Delete(built);
+    o = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "per_prompt"),
+                *l = cJSON_GetObjectItemCaseSensitive(o, "per_prompt_lines");
+    static const double want[4] = {1, 0.5, 0, 0.5}, want_line[4] = {1, 2, 4, 5};
+    int same = cJSON_GetArraySize(m) == 4 && cJSON_GetArraySize(l) == 4;
+    for (int i = 0; same && i < 4; i++)
+        same = cJSON_GetArrayItem(m, i)->valuedouble == want[i] && cJSON_GetArrayItem(l, i)->valuedouble == want_line[i];
+    CHECK(same, "per_prompt [1, 0.5, 0, 0.5] on A's lines [1, 2, 4, 5]");
+    CHECK(o && cJSON_GetArraySize(o) == 14, "14 keys with the per-prompt arrays");
+    cJSON_Delete(o);
 }
 
 /* run() must fail, and err must hold every fragment: the file names come out
@@ -365,6 +386,7 @@ int main(void) {
     test_judge_shape();
     winrate_free(&set_a);
     winrate_free(&set_b);
+    winrate_result_free(&last);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -123,7 +123,9 @@ static void help(void) {
     for (size_t i = 0; i < PPA_ARRAY_LEN(JUDGES); i++) printf("  %-12s %s\n", JUDGES[i].name, JUDGES[i].help);
     fputs("\n"
           "Output: {\"judge\", \"a\", \"b\", \"prompts\", \"pairs\", \"wins\", \"ties\", \"losses\", \"win_rate\",\n"
-          "\"stderr\", \"ci95\": [lo, hi], \"skipped_unmatched\"} on one line, and a summary line on stderr.\n"
+          "\"stderr\", \"ci95\": [lo, hi], \"skipped_unmatched\"} on one line, and a summary line on stderr;\n"
+          "--per-prompt adds \"per_prompt\" (each prompt's mean outcome, in A's order) and \"per_prompt_lines\"\n"
+          "(A's line of each), for differences paired over prompts between two runs.\n"
           "A malformed row, a row with \"prompt_ids\" but no \"prompt\", an empty response list, a prompt twice in\n"
           "one file or a prompt in one file only stops the run with exit status 2 and FILE:LINE.\n\n",
           stdout);
@@ -167,12 +169,14 @@ int cmd_winrate(int argc, char **argv) {
     if (kind->open(&o, &judge, err, sizeof err)) ppa_die(2, "winrate: %s", err);
     WinResult r;
     if (winrate_compute(&a, &b, &judge, o.skip_unmatched, &r, err, sizeof err)) ppa_die(2, "winrate: %s", err);
+    r.write_per_prompt = o.per_prompt;
     if (o.out) {
         if (atomic_write(o.out, write_result, &r, err, sizeof err)) ppa_die(1, "winrate: %s", err);
     } else if (winrate_write_json(stdout, &r) || fflush(stdout) || ferror(stdout)) {
         ppa_die(1, "winrate: error writing the output");
     }
     summary(&r, o.out);
+    winrate_result_free(&r);
     kind->close(&judge);
     winrate_free(&a);
     winrate_free(&b);

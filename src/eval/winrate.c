@@ -229,7 +229,8 @@ int winrate_compute(const WinSet *a, const WinSet *b, const WinJudge *j, int ski
         free(match);
         return -1;
     }
-    double *means = xmalloc(sizeof(double) * 2 * ((size_t)a->n + 1)), *prefs = means + a->n + 1;
+    double *means = xmalloc(sizeof(double) * ((size_t)a->n + 1)), *prefs = xmalloc(sizeof(double) * ((size_t)a->n + 1));
+    long *lines = xmalloc(sizeof(long) * ((size_t)a->n + 1));
     int rc = 0;
     for (int i = 0; i < a->n && !rc; i++) {
         if (match[i] < 0) continue;
@@ -237,6 +238,7 @@ int winrate_compute(const WinSet *a, const WinSet *b, const WinJudge *j, int ski
         PromptSums s = {0};
         rc = j->score ? by_score(j, a, ra, b, rb, &s, err, errlen) : by_preference(j, a, ra, rb, &s, err, errlen);
         long pairs = (long)ra->n * rb->n;
+        lines[r->prompts] = ra->line;
         means[r->prompts] = s.outcome / (double)pairs;
         prefs[r->prompts++] = s.p / (double)pairs;
         r->pairs += pairs, r->wins += s.wins, r->ties += s.ties, r->losses += s.losses;
@@ -248,9 +250,38 @@ int winrate_compute(const WinSet *a, const WinSet *b, const WinJudge *j, int ski
         for (long i = 0; i < r->prompts; i++) sum += prefs[i];
         if (r->has_preference) r->mean_preference = sum / (double)r->prompts;
     }
-    free(means);
+    free(prefs);
     free(match);
+    if (rc) {
+        free(means);
+        free(lines);
+    } else {
+        r->means = means, r->lines = lines;
+    }
     return rc;
+}
+
+void winrate_result_free(WinResult *r) {
+    free(r->means);
+    free(r->lines);
+    r->means = NULL, r->lines = NULL;
+}
+
+/* "per_prompt" and "per_prompt_lines" on o; 0 when out of memory */
+static int add_per_prompt(cJSON *o, const WinResult *r) {
+    cJSON *m = cJSON_CreateArray(), *l = cJSON_CreateArray();
+    int ok = m && l;
+    for (long i = 0; ok && i < r->prompts; i++)
+        ok = cJSON_AddItemToArray(m, json_number_exact(r->means[i])) &&
+             cJSON_AddItemToArray(l, cJSON_CreateNumber((double)r->lines[i]));
+    if (ok && cJSON_AddItemToObject(o, "per_prompt", m)) {
+        if (cJSON_AddItemToObject(o, "per_prompt_lines", l)) return 1;
+        cJSON_Delete(l);
+        return 0;
+    }
+    cJSON_Delete(m);
+    cJSON_Delete(l);
+    return 0;
 }
 
 cJSON *winrate_json(const WinResult *r) {
@@ -270,6 +301,7 @@ cJSON *winrate_json(const WinResult *r) {
     if (ci && !ok) cJSON_Delete(ci);
     ok = ok && cJSON_AddNumberToObject(o, "skipped_unmatched", (double)r->skipped_unmatched);
     if (ok && r->has_preference) ok = cJSON_AddItemToObject(o, "mean_preference", json_number_exact(r->mean_preference));
+    if (ok && r->write_per_prompt) ok = add_per_prompt(o, r);
     if (!ok) cJSON_Delete(o);
     return ok ? o : NULL;
 }

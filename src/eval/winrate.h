@@ -75,6 +75,9 @@ typedef struct {
     double ci95[2];
     int has_preference;        /* a preference judge: mean_preference is set */
     double mean_preference;    /* mean over prompts of the mean p of their pairs */
+    double *means;             /* [prompts] m_i in the order of A's rows (owned) */
+    long *lines;               /* [prompts] A's line of each (owned) */
+    int write_per_prompt;      /* winrate_json adds "per_prompt" and "per_prompt_lines" */
 } WinResult;
 
 /* Judges every prompt of a that is in b. A prompt in only one file is an
@@ -85,12 +88,18 @@ typedef struct {
 int winrate_compute(const WinSet *a, const WinSet *b, const WinJudge *j, int skip_unmatched, WinResult *r, char *err,
                     size_t errlen);
 
+/* Frees what winrate_compute allocated in r. */
+void winrate_result_free(WinResult *r);
+
 /* win_rate, stderr and ci95 of n >= 1 per-prompt means, as described above. */
 void winrate_summarize(const double *means, long n, double *rate, double *se, double ci95[2]);
 
 /* {"judge", "a", "b", "prompts", "pairs", "wins", "ties", "losses",
  * "win_rate", "stderr", "ci95": [lo, hi], "skipped_unmatched"} and
- * "mean_preference" for a preference judge. NULL when out of memory. */
+ * "mean_preference" for a preference judge; with write_per_prompt also
+ * "per_prompt": [m_i] and "per_prompt_lines": [A's line], so that two runs on
+ * the same prompts can be compared prompt by prompt (paired differences).
+ * NULL when out of memory. */
 cJSON *winrate_json(const WinResult *r);
 
 /* That object on one line; 0, or -1 with errno set. */

@@ -116,6 +116,7 @@ typedef enum {
     TOPT_A,
     TOPT_B,
     TOPT_SKIP_UNMATCHED,
+    TOPT_PER_PROMPT,
     TOPT_COUNT
 } TrainOptId;
 
@@ -219,6 +220,7 @@ typedef struct {
     char *pair_template;    /* judge, winrate: --pair-template FILE */
     char *a, *b;            /* winrate: the two sets of responses */
     int skip_unmatched;     /* winrate: prompts of one file only are counted, not an error */
+    int per_prompt;         /* winrate: write each prompt's mean outcome */
 
     OptCommand cmd;         /* the command these options are for */
     TrainOrigin origin[TOPT_COUNT];

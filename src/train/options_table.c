@@ -154,6 +154,8 @@ const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_B, "b", "b", T_STR, b, CMD_WINRATE, CMD_WINRATE, S_IO, "B.jsonl", "the responses they are compared with"),
     F(TOPT_SKIP_UNMATCHED, "skip_unmatched", "skip-unmatched", T_BOOL, skip_unmatched, CMD_WINRATE, 0, S_IO, NULL,
       "count prompts found in one file only instead of stopping"),
+    F(TOPT_PER_PROMPT, "per_prompt", "per-prompt", T_BOOL, per_prompt, CMD_WINRATE, 0, S_IO, NULL,
+      "add each prompt's mean outcome and A's line (paired comparisons)"),
 };
 #undef F
 #undef L
