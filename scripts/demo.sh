@@ -13,19 +13,22 @@
 #      reference caches, then every method aligned from that SFT model and evaluated against it
 #   4. report: the table on the terminal, results.csv, results.json, paired differences from PPA, PNG plots
 #
-# Usage: scripts/demo.sh [--quick] [--seeds "42 43 44"] [--methods "ppa dpo_all_pairs"] [--out DIR] [--jobs N]
+# Usage: scripts/demo.sh [--quick | --tiny] [--seeds "42 43 44"] [--methods "ppa dpo_all_pairs"] [--out DIR] [--jobs N]
 #   --quick   a first look: one seed, four methods, fewer sentences and prompts
-#   --jobs N  processes at once, each with one thread (default: the number of CPUs); the bytes do not depend on it
+#   --tiny    the pipeline at the smallest size that runs every stage (tests/test_demo.sh), two seeds, two methods
+#   --jobs N  processes at once while aligning, each with one thread (default: the number of CPUs); the SFT models
+#             and the lists of every seed run at once; the bytes do not depend on it
 # Everything is seeded and every process runs one thread: a rerun gives the same bytes on the same machine.
 # OPENBLAS_CORETYPE is unset so that OpenBLAS picks its kernels by itself (results.json records them).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PPA="$ROOT/ppa"
+PPA=${PPA:-$ROOT/ppa} # the binary (tests/test_demo.sh gives its own)
 unset OPENBLAS_CORETYPE
-quick=0 seeds="" methods="" out="" jobs=$(nproc)
+size=full seeds="" methods="" out="" jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) quick=1 ;;
+    --quick) size=quick ;;
+    --tiny) size=tiny ;;
     --seeds) seeds=$2; shift ;;
     --methods) methods=$2; shift ;;
     --out) out=$2; shift ;;
@@ -36,14 +39,16 @@ while [ $# -gt 0 ]; do
   shift
 done
 ALL_METHODS="ppa dpo_single_pair dpo_bpr dpo_ovw dpo_all_pairs ranknet lipo slic listmle approx_ndcg"
-if [ $quick = 1 ]; then
-  N_BROWN=3000 N_TRAIN=160 N_TEST=100 out=${out:-$ROOT/demo-out/quick}
-  seeds=${seeds:-42} methods=${methods:-"ppa dpo_single_pair dpo_all_pairs lipo"}
-else
-  N_BROWN=14000 N_TRAIN=560 N_TEST=240 out=${out:-$ROOT/demo-out/full}
-  seeds=${seeds:-"42 43 44"} methods=${methods:-$ALL_METHODS}
-fi
-N_RM=1000 N_RM_SCORE=600 N_RM_EVAL=150 K=8 NEW=24 N_EVAL=4 BETA=0.1 LR=2e-4 BATCH=8 SPLIT_SEED=7
+REVIEW_REPS=2
+case $size in
+  quick) N_BROWN=3000 N_TRAIN=160 N_TEST=100 out=${out:-$ROOT/demo-out/quick}
+         seeds=${seeds:-42} methods=${methods:-"ppa dpo_single_pair dpo_all_pairs lipo"} ;;
+  tiny)  N_BROWN=200 N_TRAIN=16 N_TEST=12 REVIEW_REPS=1 N_RM=160 N_RM_SCORE=80 N_RM_EVAL=40 out=${out:-$ROOT/demo-out/tiny}
+         seeds=${seeds:-"42 43"} methods=${methods:-"ppa dpo_all_pairs"} ;;
+  *)     N_BROWN=14000 N_TRAIN=560 N_TEST=240 out=${out:-$ROOT/demo-out/full}
+         seeds=${seeds:-"42 43 44"} methods=${methods:-$ALL_METHODS} ;;
+esac
+N_RM=${N_RM:-1000} N_RM_SCORE=${N_RM_SCORE:-600} N_RM_EVAL=${N_RM_EVAL:-150} K=8 NEW=24 N_EVAL=4 BETA=0.1 LR=2e-4 BATCH=8 SPLIT_SEED=7
 NPM="$ROOT/cache/npm" TOK="$ROOT/cache/tokenizers/mistral" UCI="$ROOT/cache/npm/sentiment-5.0.2/test/fixtures"
 T0=$(date +%s)
 say() { printf '[%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
@@ -62,19 +67,23 @@ first_seed=${seeds%% *}
 n_seeds=$(wc -w <<< "$seeds") n_methods=$(wc -w <<< "$methods")
 
 # ---- jobs: at most $jobs processes at once, one thread each; a failure stops the demo with its log
-spawn() { # spawn NAME FUNCTION ARGS...
+slots=$jobs
+spawn() { # spawn NAME FUNCTION ARGS...: at most $slots at once
   local name=$1; shift
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; check_jobs; done
-  ( set +e; "$@" > "logs/$name.log" 2>&1; echo $? > "logs/$name.rc" ) &
+  while [ "$(jobs -rp | wc -l)" -ge "$slots" ]; do wait -n || true; check_jobs; done
+  # the job stops at its first failing command (set -e in its own subshell), and its status is kept
+  ( set +e; ( set -e; "$@" ) > "logs/$name.log" 2>&1; echo $? > "logs/$name.rc" ) &
 }
 check_jobs() {
   local rc
   for rc in logs/*.rc; do
     [ -e "$rc" ] || continue
     [ "$(cat "$rc")" = 0 ] && continue
-    kill $(jobs -rp) 2> /dev/null || true
+    local p
+    for p in $(jobs -rp); do pkill -P "$p" 2> /dev/null; kill "$p" 2> /dev/null; done
     tail -5 "${rc%.rc}.log" >&2
-    die "job ${rc#logs/} failed (its log: $out/${rc%.rc}.log)"
+    local name=${rc#logs/}
+    die "job ${name%.rc} failed (its log: $out/${rc%.rc}.log)"
   done
 }
 drain() { wait; check_jobs; }
@@ -118,7 +127,8 @@ n_prompts=$(wc -l < prompts_all.jsonl)
 head -n $N_TEST prompts_all.jsonl > prompts_test.jsonl
 sed -n "$((N_TEST + 1)),$((N_TEST + N_TRAIN))p" prompts_all.jsonl > prompts_train.jsonl
 # SFT text: Brown sentences and the judges' reviews (text only) twice: the register of the prompts
-{ head -n $N_BROWN brown.txt; for i in 1 2; do head -n $n_rm_all reviews.tsv | cut -f2; done; } | jsonl_text > sft.jsonl
+{ head -n $N_BROWN brown.txt; for i in $(seq $REVIEW_REPS); do head -n $n_rm_all reviews.tsv | cut -f2; done; } |
+  jsonl_text > sft.jsonl
 sed -E 's/.*"prompt": ("([^"\\]|\\.)*").*/{"text": \1}/' prompts_test.jsonl |
   "$PPA" tokenize --tokenizer "$TOK" --add-special-tokens | sed -E 's/\{"ids": /{"prompt_ids": /' > prompts_test_ids.jsonl
 say "data: $(wc -l < sft.jsonl) SFT lines; labelled review lists: $(cat rm_label_train.jsonl rm_label_eval.jsonl | wc -l) for RM-label, $(cat rm_score_train.jsonl rm_score_eval.jsonl | wc -l) for RM-score; prompts: $N_TRAIN for training lists, $N_TEST held out ($n_prompts available)"
@@ -136,7 +146,9 @@ sft() { # sft SEED
   ppa sft --model "init_s$1" --data sft.jsonl --out "sft_s$1" --epochs 1 --lr 3e-3 --batch-size 32 --warmup-ratio 0.05 \
     --max-length 64 --seed "$1" > "sft_log_s$1.jsonl"
 }
-say "sft: $n_seeds SFT models (4.9M-parameter Llama, one epoch) and the two reward-model judges, $jobs at once ..."
+# the SFT models and the judges all at once (one thread each: the cores are shared, the bytes the same)
+slots=$((n_seeds + 2))
+say "sft: $n_seeds SFT models (4.9M-parameter Llama, one epoch) and the two reward-model judges ..."
 spawn rm_label judge_rm rm_label $SPLIT_SEED
 spawn rm_score judge_rm rm_score $((SPLIT_SEED + 1))
 for s in $seeds; do spawn "sft_s$s" sft "$s"; done
@@ -181,6 +193,7 @@ outputs() {
 say "lists: $K continuations of $NEW tokens per prompt from each SFT model, labelled by RM-label ..."
 for s in $seeds; do spawn "lists_s$s" lists "$s"; done
 drain
+slots=$jobs
 
 # ---- 4. alignment and evaluation of every method and seed
 method_beta() { # the paper's beta: 0.05 for SLiC, 0.1 for the others (its Table 1)
@@ -250,6 +263,7 @@ label_stats=$(cat train_s*.jsonl | grep -o '"overall_scores": *\[[^]]*\]' | sed 
     for (i = 1; i <= NF; i++) for (j = i + 1; j <= NF; j++) { p++; if (v[i] == v[j]) t++ }
     r += mx - mn; l++ } END { printf "%.1f%% of pairs tied to 3 decimals, mean range %.3f within a list (%d lists)", 100 * t / p, r / l, l }')
 kernels=$(grep -h -o 'fp32 products: [^;]*' "logs/sft_s$first_seed.log" | head -1)
-note="$(date -u +%Y-%m-%d), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, seeds: $seeds, $(($(date +%s) - T0)) s"
-bash "$ROOT/scripts/demo/report.sh" results.csv per_prompt.txt "$note" "$kernels" "$label_stats"
+context="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, seeds: $seeds"
+bash "$ROOT/scripts/demo/report.sh" results.csv per_prompt.txt "$context" "$kernels" "$label_stats" \
+  "$(date -u +%Y-%m-%d), $(($(date +%s) - T0)) s"
 say "done: $out (results.csv, results.json, table.txt$(command -v gnuplot > /dev/null && echo ', winrate.png, reward_kl.png'))"

@@ -47,5 +47,8 @@ run bash tests/test_winrate.sh "$ppa"
 run bash tests/test_generate.sh "$ppa"
 run bash tests/test_hostile.sh "$ppa"
 run bash tests/test_precision.sh "$ppa"
+# the demo's pipeline runs some 60 ppa processes; under ASan that takes minutes, and every command it runs is
+# checked under ASan by the tests above
+[ "$build" = build ] && run bash tests/test_demo.sh "$ppa"
 echo "$build: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -6,11 +6,13 @@
 # (m's outcome on i - PPA's outcome on i), each outcome against that seed's SFT model (1 win, 1/2 tie, 0 loss);
 # the difference is mean(D) and its interval mean(D) -+ 1.96 sd(D) / sqrt(prompts): paired over prompts and seeds,
 # with the prompt as the unit of sampling.
-# Usage: scripts/demo/report.sh results.csv per_prompt.txt NOTE KERNELS LABEL_STATS
+# results.csv and results.json depend on the inputs only (a rerun writes the same bytes); RUN (date, duration) goes
+# to the table's last line only.
+# Usage: scripts/demo/report.sh results.csv per_prompt.txt CONTEXT KERNELS LABEL_STATS RUN
 set -euo pipefail
-csv=$1 pp=$2 note=${3:-} kernels=${4:-} labels=${5:-}
+csv=$1 pp=$2 note=${3:-} kernels=${4:-} labels=${5:-} run=${6:-}
 dir=$(dirname "$csv")
-awk -F, -v note="$note" -v kernels="$kernels" -v labels="$labels" -v json="$dir/results.json" \
+awk -F, -v note="$note" -v run="$run" -v kernels="$kernels" -v labels="$labels" -v json="$dir/results.json" \
     -v agg="$dir/summary.dat" -v pp="$pp" '
 function label(m) {
   if (m == "sft") return "SFT (reference)"
@@ -106,8 +108,8 @@ END {
   }
   if (labels != "") print "labels: " labels
   if (kernels != "") print "kernels: " kernels
-  if (note != "") print note
-  printf "{\"note\": \"%s\", \"kernels\": \"%s\", \"precision\": \"fp32\", \"labels\": \"%s\", \"rows\": [", esc(note), esc(kernels), esc(labels) > json
+  if (note != "") print note (run != "" ? ", " run : "")
+  printf "{\"machine\": \"%s\", \"kernels\": \"%s\", \"precision\": \"fp32\", \"labels\": \"%s\", \"rows\": [", esc(note), esc(kernels), esc(labels) > json
   for (i = 1; i <= nr; i++) {
     split(rows[i], f, ",")
     printf "%s{\"method\": \"%s\", \"seed\": %s", (i > 1 ? ", " : ""), f[1], f[2] > json
