@@ -124,12 +124,16 @@ END {
 }' "$csv" | tee "$dir/table.txt"
 command -v gnuplot > /dev/null || exit 0
 cd "$dir"
-gnuplot <<'G'
+# one series per method in the reward-KL plot, so that a legend names them (labels would overlap)
+series=$(awk '{ name = $0; sub(/^[0-9]+ "/, "", name); sub(/".*/, "", name)
+  printf "%s\"summary.dat\" every ::%d::%d using 7:8 with points pt %d ps 1.6 title \"%s\"", (NR > 1 ? ", " : ""),
+    NR - 1, NR - 1, 4 + (NR - 1) % 12, name }' summary.dat)
+gnuplot <<G
 set terminal pngcairo size 1000,520 font ",10"
 set output "winrate.png"
 set title "Win rate against the SFT model on held-out prompts (mean and standard deviation over seeds)"
 set ylabel "win rate (%), ties count 1/2"
-set yrange [0:100]
+set yrange [30:70]
 set style data histogram
 set style histogram errorbars gap 1 lw 1
 set style fill solid 0.8 border -1
@@ -145,6 +149,6 @@ set xlabel "KL(policy || SFT), nats per continuation"
 set ylabel "mean label psi = sigmoid(RM-label)"
 set autoscale
 set xtics norotate
-set key off
-plot "summary.dat" using 7:8 with points pt 7 ps 1.5, "" using 7:8:2 with labels offset 0,1 font ",9"
+set key outside right
+plot $series
 G
