@@ -15,6 +15,8 @@
 #                   reward-model judges, 3 SFT models, lists labelled by a reward model, PPA and the 9
 #                   baselines over 3 seeds, win rates by two held-out judges, paired differences from PPA
 #   make demo-quick the same at smaller scale, one seed and four methods (a first look)
+#   make demo-ablations  PPA's ablations (k, gain, Sinkhorn, discount, tau, beta, list size) over 3 seeds
+#                   beside the paper's, and its Figure 2 (rank flips over training, by reference gap)
 
 CC      ?= gcc
 BUILD   ?= build
@@ -117,8 +119,11 @@ demo: demo-deps
 demo-quick: demo-deps
 	bash scripts/demo.sh --quick
 
+demo-ablations: demo-deps
+	bash scripts/demo.sh --ablations
+
 clean:
 	rm -rf build build-asan build-fuzz ppa
 
-.PHONY: all fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick clean
+.PHONY: all fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick demo-ablations clean
 -include $(shell find build build-asan build-fuzz -name '*.d' 2>/dev/null)

@@ -12,10 +12,15 @@
 #      the labelling reviews' text, K sampled continuations per prompt labelled psi = sigmoid(RM-label), the
 #      reference caches, then every method aligned from that SFT model and evaluated against it
 #   4. report: the table on the terminal, results.csv, results.json, paired differences from PPA, PNG plots
+# With --ablations (make demo-ablations), step 3 aligns PPA with one setting changed at a time
+# (scripts/demo/ablations.tsv) instead of the methods, and adds the paper's Figure 2: the held-out rank-flip rate over
+# training of PPA, DPO all pairs and LiPO-lambda, and their flips by the reference's log-likelihood gap.
 #
-# Usage: scripts/demo.sh [--quick | --tiny] [--seeds "42 43 44"] [--methods "ppa dpo_all_pairs"] [--out DIR] [--jobs N]
+# Usage: scripts/demo.sh [--quick | --tiny] [--ablations] [--seeds "42 43 44"] [--methods "ppa dpo_all_pairs"]
+#                        [--out DIR] [--jobs N]
 #   --quick   a first look: one seed, four methods, fewer sentences and prompts
 #   --tiny    the pipeline at the smallest size that runs every stage (tests/test_demo.sh), two seeds, two methods
+#   --ablations  the ablations and Figure 2 (--methods then names rows of scripts/demo/ablations.tsv)
 #   --jobs N  processes at once while aligning, each with one thread (default: the number of CPUs); the SFT models
 #             and the lists of every seed run at once; the bytes do not depend on it
 # Everything is seeded and every process runs one thread: a rerun gives the same bytes on the same machine.
@@ -24,11 +29,12 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PPA=${PPA:-$ROOT/ppa} # the binary (tests/test_demo.sh gives its own)
 unset OPENBLAS_CORETYPE
-size=full seeds="" methods="" out="" jobs=$(nproc)
+size=full mode=methods seeds="" methods="" out="" jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) size=quick ;;
     --tiny) size=tiny ;;
+    --ablations) mode=ablations ;;
     --seeds) seeds=$2; shift ;;
     --methods) methods=$2; shift ;;
     --out) out=$2; shift ;;
@@ -39,15 +45,22 @@ while [ $# -gt 0 ]; do
   shift
 done
 ALL_METHODS="ppa dpo_single_pair dpo_bpr dpo_ovw dpo_all_pairs ranknet lipo slic listmle approx_ndcg"
+ABLATIONS="$ROOT/scripts/demo/ablations.tsv"
+FLIP_METHODS="ppa dpo_all_pairs lipo" # the paper's Figure 2
 REVIEW_REPS=2
 case $size in
-  quick) N_BROWN=3000 N_TRAIN=160 N_TEST=100 out=${out:-$ROOT/demo-out/quick}
-         seeds=${seeds:-42} methods=${methods:-"ppa dpo_single_pair dpo_all_pairs lipo"} ;;
-  tiny)  N_BROWN=200 N_TRAIN=16 N_TEST=12 REVIEW_REPS=1 N_RM=160 N_RM_SCORE=80 N_RM_EVAL=40 out=${out:-$ROOT/demo-out/tiny}
-         seeds=${seeds:-"42 43"} methods=${methods:-"ppa dpo_all_pairs"} ;;
-  *)     N_BROWN=14000 N_TRAIN=560 N_TEST=240 out=${out:-$ROOT/demo-out/full}
-         seeds=${seeds:-"42 43 44"} methods=${methods:-$ALL_METHODS} ;;
+  quick) N_BROWN=3000 N_TRAIN=160 N_TEST=100 seeds=${seeds:-42} default_methods="ppa dpo_single_pair dpo_all_pairs lipo" ;;
+  tiny)  N_BROWN=200 N_TRAIN=16 N_TEST=12 REVIEW_REPS=1 N_RM=160 N_RM_SCORE=80 N_RM_EVAL=40 seeds=${seeds:-"42 43"}
+         default_methods="ppa dpo_all_pairs" ;;
+  *)     N_BROWN=14000 N_TRAIN=560 N_TEST=240 seeds=${seeds:-"42 43 44"} default_methods=$ALL_METHODS ;;
 esac
+if [ $mode = ablations ]; then
+  out=${out:-$ROOT/demo-out/ablations$([ $size = full ] || echo "-$size")}
+  [ $size = tiny ] && default_methods="ppa no_sinkhorn list2" || default_methods=$(grep -v '^#' "$ABLATIONS" | cut -f1 | xargs)
+else
+  out=${out:-$ROOT/demo-out/$size}
+fi
+methods=${methods:-$default_methods}
 N_RM=${N_RM:-1000} N_RM_SCORE=${N_RM_SCORE:-600} N_RM_EVAL=${N_RM_EVAL:-150} K=8 NEW=24 N_EVAL=4 BETA=0.1 LR=2e-4 BATCH=8 SPLIT_SEED=7
 NPM="$ROOT/cache/npm" TOK="$ROOT/cache/tokenizers/mistral" UCI="$ROOT/cache/npm/sentiment-5.0.2/test/fixtures"
 T0=$(date +%s)
@@ -178,7 +191,22 @@ lists() { # lists SEED: training and held-out lists of seed SEED, their referenc
   ppa score --model "$m" --data "train_s$s.jsonl" --template none --out "ref_train_s$s.cache"
   ppa score --model "$m" --data "test_s$s.jsonl" --template none --out "ref_test_s$s.cache"
   outputs "$m" "sft_s$s" "$s"
+  [ $mode = ablations ] || return 0
+  local n # the ablations' shorter lists with their own reference caches, and the held-out lists' reference log-probs
+  for n in $list_sizes; do
+    node "$ROOT/scripts/demo/sublists.js" "$n" "$s" < "train_s$s.jsonl" > "train_n${n}_s$s.jsonl"
+    rm -f "ref_train_n${n}_s$s.cache"
+    ppa score --model "$m" --data "train_n${n}_s$s.jsonl" --template none --out "ref_train_n${n}_s$s.cache"
+  done
+  ppa logprobs --model "$m" --data "test_s$s.jsonl" --template none > "lp_test_sft_s$s.jsonl"
 }
+# the ablations' options (column 4 of ablations.tsv) of the methods asked for
+ablation_options() { awk -F'\t' -v n="$1" '!/^#/ && $1 == n { print $4; found = 1 } END { exit !found }' "$ABLATIONS"; }
+list_sizes=""
+if [ $mode = ablations ]; then
+  for m in $methods; do ablation_options "$m" > /dev/null || die "no ablation named '$m' in $ABLATIONS"; done
+  list_sizes=$(for m in $methods; do ablation_options "$m"; done | grep -o -- '--lists [0-9]*' | cut -d' ' -f2 | sort -un | xargs)
+fi
 # N_EVAL sampled continuations (T = 1) of each held-out prompt, as text (for the win rates) and as token ids (the
 # same draws: a sample's stream is fixed by seed, line and index), with their log-probs under the model (KL) and
 # their labelling-RM scores (reward): outputs MODEL NAME SEED
@@ -196,16 +224,43 @@ drain
 slots=$jobs
 
 # ---- 4. alignment and evaluation of every method and seed
-method_beta() { # the paper's beta: 0.05 for SLiC, 0.1 for the others (its Table 1)
-  case "$1" in slic) echo 0.05 ;; *) echo $BETA ;; esac
+EVAL_EVERY=$((N_TRAIN / BATCH / 10 > 0 ? N_TRAIN / BATCH / 10 : 1)) # ten held-out evaluations per alignment (Figure 2)
+# a run's settings: objective, beta, list size and the other options of ppa train: a method of the paper's Table 1
+# with its beta (0.05 for SLiC, 0.1 for the others), or an ablation (PPA with the options of ablations.tsv)
+resolve() { # resolve NAME SEED: sets objective beta lists extra
+  objective=$1 beta=$BETA lists=$K extra=()
+  if [ "$1" = slic ]; then beta=0.05; fi
+  [ $mode = ablations ] || return 0
+  objective=ppa
+  set -- $(ablation_options "$1")
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --beta) beta=$2; shift ;;
+      --lists) lists=$2; shift ;;
+      -) ;;
+      *) extra+=("$1") ;;
+    esac
+    shift
+  done
 }
-align() { # align METHOD SEED
-  local m=$1 s=$2 name="$1_s$2" beta
-  beta=$(method_beta "$m")
-  rm -rf "align/$name"
-  ppa train --model "sft_s$s" --data "train_s$s.jsonl" --ref-cache "ref_train_s$s.cache" --template none \
-    --out "align/$name" --objective "$m" --beta "$beta" --list-size $K --lr $LR --batch-size $BATCH --micro-batch $BATCH \
-    --epochs 1 --warmup-ratio 0.1 --seed "$s"
+# train NAME SEED OUT [OPTIONS...]: ppa train of the run NAME from that seed's SFT model
+train() {
+  local name=$1 s=$2 dir=$3 data="train_s$2.jsonl" cache="ref_train_s$2.cache"
+  shift 3
+  if [ "$lists" -lt $K ]; then data="train_n${lists}_s$s.jsonl" cache="ref_train_n${lists}_s$s.cache"; fi
+  rm -rf "$dir"
+  ppa train --model "sft_s$s" --data "$data" --ref-cache "$cache" --template none --out "$dir" --objective "$objective" \
+    --beta "$beta" --list-size "$lists" --lr $LR --batch-size $BATCH --micro-batch $BATCH --epochs 1 --warmup-ratio 0.1 \
+    --seed "$s" ${extra[@]+"${extra[@]}"} "$@"
+}
+align() { # align NAME SEED
+  local m=$1 s=$2 name="$1_s$2" objective beta lists extra
+  resolve "$m"
+  if [ $mode = ablations ] && [ "$m" = ppa ]; then
+    train "$m" "$s" "align/$name" --eval-data "test_s$s.jsonl" --eval-every $EVAL_EVERY # Figure 2's PPA
+  else
+    train "$m" "$s" "align/$name"
+  fi
   ppa eval --model "align/$name" --ref "sft_s$s" --data "test_s$s.jsonl" --template none --ref-cache "ref_test_s$s.cache" \
     --beta "$beta" > "eval_$name.json"
   outputs "align/$name" "$name" "$s"
@@ -219,11 +274,37 @@ align() { # align METHOD SEED
     ppa winrate --a "eval_text_$name.jsonl" --b "eval_text_sft_s$s.jsonl" "$@" --per-prompt --out "win_${j}_$name.json"
   done
 }
-say "align: $n_methods methods x $n_seeds seeds, $jobs at once ..."
-t_align=$(date +%s) done_runs=0 total_runs=$((n_methods * n_seeds))
+# Figure 2: PPA, DPO all pairs and LiPO-lambda with the paper's defaults, evaluated on the held-out lists every
+# EVAL_EVERY steps (the ablations' PPA run is PPA's); then their flips by the reference's log-likelihood gap
+flip_dir() { # flip_dir METHOD SEED: the run of Figure 2
+  if [ "$1" = ppa ] && [[ " $methods " == *" ppa "* ]]; then echo "align/ppa_s$2"; else echo "align/flip_$1_s$2"; fi
+}
+flip_train() { # flip_train METHOD SEED
+  local objective=$1 beta=$BETA lists=$K extra=()
+  train "$1" "$2" "$(flip_dir "$1" "$2")" --eval-data "test_s$2.jsonl" --eval-every $EVAL_EVERY
+}
+flips() { # flips METHOD SEED: flips_METHOD_sSEED.txt, whose total must be the run's last held-out rank_flips_gained
+  local m=$1 s=$2 dir got want
+  dir=$(flip_dir "$m" "$s")
+  ppa logprobs --model "$dir" --data "test_s$s.jsonl" --template none > "lp_test_${m}_s$s.jsonl"
+  node "$ROOT/scripts/demo/flips.js" "test_s$s.jsonl" "lp_test_sft_s$s.jsonl" "lp_test_${m}_s$s.jsonl" > "flips_${m}_s$s.txt"
+  got=$(awk '$1 == "total" { print $2 }' "flips_${m}_s$s.txt")
+  want=$(grep '"eval"' "$dir/train_log.jsonl" | tail -1 | grep -o '"rank_flips_gained": *[0-9]*' | grep -o '[0-9]*$')
+  [ "$got" = "$want" ] || { echo "flips: $got successful flips from the log-probs, $want in $dir/train_log.jsonl" >&2; exit 1; }
+}
+flip_runs=""
+if [ $mode = ablations ]; then
+  for m in $FLIP_METHODS; do
+    [ "$m" = ppa ] && [[ " $methods " == *" ppa "* ]] && continue
+    flip_runs="$flip_runs $m"
+  done
+fi
+say "align: $n_methods $([ $mode = ablations ] && echo ablations || echo methods) x $n_seeds seeds$([ -n "$flip_runs" ] &&
+  echo " and Figure 2's$flip_runs"), $jobs at once ..."
+t_align=$(date +%s) done_runs=0 total_runs=$(((n_methods + $(wc -w <<< "$flip_runs")) * n_seeds))
 for s in $seeds; do
-  for m in $methods; do
-    spawn "align_${m}_s$s" align "$m" "$s"
+  for m in $methods $flip_runs; do
+    if [[ " $methods " == *" $m "* ]]; then spawn "align_${m}_s$s" align "$m" "$s"; else spawn "flip_${m}_s$s" flip_train "$m" "$s"; fi
     done_runs=$((done_runs + 1))
     if [ $done_runs -gt "$jobs" ]; then
       el=$(($(date +%s) - t_align)) fin=$((done_runs - jobs))
@@ -232,6 +313,10 @@ for s in $seeds; do
   done
 done
 drain
+if [ $mode = ablations ]; then
+  for s in $seeds; do for m in $FLIP_METHODS; do spawn "flips_${m}_s$s" flips "$m" "$s"; done; done
+  drain
+fi
 
 # ---- 5. results: one row per method and seed
 mean_logps() { grep -o '"logps": *\[[^]]*\]' "$1" | sed -E 's/"logps": *\[//; s/\]//' | tr ',' '\n'; }
@@ -264,6 +349,14 @@ label_stats=$(cat train_s*.jsonl | grep -o '"overall_scores": *\[[^]]*\]' | sed 
     r += mx - mn; l++ } END { printf "%.1f%% of pairs tied to 3 decimals, mean range %.3f within a list (%d lists)", 100 * t / p, r / l, l }')
 kernels=$(grep -h -o 'fp32 products: [^;]*' "logs/sft_s$first_seed.log" | head -1)
 context="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, seeds: $seeds"
-bash "$ROOT/scripts/demo/report.sh" results.csv per_prompt.txt "$context" "$kernels" "$label_stats" \
-  "$(date -u +%Y-%m-%d), $(($(date +%s) - T0)) s"
-say "done: $out (results.csv, results.json, table.txt$(command -v gnuplot > /dev/null && echo ', winrate.png, reward_kl.png'))"
+if [ $mode = ablations ]; then
+  bash "$ROOT/scripts/demo/report.sh" results.csv per_prompt.txt "$context" "$kernels" "$label_stats" \
+    "$(date -u +%Y-%m-%d), $(($(date +%s) - T0)) s" "$ABLATIONS" > /dev/null
+  bash "$ROOT/scripts/demo/ablations_report.sh" . "$ABLATIONS" "$FLIP_METHODS" "$seeds"
+  say "done: $out (ablations.txt, table.txt, results.csv, results.json, flips.json$(command -v gnuplot > /dev/null &&
+    echo ', ablations.png, flip_curve.png, flip_hist.png'))"
+else
+  bash "$ROOT/scripts/demo/report.sh" results.csv per_prompt.txt "$context" "$kernels" "$label_stats" \
+    "$(date -u +%Y-%m-%d), $(($(date +%s) - T0)) s"
+  say "done: $out (results.csv, results.json, table.txt$(command -v gnuplot > /dev/null && echo ', winrate.png, reward_kl.png'))"
+fi

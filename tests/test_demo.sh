@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_demo.sh: the demo's pipeline (scripts/demo.sh --tiny: two seeds, PPA and DPO all pairs, every stage at its
 # smallest size) runs end to end, gives the same bytes with one job and with two at once, writes the table, the
-# paired differences and valid JSON, has dense labels, and stops with the failing job's name when a job fails.
+# paired differences and valid JSON, has dense labels, and stops with the failing job's name when a job fails; the
+# ablations (--ablations) and Figure 2 run at the same size, and flips.js counts a hand-worked list.
 # Usage: tests/test_demo.sh ./ppa   (needs cache/ from make fixtures, and node)
 set -uo pipefail
 export PPA; PPA=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") # the binary the demo runs
@@ -29,6 +30,34 @@ node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"
 expect "results.json: 6 rows, 2 paired differences, the kernels" test $? -eq 0
 tied=$(grep -o 'labels: [0-9.]*% of pairs tied' "$tmp/a/table.txt" | grep -o '[0-9.]*%' | tr -d %)
 expect "dense labels: under 10% of a list's pairs tied (got ${tied:-none}%)" awk -v t="${tied:-100}" 'BEGIN { exit !(t < 10) }'
+# the ablations (PPA without Sinkhorn, PPA on lists of 2) and Figure 2 at the same size
+bash "$root/scripts/demo.sh" --tiny --ablations --jobs 2 --out "$tmp/d" > "$tmp/d.out" 2> "$tmp/d.err"
+expect "the tiny ablations run" test $? -eq 0 || tail -5 "$tmp/d.err"
+expect "ablations: results.csv has two SFT rows and three settings x two seeds" test "$(wc -l < "$tmp/d/results.csv")" -eq 9
+expect "the ablations' PPA equals the methods' PPA (the held-out evaluations do not change training)" \
+  test "$(grep '^ppa,' "$tmp/a/results.csv")" = "$(grep '^ppa,' "$tmp/d/results.csv")"
+expect "ablations.txt: the Sinkhorn and list-size rows beside the paper's" \
+  grep -Eq '^w/o Sinkhorn \(w/o Scale\) .* 57\.32 / 56\.20 +-5\.16$' "$tmp/d/ablations.txt"
+expect "lists of 2: each the best and the worst of its row" node -e 'const fs = require("fs");
+  const a = fs.readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
+  const b = fs.readFileSync(process.argv[2], "utf8").trim().split("\n").map(JSON.parse);
+  process.exit(a.length === b.length && b.every((r, i) => r.overall_scores.length === 2 &&
+    Math.max(...r.overall_scores) === Math.max(...a[i].overall_scores) &&
+    Math.min(...r.overall_scores) === Math.min(...a[i].overall_scores)) ? 0 : 1);' "$tmp/d/train_s42.jsonl" "$tmp/d/train_n2_s42.jsonl"
+expect "the list-size run trained on lists of 2" grep -q "list size 2" "$tmp/d/logs/align_list2_s43.log"
+node -e 'const f = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const ok = ["ppa", "dpo_all_pairs", "lipo"].every((m) => f.curve[m].length >= 2 && f.curve[m][0].step === 0);
+  process.exit(ok && f.by_reference_gap.length === 12 ? 0 : 1);' "$tmp/d/flips.json"
+expect "flips.json: the flip curve of PPA, DPO all pairs and LiPO, and the histogram" test $? -eq 0
+# flips.js on a list worked by hand: labels .9 .5 .1 (.9 again: a duplicate, counted once), reference log-probs
+# -5 -3 -4, policy -2 -3 -4: pairs (1,2) X = -2 and (1,3) X = -1 are wrong under the reference and flipped; (2,3)
+# X = 1 stays right
+printf '{"all_responses": ["a", "b", "c", "a"], "overall_scores": [0.9, 0.5, 0.1, 0.9]}\n' > "$tmp/l.jsonl"
+printf '{"logps": [-5, -3, -4, -5]}\n' > "$tmp/r.jsonl"
+printf '{"logps": [-2, -3, -4, -2]}\n' > "$tmp/p.jsonl"
+node "$root/scripts/demo/flips.js" "$tmp/l.jsonl" "$tmp/r.jsonl" "$tmp/p.jsonl" > "$tmp/f.txt"
+expect "flips.js: the hand-worked list" test "$(grep -v ' 0 0 0 0$' "$tmp/f.txt" | tr '\n' ';')" = \
+  "-2 -1 1 1 0 0;-1 0 1 1 0 0;1 2 0 0 1 0;total 2;"
 bash "$root/scripts/demo.sh" --tiny --seeds 42 --methods "ppa no_such_objective" --out "$tmp/c" > /dev/null 2> "$tmp/c.err"
 expect "a failing job stops the demo" test $? -ne 0
 expect "and names the job" grep -q "job align_no_such_objective_s42 failed" "$tmp/c.err"

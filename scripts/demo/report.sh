@@ -8,13 +8,18 @@
 # with the prompt as the unit of sampling.
 # results.csv and results.json depend on the inputs only (a rerun writes the same bytes); RUN (date, duration) goes
 # to the table's last line only.
-# Usage: scripts/demo/report.sh results.csv per_prompt.txt CONTEXT KERNELS LABEL_STATS RUN
+# NAMES (the ablations' table, scripts/demo/ablations.tsv) names the rows by its third column.
+# Usage: scripts/demo/report.sh results.csv per_prompt.txt CONTEXT KERNELS LABEL_STATS RUN [NAMES]
 set -euo pipefail
-csv=$1 pp=$2 note=${3:-} kernels=${4:-} labels=${5:-} run=${6:-}
+csv=$1 pp=$2 note=${3:-} kernels=${4:-} labels=${5:-} run=${6:-} names=${7:-}
 dir=$(dirname "$csv")
 awk -F, -v note="$note" -v run="$run" -v kernels="$kernels" -v labels="$labels" -v json="$dir/results.json" \
-    -v agg="$dir/summary.dat" -v pp="$pp" '
+    -v agg="$dir/summary.dat" -v pp="$pp" -v names="$names" '
+BEGIN {
+  if (names != "") while ((getline line < names) > 0) if (line !~ /^#/) { split(line, f, "\t"); named[f[1]] = f[3] }
+}
 function label(m) {
+  if (m in named) return named[m]
   if (m == "sft") return "SFT (reference)"
   if (m == "ppa") return "PPA (NeuralNDCG)"
   if (m == "dpo_single_pair") return "DPO single pair"
@@ -62,11 +67,11 @@ END {
   }
   fmt[3] = "%.1f"; fmt[4] = "%.1f"; fmt[5] = "%.1f"; fmt[6] = "%.1f"; fmt[7] = "%.3f"; fmt[8] = "%.1f"; fmt[9] = "%.2f"
   fmt[10] = "%.4f"
-  printf "%-22s %13s %13s %13s %13s %15s %13s %13s %15s\n", "method", "win% RM-label", "win% RM-score", "win% VADER",
+  printf "%-26s %13s %13s %13s %13s %15s %13s %13s %15s\n", "method", "win% RM-label", "win% RM-score", "win% VADER",
     "rank acc %", "NDCG", "rank flips %", "KL to SFT", "reward"
   for (i = 1; i <= n; i++) {
     k = order[i]
-    printf "%-22s %13s %13s %13s %13s %15s %13s %13s %15s\n", label(k), cell(k, 3), cell(k, 4), cell(k, 5), cell(k, 6),
+    printf "%-26s %13s %13s %13s %13s %15s %13s %13s %15s\n", label(k), cell(k, 3), cell(k, 4), cell(k, 5), cell(k, 6),
       cell(k, 7), cell(k, 8), cell(k, 9), cell(k, 10)
     printf "%d \"%s\" %s %s %s %s %s %s %s\n", i - 1, label(k), mean(k, 4), sd(k, 4), mean(k, 5), sd(k, 5), mean(k, 9),
       mean(k, 10), mean(k, 3) > agg
@@ -80,11 +85,11 @@ END {
   ndiff = 0
   if (("ppa", "score") in nseed) {
     printf "\nDifference from PPA in win rate, percentage points, paired over %d prompts and the seeds (95%% interval):\n", prompts
-    printf "%-22s %28s %28s\n", "method", "RM-score", "VADER"
+    printf "%-26s %28s %28s\n", "method", "RM-score", "VADER"
     for (i = 1; i <= n; i++) {
       m = order[i]
       if (m == "sft" || m == "ppa" || !((m, "score") in nseed)) continue
-      line = sprintf("%-22s", label(m))
+      line = sprintf("%-26s", label(m))
       for (jj = 1; jj <= 2; jj++) {
         j = jj == 1 ? "score" : "vader"
         S = 0; Q = 0; ns = 0

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# ablations_report.sh: make demo-ablations' tables (scripts/demo/ablations_report.js) and plots (gnuplot):
+# ablations.png (each setting's difference from PPA's defaults by both held-out judges, with the paper's),
+# flip_curve.png (Figure 2 (a)) and flip_hist.png (Figure 2 (b)-(c)).
+# Usage: scripts/demo/ablations_report.sh DIR ABLATIONS.tsv "FLIP METHODS" "SEEDS"
+set -euo pipefail
+dir=$1 tsv=$2 flip_methods=$3 seeds=$4
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+node "$here/ablations_report.js" "$dir" "$tsv" "$flip_methods" "$seeds"
+command -v gnuplot > /dev/null || exit 0
+cd "$dir"
+title() { case $1 in ppa) echo "PPA (NeuralNDCG)" ;; dpo_all_pairs) echo "DPO all pairs" ;; lipo) echo "LiPO-lambda" ;; *) echo "$1" ;; esac; }
+curves="" bars="" i=0 col=3
+for m in $flip_methods; do
+  curves="$curves${curves:+, }\"flip_curve.dat\" index $i using 1:2:3 with yerrorlines lw 2 pt $((5 + 2 * i)) title \"$(title "$m")\""
+  if [ -z "$bars" ]; then bars="\"flip_hist.dat\" using $col:xtic(1) title \"$(title "$m")\""
+  else bars="$bars, \"\" using $col title \"$(title "$m")\""; fi
+  i=$((i + 1)) col=$((col + 1))
+done
+gnuplot <<G
+set terminal pngcairo size 1100,560 font ",10"
+set output "ablations.png"
+set title "PPA ablations: difference in win rate against the SFT model from PPA's defaults (mean over prompts and seeds, 95% interval)"
+set ylabel "difference from PPA's defaults (percentage points)"
+set xtics rotate by -35 left
+set grid ytics
+set key outside right
+set xrange [-0.6:*]
+set arrow from graph 0, first 0 to graph 1, first 0 nohead dt 2
+plot "ablations.dat" using (\$1 - 0.15):3:4:5:xtic(2) with yerrorbars pt 7 ps 1.2 lw 1.5 title "ours, RM-score judge", \
+     "" using (\$1 + 0.15):6:7:8 with yerrorbars pt 5 ps 1.2 lw 1.5 title "ours, VADER judge", \
+     "" using 1:9 with points pt 9 ps 1.8 lc rgb "black" title "paper (Qwen2-0.5B), scoring judge"
+
+set output "flip_curve.png"
+unset arrow
+set title "Held-out successful rank flips during training (mean and standard deviation over seeds)"
+set xlabel "optimizer step"
+set ylabel "successful flips (% of pairs the SFT model ranks wrongly)"
+set xtics norotate
+set autoscale
+set key inside left top
+plot $curves
+
+set output "flip_hist.png"
+set title "Held-out flips by the SFT model's log-likelihood gap (summed over seeds): gained where it ranks wrongly (X < 0), lost (below 0) where it ranks rightly"
+set xlabel "X = log pi_SFT(y_w|x) - log pi_SFT(y_l|x), nats"
+set ylabel "pairs flipped (gained > 0, lost < 0)"
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set xtics rotate by -30 left
+set key inside right top
+plot $bars
+G
