@@ -18,14 +18,15 @@ for m in $flip_methods; do
   i=$((i + 1)) col=$((col + 1))
 done
 gnuplot <<G
-set terminal pngcairo size 1100,560 font ",10"
+set terminal pngcairo size 1100,600 font ",10" noenhanced
 set output "ablations.png"
-set title "PPA ablations: difference in win rate against the SFT model from PPA's defaults (mean over prompts and seeds, 95% interval)"
+set title "PPA ablations: win rate against the SFT model minus PPA's defaults (paired over prompts and seeds, 95% interval)"
 set ylabel "difference from PPA's defaults (percentage points)"
 set xtics rotate by -35 left
 set grid ytics
-set key outside right
-set xrange [-0.6:*]
+set key below
+stats "ablations.dat" using 1 nooutput
+set xrange [-0.6:STATS_max + 0.6]
 set arrow from graph 0, first 0 to graph 1, first 0 nohead dt 2
 plot "ablations.dat" using (\$1 - 0.15):3:4:5:xtic(2) with yerrorbars pt 7 ps 1.2 lw 1.5 title "ours, RM-score judge", \
      "" using (\$1 + 0.15):6:7:8 with yerrorbars pt 5 ps 1.2 lw 1.5 title "ours, VADER judge", \
@@ -38,17 +39,21 @@ set xlabel "optimizer step"
 set ylabel "successful flips (% of pairs the SFT model ranks wrongly)"
 set xtics norotate
 set autoscale
-set key inside left top
+set xrange [-1:*]
+set offsets 0, 2, 0, 0
+set key inside left top vertical
 plot $curves
 
 set output "flip_hist.png"
-set title "Held-out flips by the SFT model's log-likelihood gap (summed over seeds): gained where it ranks wrongly (X < 0), lost (below 0) where it ranks rightly"
+set title "Held-out flips by the SFT model's log-likelihood gap X, summed over seeds: gained where X < 0, lost (< 0) where X >= 0"
 set xlabel "X = log pi_SFT(y_w|x) - log pi_SFT(y_l|x), nats"
 set ylabel "pairs flipped (gained > 0, lost < 0)"
 set style data histogram
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set xtics rotate by -30 left
-set key inside right top
+set autoscale
+unset offsets
+set key inside right top vertical
 plot $bars
 G
