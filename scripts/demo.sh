@@ -227,7 +227,7 @@ slots=$jobs
 EVAL_EVERY=$((N_TRAIN / BATCH / 10 > 0 ? N_TRAIN / BATCH / 10 : 1)) # ten held-out evaluations per alignment (Figure 2)
 # a run's settings: objective, beta, list size and the other options of ppa train: a method of the paper's Table 1
 # with its beta (0.05 for SLiC, 0.1 for the others), or an ablation (PPA with the options of ablations.tsv)
-resolve() { # resolve NAME SEED: sets objective beta lists extra
+resolve() { # resolve NAME: sets objective beta lists extra
   objective=$1 beta=$BETA lists=$K extra=()
   if [ "$1" = slic ]; then beta=0.05; fi
   [ $mode = ablations ] || return 0
@@ -243,10 +243,10 @@ resolve() { # resolve NAME SEED: sets objective beta lists extra
     shift
   done
 }
-# train NAME SEED OUT [OPTIONS...]: ppa train of the run NAME from that seed's SFT model
+# train SEED OUT [OPTIONS...]: ppa train from that seed's SFT model with the settings of resolve
 train() {
-  local name=$1 s=$2 dir=$3 data="train_s$2.jsonl" cache="ref_train_s$2.cache"
-  shift 3
+  local s=$1 dir=$2 data="train_s$1.jsonl" cache="ref_train_s$1.cache"
+  shift 2
   if [ "$lists" -lt $K ]; then data="train_n${lists}_s$s.jsonl" cache="ref_train_n${lists}_s$s.cache"; fi
   rm -rf "$dir"
   ppa train --model "sft_s$s" --data "$data" --ref-cache "$cache" --template none --out "$dir" --objective "$objective" \
@@ -257,9 +257,9 @@ align() { # align NAME SEED
   local m=$1 s=$2 name="$1_s$2" objective beta lists extra
   resolve "$m"
   if [ $mode = ablations ] && [ "$m" = ppa ]; then
-    train "$m" "$s" "align/$name" --eval-data "test_s$s.jsonl" --eval-every $EVAL_EVERY # Figure 2's PPA
+    train "$s" "align/$name" --eval-data "test_s$s.jsonl" --eval-every $EVAL_EVERY # Figure 2's PPA
   else
-    train "$m" "$s" "align/$name"
+    train "$s" "align/$name"
   fi
   ppa eval --model "align/$name" --ref "sft_s$s" --data "test_s$s.jsonl" --template none --ref-cache "ref_test_s$s.cache" \
     --beta "$beta" > "eval_$name.json"
@@ -281,7 +281,7 @@ flip_dir() { # flip_dir METHOD SEED: the run of Figure 2
 }
 flip_train() { # flip_train METHOD SEED
   local objective=$1 beta=$BETA lists=$K extra=()
-  train "$1" "$2" "$(flip_dir "$1" "$2")" --eval-data "test_s$2.jsonl" --eval-every $EVAL_EVERY
+  train "$2" "$(flip_dir "$1" "$2")" --eval-data "test_s$2.jsonl" --eval-every $EVAL_EVERY
 }
 flips() { # flips METHOD SEED: flips_METHOD_sSEED.txt, whose total must be the run's last held-out rank_flips_gained
   local m=$1 s=$2 dir got want
