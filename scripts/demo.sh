@@ -200,8 +200,8 @@ lists() { # lists SEED: training and held-out lists of seed SEED, their referenc
   done
   ppa logprobs --model "$m" --data "test_s$s.jsonl" --template none > "lp_test_sft_s$s.jsonl"
 }
-# the ablations' options (column 4 of ablations.tsv) of the methods asked for
-ablation_options() { awk -F'\t' -v n="$1" '!/^#/ && $1 == n { print $4; found = 1 } END { exit !found }' "$ABLATIONS"; }
+# the ablations' options (column 3 of ablations.tsv) of the methods asked for
+ablation_options() { awk -F'\t' -v n="$1" '!/^#/ && $1 == n { print $3; found = 1 } END { exit !found }' "$ABLATIONS"; }
 list_sizes=""
 if [ $mode = ablations ]; then
   for m in $methods; do ablation_options "$m" > /dev/null || die "no ablation named '$m' in $ABLATIONS"; done
@@ -276,26 +276,30 @@ align() { # align NAME SEED
 }
 # Figure 2: PPA, DPO all pairs and LiPO-lambda with the paper's defaults, evaluated on the held-out lists every
 # EVAL_EVERY steps (the ablations' PPA run is PPA's); then their flips by the reference's log-likelihood gap
+in_methods() { [[ " $methods " == *" $1 "* ]]; }
 flip_dir() { # flip_dir METHOD SEED: the run of Figure 2
-  if [ "$1" = ppa ] && [[ " $methods " == *" ppa "* ]]; then echo "align/ppa_s$2"; else echo "align/flip_$1_s$2"; fi
+  if [ "$1" = ppa ] && in_methods ppa; then echo "align/ppa_s$2"; else echo "align/flip_$1_s$2"; fi
 }
 flip_train() { # flip_train METHOD SEED
   local objective=$1 beta=$BETA lists=$K extra=()
   train "$2" "$(flip_dir "$1" "$2")" --eval-data "test_s$2.jsonl" --eval-every $EVAL_EVERY
 }
-flips() { # flips METHOD SEED: flips_METHOD_sSEED.txt, whose total must be the run's last held-out rank_flips_gained
+# flips METHOD SEED: the run's held-out evaluations (flip_log_METHOD_sSEED.jsonl, the curve) and its flips by gap
+# (flips_METHOD_sSEED.txt), whose total must be the last evaluation's rank_flips_gained
+flips() {
   local m=$1 s=$2 dir got want
   dir=$(flip_dir "$m" "$s")
+  grep '"eval"' "$dir/train_log.jsonl" > "flip_log_${m}_s$s.jsonl"
   ppa logprobs --model "$dir" --data "test_s$s.jsonl" --template none > "lp_test_${m}_s$s.jsonl"
   node "$ROOT/scripts/demo/flips.js" "test_s$s.jsonl" "lp_test_sft_s$s.jsonl" "lp_test_${m}_s$s.jsonl" > "flips_${m}_s$s.txt"
   got=$(awk '$1 == "total" { print $2 }' "flips_${m}_s$s.txt")
-  want=$(grep '"eval"' "$dir/train_log.jsonl" | tail -1 | grep -o '"rank_flips_gained": *[0-9]*' | grep -o '[0-9]*$')
+  want=$(tail -1 "flip_log_${m}_s$s.jsonl" | grep -o '"rank_flips_gained": *[0-9]*' | grep -o '[0-9]*$')
   [ "$got" = "$want" ] || { echo "flips: $got successful flips from the log-probs, $want in $dir/train_log.jsonl" >&2; exit 1; }
 }
 flip_runs=""
 if [ $mode = ablations ]; then
   for m in $FLIP_METHODS; do
-    [ "$m" = ppa ] && [[ " $methods " == *" ppa "* ]] && continue
+    [ "$m" = ppa ] && in_methods ppa && continue
     flip_runs="$flip_runs $m"
   done
 fi
@@ -304,7 +308,7 @@ say "align: $n_methods $([ $mode = ablations ] && echo ablations || echo methods
 t_align=$(date +%s) done_runs=0 total_runs=$(((n_methods + $(wc -w <<< "$flip_runs")) * n_seeds))
 for s in $seeds; do
   for m in $methods $flip_runs; do
-    if [[ " $methods " == *" $m "* ]]; then spawn "align_${m}_s$s" align "$m" "$s"; else spawn "flip_${m}_s$s" flip_train "$m" "$s"; fi
+    if in_methods "$m"; then spawn "align_${m}_s$s" align "$m" "$s"; else spawn "flip_${m}_s$s" flip_train "$m" "$s"; fi
     done_runs=$((done_runs + 1))
     if [ $done_runs -gt "$jobs" ]; then
       el=$(($(date +%s) - t_align)) fin=$((done_runs - jobs))

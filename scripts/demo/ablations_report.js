@@ -1,6 +1,6 @@
 // ablations_report.js: make demo-ablations' tables beside the paper's, and the data of its plots.
-// Reads, in DIR: results.csv and results.json (scripts/demo/report.sh), the training logs' held-out evaluations of
-// Figure 2's runs (align/*/train_log.jsonl) and their flips by reference gap (flips_METHOD_sSEED.txt, flips.js).
+// Reads, in DIR: results.csv and results.json (scripts/demo/report.sh), the held-out evaluations of Figure 2's runs
+// (flip_log_METHOD_sSEED.jsonl) and their flips by reference gap (flips_METHOD_sSEED.txt, flips.js).
 // Writes: ablations.txt (printed), flips.json, ablations.dat, flip_curve.dat, flip_hist.dat (for gnuplot).
 // Usage: node ablations_report.js DIR ABLATIONS.tsv "FLIP METHODS" "SEEDS"
 "use strict";
@@ -18,8 +18,8 @@ const out = [], print = (s) => out.push(s);
 
 // ---- the ablations: our win rates and paired differences from PPA's defaults, the paper's beside them
 const rows = fs.readFileSync(tsv, "utf8").split("\n").filter((l) => l && !l.startsWith("#")).map((l) => {
-  const [name, factor, label, options, pair, score] = l.split("\t");
-  return { name, factor, label, options, pair: pair === "-" ? null : Number(pair), score: score === "-" ? null : Number(score) };
+  const [name, label, options, pair, score] = l.split("\t");
+  return { name, label, options, pair: pair === "-" ? null : Number(pair), score: score === "-" ? null : Number(score) };
 });
 const csv = read("results.csv").trim().split("\n").map((l) => l.split(","));
 const col = Object.fromEntries(csv[0].map((c, i) => [c, i]));
@@ -54,17 +54,16 @@ table.forEach((t, i) => {
 fs.writeFileSync(at("ablations.dat"), dat.join("\n") + "\n");
 
 // ---- Figure 2 (a): the held-out successful rank-flip rate over training steps, mean and sd over seeds
-const runDir = (m, s) => m === "ppa" && fs.existsSync(at(`align/ppa_s${s}/train_log.jsonl`)) ? `align/ppa_s${s}` : `align/flip_${m}_s${s}`;
 const curve = {}, curveDat = [];
 for (const m of flipMethods) {
-  const bySeed = seeds.map((s) => read(`${runDir(m, s)}/train_log.jsonl`).split("\n").filter((l) => l.includes('"eval"'))
+  const bySeed = seeds.map((s) => read(`flip_log_${m}_s${s}.jsonl`).trim().split("\n")
     .map((l) => JSON.parse(l)).map((e) => [e.step, e.eval.rank_flip_gain_rate]));
   const steps = bySeed[0].map((p) => p[0]);
   curve[m] = [{ step: 0, mean: 0, sd: 0 }].concat(steps.map((st, k) => {
     const v = bySeed.map((b) => { if (!b[k] || b[k][0] !== st) throw new Error(`${m}: seeds evaluated at other steps`); return 100 * b[k][1]; });
     return { step: st, mean: mean(v), sd: sd(v) };
   }));
-  curveDat.push(`# ${NAMES[m] || m}`);
+  curveDat.push(`"${NAMES[m] || m}" mean sd`); // a column header: gnuplot's title columnheader
   curve[m].forEach((p) => curveDat.push(`${p.step} ${p.mean.toFixed(4)} ${p.sd.toFixed(4)}`));
   curveDat.push("", "");
 }
@@ -93,7 +92,7 @@ print("Figure 2 (b)-(c): held-out pairs by the SFT model's log-likelihood gap X 
 print("over the seeds: pairs it ranks wrongly (X < 0) and the successful flips of each method (% of those pairs); pairs it");
 print("ranks rightly and the flips lost:");
 print(["X in".padEnd(14), "pairs".padStart(7), ...flipMethods.map((m) => (NAMES[m] || m).padStart(22))].join(""));
-const histDat = [];
+const histDat = [`bin pairs ${flipMethods.map((m) => `"${NAMES[m] || m}"`).join(" ")}`];
 const range = (h) => `[${h.lo === -Infinity ? "-inf" : h.lo}, ${h.hi === Infinity ? "inf" : h.hi})`;
 hist.forEach((h) => {
   const n = h.hi <= 0 ? h.ref_wrong : h.ref_right, c = h.hi <= 0 ? h.gained : h.lost, tag = h.hi <= 0 ? "+" : "-";

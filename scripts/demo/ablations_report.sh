@@ -9,14 +9,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 node "$here/ablations_report.js" "$dir" "$tsv" "$flip_methods" "$seeds"
 command -v gnuplot > /dev/null || exit 0
 cd "$dir"
-title() { case $1 in ppa) echo "PPA (NeuralNDCG)" ;; dpo_all_pairs) echo "DPO all pairs" ;; lipo) echo "LiPO-lambda" ;; *) echo "$1" ;; esac; }
-curves="" bars="" i=0 col=3
-for m in $flip_methods; do
-  curves="$curves${curves:+, }\"flip_curve.dat\" index $i using 1:2:3 with yerrorlines lw 2 pt $((5 + 2 * i)) title \"$(title "$m")\""
-  if [ -z "$bars" ]; then bars="\"flip_hist.dat\" using $col:xtic(1) title \"$(title "$m")\""
-  else bars="$bars, \"\" using $col title \"$(title "$m")\""; fi
-  i=$((i + 1)) col=$((col + 1))
-done
+n=$(wc -w <<< "$flip_methods") # the series of the two Figure-2 plots, titled by the data files' column headers
 gnuplot <<G
 set terminal pngcairo size 1100,600 font ",10" noenhanced
 set output "ablations.png"
@@ -42,7 +35,7 @@ set autoscale
 set xrange [-1:*]
 set offsets 0, 2, 0, 0
 set key inside left top vertical
-plot $curves
+plot for [i = 0:$((n - 1))] "flip_curve.dat" index i using 1:2:3 with yerrorlines lw 2 pt 5 + 2 * i title columnheader(1)
 
 set output "flip_hist.png"
 set title "Held-out flips by the SFT model's log-likelihood gap X, summed over seeds: gained where X < 0, lost (< 0) where X >= 0"
@@ -55,5 +48,5 @@ set xtics rotate by -30 left
 set autoscale
 unset offsets
 set key inside right top vertical
-plot $bars
+plot for [c = 3:$((n + 2))] "flip_hist.dat" using c:xtic(1) title columnheader(c)
 G

@@ -8,7 +8,7 @@
 # with the prompt as the unit of sampling.
 # results.csv and results.json depend on the inputs only (a rerun writes the same bytes); RUN (date, duration) goes
 # to the table's last line only.
-# NAMES (the ablations' table, scripts/demo/ablations.tsv) names the rows by its third column.
+# NAMES (the ablations' table, scripts/demo/ablations.tsv) names the rows by its second column.
 # Usage: scripts/demo/report.sh results.csv per_prompt.txt CONTEXT KERNELS LABEL_STATS RUN [NAMES]
 set -euo pipefail
 csv=$1 pp=$2 note=${3:-} kernels=${4:-} labels=${5:-} run=${6:-} names=${7:-}
@@ -16,7 +16,7 @@ dir=$(dirname "$csv")
 awk -F, -v note="$note" -v run="$run" -v kernels="$kernels" -v labels="$labels" -v json="$dir/results.json" \
     -v agg="$dir/summary.dat" -v pp="$pp" -v names="$names" '
 BEGIN {
-  if (names != "") while ((getline line < names) > 0) if (line !~ /^#/) { split(line, f, "\t"); named[f[1]] = f[3] }
+  if (names != "") while ((getline line < names) > 0) if (line !~ /^#/) { split(line, f, "\t"); named[f[1]] = f[2] }
 }
 function label(m) {
   if (m in named) return named[m]
