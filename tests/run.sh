@@ -37,6 +37,7 @@ for t in "$build"/tests/test_*; do
 done
 # the bf16 products' built-in fallback (what runs where oneDNN is missing, by choice)
 [ -x "$build/tests/test_bf16" ] && run env PPA_BF16=builtin "$build/tests/test_bf16"
+[ -x "$build/tests/test_attn_bf16" ] && run env PPA_BF16=builtin "$build/tests/test_attn_bf16"
 run bash tests/test_cli.sh "$ppa"
 run bash tests/test_train_cli.sh "$ppa"
 run bash tests/test_judge.sh "$ppa"

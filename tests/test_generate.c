@@ -80,8 +80,9 @@ static void engine_logps(Model *m, const int *prompt, int P, int K, const int *l
 
 /* (a) S sequences forked from one prompt, each fed its own random tokens:
  * the decoder's log-softmax of each token equals the engine's */
-/* tol: 1e-5 in float32; in bf16 the decoder's float32 attention (another form of the same sums) can move an
- * activation across a bf16 rounding boundary before the next product, a relative change of up to 2^-8 there */
+/* tol: 1e-5 in float32. In bf16 the engine's attention rounds q, k, v and the probabilities to bf16 (2^-9
+ * relative each) before its products, while the decoder's KV-cache attention stays float32: the two differ by
+ * bf16 rounding through every layer, bounded as the engine is against float64 (test_bf16.c: 2^-5 |logp|) */
 static void test_decoder_matches_engine(Model *m, const char *name, double tol) {
     enum { P = 6 };
     const int V = model_config(m)->vocab_size;
@@ -415,7 +416,7 @@ int main(void) {
         char err[512], name[64];
         snprintf(name, sizeof name, "%s bf16", CONFIGS[i][0]);
         CHECK(model_set_precision(m, MODEL_BF16, err, sizeof err) == 0, "bf16: %s", err);
-        test_decoder_matches_engine(m, name, 0x1p-6);
+        test_decoder_matches_engine(m, name, 0x1p-5);
         test_repeatable(m, name);
         test_batch_independent(m, name);
         model_free(m);

@@ -3,19 +3,9 @@
  * they feed. */
 #include "model/bf16.h"
 
-#include <string.h>
-
-static inline bf16 round_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
-    uint32_t r = (u + 0x7fffu + (u >> 16 & 1)) >> 16; /* half to even; may carry up to inf */
-    return (bf16)(nan ? (u >> 16 | 0x40) : r);
-}
-
 void bf16_from_f32(bf16 *y, const float *x, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n > (1u << 18))
-    for (size_t i = 0; i < n; i++) y[i] = round_bf16(x[i]);
+    for (size_t i = 0; i < n; i++) y[i] = bf16_round(x[i]);
 }
 
 void bf16_to_f32(float *y, const bf16 *x, size_t n) {
@@ -26,5 +16,5 @@ void bf16_to_f32(float *y, const bf16 *x, size_t n) {
 void bf16_from_f32_rows(bf16 *y, size_t ldy, const float *x, size_t ldx, size_t rows, size_t cols) {
 #pragma omp parallel for schedule(static) if (rows * cols > (1u << 18))
     for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < cols; c++) y[r * ldy + c] = round_bf16(x[r * ldx + c]);
+        for (size_t c = 0; c < cols; c++) y[r * ldy + c] = bf16_round(x[r * ldx + c]);
 }

@@ -17,6 +17,17 @@ void bf16_to_f32(float *y, const bf16 *x, size_t n);
 /* rows of a strided matrix: y[r * ldy + c] = bf16(x[r * ldx + c]), c < cols */
 void bf16_from_f32_rows(bf16 *y, size_t ldy, const float *x, size_t ldx, size_t rows, size_t cols);
 
+/* nearest even; a NaN stays a quiet NaN; may round up to inf */
+static inline bf16 bf16_round(float f) {
+    union {
+        float f;
+        uint32_t u;
+    } v = {f};
+    uint32_t nan = (v.u & 0x7fffffffu) > 0x7f800000u;
+    uint32_t r = (v.u + 0x7fffu + (v.u >> 16 & 1)) >> 16;
+    return (bf16)(nan ? (v.u >> 16 | 0x40) : r);
+}
+
 static inline float bf16_f32(bf16 h) {
     union {
         uint32_t u;

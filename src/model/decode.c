@@ -165,7 +165,7 @@ static void attend_step(Decoder *d, int l, const int *seq, int n) {
  * values read straight from the slot's cache. */
 static void attend_prefill(Decoder *d, int l, int seq, int T) {
     int rows[2] = {0, T};
-    AttnShape s = {d->zero, d->zero, d->zero, rows, 1, T, d->NH, d->NKV, d->HS};
+    AttnShape s = {d->zero, d->zero, d->zero, rows, 1, T, d->NH, d->NKV, d->HS, 0}; /* the cache stays float32 */
     attention_forward(d->att, d->lse, d->q, cache_at(d, d->kc, l, seq, 0), cache_at(d, d->vc, l, seq, 0), &s);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "model/attn_bf16.h"
 #include "model/gemm.h"
 #include "model/matmul.h"
 
@@ -222,14 +223,19 @@ static int max_segments(const AttnShape *s) {
     return m;
 }
 
-/* S = scale Q K^T over the segment's keys, masked; P = softmax rows (in S); lse: [n] */
+/* S = scale Q K^T over the segment's keys, masked; P = softmax rows (in S); lse: [n].
+ * ab: the keys packed for bf16 products, or NULL (float32) */
 static void segment_probs(float *S, float *lse_out, const float *lse_in, const float *q, const float *k, const AttnShape *s,
-                          const Segment *g, int h, int kv) {
+                          const Segment *g, int h, int kv, AbSeg *ab) {
     const int NH = s->NH, HS = s->HS, ldq = NH * HS, ldk = s->NKV * HS, nc = g->pl + g->n;
     const float scale = 1.0f / sqrtf((float)HS);
     const float *Q = q + (size_t)g->a * ldq + (size_t)h * HS;
-    if (g->pl) gemm(0, 1, g->n, g->pl, HS, scale, Q, ldq, k + (size_t)g->p0 * ldk + (size_t)kv * HS, ldk, 0.0f, S, nc);
-    gemm(0, 1, g->n, g->n, HS, scale, Q, ldq, k + (size_t)g->a * ldk + (size_t)kv * HS, ldk, 0.0f, S + g->pl, nc);
+    if (ab) {
+        ab_scores(ab, S, Q, ldq, scale);
+    } else {
+        if (g->pl) gemm(0, 1, g->n, g->pl, HS, scale, Q, ldq, k + (size_t)g->p0 * ldk + (size_t)kv * HS, ldk, 0.0f, S, nc);
+        gemm(0, 1, g->n, g->n, HS, scale, Q, ldq, k + (size_t)g->a * ldk + (size_t)kv * HS, ldk, 0.0f, S + g->pl, nc);
+    }
     for (int i = 0; i < g->n; i++) {
         float *row = S + (size_t)i * nc;
         int valid = g->pl + i + 1; /* causal within the segment */
@@ -247,11 +253,21 @@ static void segment_probs(float *S, float *lse_out, const float *lse_in, const f
     }
 }
 
+/* a bf16 segment's keys and values for kv head kv, packed once for its query heads */
+static AbSeg *segment_keys(AbSeg *ab, const float *k, const float *v, const AttnShape *s, const Segment *g, int kv,
+                           int backward) {
+    if (!ab) return NULL;
+    int ldk = s->NKV * s->HS;
+    ab_seg_keys(ab, k + (size_t)kv * s->HS, v + (size_t)kv * s->HS, ldk, g->p0, g->pl, g->a, g->n, s->HS, backward);
+    return ab;
+}
+
 void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, const AttnShape *s) {
     const int NH = s->NH, HS = s->HS, ldq = NH * HS, ldk = s->NKV * HS, group = NH / s->NKV, ms = max_segments(s);
 #pragma omp parallel
     {
         Segment *seg = xmalloc(sizeof(Segment) * (size_t)ms);
+        AbSeg *abs = s->bf16 ? ab_seg_thread() : NULL;
         float *S = NULL;
         size_t cap = 0;
 #pragma omp for schedule(dynamic, 1)
@@ -261,15 +277,31 @@ void attention_forward(float *out, float *lse, const float *q, const float *k, c
                 const Segment *g = &seg[i];
                 size_t need = (size_t)g->n * (size_t)(g->pl + g->n);
                 if (need > cap) free(S), S = xmalloc(sizeof(float) * (cap = need));
-                segment_probs(S, lse, NULL, q, k, s, g, h, kv);
+                AbSeg *ab = segment_keys(abs, k, v, s, g, kv, 0);
+                segment_probs(S, lse, NULL, q, k, s, g, h, kv, ab);
                 float *O = out + (size_t)g->a * ldq + (size_t)h * HS;
                 int nc = g->pl + g->n;
+                if (ab) {
+                    ab_out(ab, O, ldq, S);
+                    continue;
+                }
                 gemm(0, 0, g->n, HS, g->n, 1.0f, S + g->pl, nc, v + (size_t)g->a * ldk + (size_t)kv * HS, ldk, 0.0f, O, ldq);
                 if (g->pl) gemm(0, 0, g->n, HS, g->pl, 1.0f, S, nc, v + (size_t)g->p0 * ldk + (size_t)kv * HS, ldk, 1.0f, O, ldq);
             }
         }
         free(S);
         free(seg);
+    }
+}
+
+/* dS = P (dP - D) scale in place of dP, with D_i = dO_i . O_i */
+static void dscores(float *dS, const float *P, const float *dO, const float *O, int ldq, int n, int nc, int HS,
+                    float scale) {
+    for (int a = 0; a < n; a++) {
+        float D = dot(dO + (size_t)a * ldq, O + (size_t)a * ldq, HS);
+        float *ds = dS + (size_t)a * nc;
+        const float *p = P + (size_t)a * nc;
+        for (int j = 0; j < nc; j++) ds[j] = p[j] * (ds[j] - D) * scale;
     }
 }
 
@@ -283,37 +315,41 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
 #pragma omp parallel
     {
         Segment *seg = xmalloc(sizeof(Segment) * (size_t)ms);
+        AbSeg *abs = s->bf16 ? ab_seg_thread() : NULL;
         float *S = NULL, *dS = NULL;
         size_t cap = 0;
 #pragma omp for schedule(dynamic, 1)
         for (long rg = 0; rg < (long)s->n_rows * s->NKV; rg++) {
             int r = (int)(rg / s->NKV), kv = (int)(rg % s->NKV), ns = row_segments(s, r, seg);
-            for (int i = 0; i < ns; i++)
+            for (int i = 0; i < ns; i++) {
+                const Segment *g = &seg[i];
+                int nc = g->pl + g->n;
+                size_t need = (size_t)g->n * (size_t)nc;
+                if (need > cap) {
+                    free(S), free(dS);
+                    S = xmalloc(sizeof(float) * need), dS = xmalloc(sizeof(float) * need), cap = need;
+                }
+                AbSeg *ab = segment_keys(abs, k, v, s, g, kv, 1);
                 for (int h = kv * group; h < (kv + 1) * group; h++) {
-                    const Segment *g = &seg[i];
-                    int nc = g->pl + g->n;
-                    size_t need = (size_t)g->n * (size_t)nc;
-                    if (need > cap) {
-                        free(S), free(dS);
-                        S = xmalloc(sizeof(float) * need), dS = xmalloc(sizeof(float) * need), cap = need;
-                    }
-                    segment_probs(S, NULL, lse, q, k, s, g, h, kv);
+                    segment_probs(S, NULL, lse, q, k, s, g, h, kv, ab);
                     size_t qo = (size_t)g->a * ldq + (size_t)h * HS;
                     const float *dO = dout + qo, *O = out + qo, *Q = q + qo;
+                    float *dQ = dq + qo;
+                    if (ab) {
+                        ab_dprobs(ab, dS, dO, ldq);
+                        dscores(dS, S, dO, O, ldq, g->n, nc, HS, scale);
+                        ab_dq(ab, dQ, ldq, dS);
+                        ab_dkv(ab, dk + (size_t)kv * HS, dv + (size_t)kv * HS, ldk, dS, S, Q, dO, ldq);
+                        continue;
+                    }
                     const float *Kp = k + (size_t)g->p0 * ldk + (size_t)kv * HS, *Ks = k + (size_t)g->a * ldk + (size_t)kv * HS;
                     const float *Vp = v + (size_t)g->p0 * ldk + (size_t)kv * HS, *Vs = v + (size_t)g->a * ldk + (size_t)kv * HS;
                     float *dKp = dk + (size_t)g->p0 * ldk + (size_t)kv * HS, *dKs = dk + (size_t)g->a * ldk + (size_t)kv * HS;
                     float *dVp = dv + (size_t)g->p0 * ldk + (size_t)kv * HS, *dVs = dv + (size_t)g->a * ldk + (size_t)kv * HS;
-                    /* dP = dO V^T; dS = P (dP - D) scale with D_i = dO_i . O_i */
+                    /* dP = dO V^T; dS = P (dP - D) scale */
                     if (g->pl) gemm(0, 1, g->n, g->pl, HS, 1.0f, dO, ldq, Vp, ldk, 0.0f, dS, nc);
                     gemm(0, 1, g->n, g->n, HS, 1.0f, dO, ldq, Vs, ldk, 0.0f, dS + g->pl, nc);
-                    for (int a = 0; a < g->n; a++) {
-                        float D = dot(dO + (size_t)a * ldq, O + (size_t)a * ldq, HS);
-                        float *ds = dS + (size_t)a * nc;
-                        const float *p = S + (size_t)a * nc;
-                        for (int j = 0; j < nc; j++) ds[j] = p[j] * (ds[j] - D) * scale;
-                    }
-                    float *dQ = dq + qo;
+                    dscores(dS, S, dO, O, ldq, g->n, nc, HS, scale);
                     if (g->pl) gemm(0, 0, g->n, HS, g->pl, 1.0f, dS, nc, Kp, ldk, 1.0f, dQ, ldq);
                     gemm(0, 0, g->n, HS, g->n, 1.0f, dS + g->pl, nc, Ks, ldk, 1.0f, dQ, ldq);
                     if (g->pl) {
@@ -323,6 +359,7 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
                     gemm(1, 0, g->n, HS, g->n, 1.0f, dS + g->pl, nc, Q, ldq, 1.0f, dKs, ldk);
                     gemm(1, 0, g->n, HS, g->n, 1.0f, S + g->pl, nc, dO, ldq, 1.0f, dVs, ldk);
                 }
+            }
         }
         free(S), free(dS), free(seg);
     }

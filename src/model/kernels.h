@@ -39,6 +39,7 @@ typedef struct {
     const int *pstart, *plen, *sstart; /* [T] */
     const int *rows;                  /* [n_rows + 1] */
     int n_rows, T, NH, NKV, HS;
+    int bf16; /* the products in bf16 with float32 sums (attn_bf16.h); the softmax stays float32 */
 } AttnShape;
 void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, const AttnShape *s);
 /* dq: [T, NH*HS], dk, dv: [T, NKV*HS] (+=); scores are recomputed from lse */

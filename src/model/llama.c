@@ -203,7 +203,7 @@ static void linear(Model *m, float *y, Act x, Weight W, const float *bias, int T
 
 static AttnShape attn_shape(const Model *m, const Batch *b) {
     return (AttnShape){b->pstart, b->plen, b->sstart, b->rows, b->n_rows, b->T, m->c.num_attention_heads,
-                       m->c.num_key_value_heads, m->c.head_dim};
+                       m->c.num_key_value_heads, m->c.head_dim, m->bf16 != 0};
 }
 
 /* layer l's activations: its slot (l, or 0 when the batch keeps one layer) */
