@@ -37,7 +37,6 @@ static float *rnd(size_t n, float scale) {
 static double r16(float x) { return bf16_f32(bf16_round(x)); }
 
 /* C [M, N] (ldc) against sum_k a(i, k) b(k, j) of bf16-rounded operands (+ beta C0) */
-typedef double (*Elem)(const void *ctx, int i, int k);
 typedef struct {
     const float *x;
     int ld, trans;
@@ -71,7 +70,8 @@ static void test_segment(int n, int pl, int HS) {
     float *P = rnd((size_t)n * nc, 1), *G = rnd((size_t)n * nc, 1);
     for (int i = 0; i < n; i++) /* zero past the causal mask, as the softmax and dS leave them */
         for (int j = pl + i + 1; j < nc; j++) P[(size_t)i * nc + j] = G[(size_t)i * nc + j] = 0.0f;
-    float *S = malloc(sizeof(float) * (size_t)n * nc), *O = rnd((size_t)n * ldq, 1), *O0 = malloc(sizeof(float) * (size_t)n * ldq);
+    float *S = malloc(sizeof(float) * (size_t)n * nc), *O = rnd((size_t)n * ldq, 1);
+    float *O0 = malloc(sizeof(float) * (size_t)n * ldq);
     memcpy(O0, O, sizeof(float) * (size_t)n * ldq);
     /* the segment's keys as one matrix [nc, HS] (prompt rows, then the segment's), for the reference */
     float *Kc = malloc(sizeof(float) * (size_t)nc * HS), *Vc = malloc(sizeof(float) * (size_t)nc * HS);

@@ -30,6 +30,9 @@ static inline W2 pair(float lo, float hi) { return (W2)bf16_round(lo) | (W2)bf16
  * operand read down its columns (sr = 1, sk = ldb), which saves transposing it */
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
+/* the first n (clamped to 0 .. 16) lanes */
+static inline __mmask16 mask16(int n) { return (__mmask16)(n >= 16 ? 0xffff : n > 0 ? (1u << n) - 1 : 0); }
+
 /* C [mr, nr] = alpha t + beta C for the tile's sums t, C rows ldc apart (mr <= MR, nr <= NR) */
 TARGET static void tile_native(int K2, const W2 *A, size_t sr, size_t sk, const W2 *B, int ldb, float alpha,
                                float beta, float *C, int ldc, int mr, int nr) {
@@ -46,15 +49,15 @@ TARGET static void tile_native(int K2, const W2 *A, size_t sr, size_t sk, const 
             c[r][1] = _mm512_dpbf16_ps(c[r][1], ar, b1);
         }
     }
-    __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xffff : (1u << nr) - 1), m1 = (__mmask16)(nr >= 32 ? 0xffff : nr > 16 ? (1u << (nr - 16)) - 1 : 0);
+    __mmask16 m[2] = {mask16(nr), mask16(nr - 16)};
     __m512 va = _mm512_set1_ps(alpha);
-    for (int r = 0; r < mr; r++) {
-        float *cr = C + (size_t)r * ldc;
-        __m512 v0 = _mm512_mul_ps(va, c[r][0]), v1 = _mm512_mul_ps(va, c[r][1]);
-        if (beta != 0.0f)
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cr)), v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cr + 16));
-        _mm512_mask_storeu_ps(cr, m0, v0), _mm512_mask_storeu_ps(cr + 16, m1, v1);
-    }
+    for (int r = 0; r < mr; r++)
+        for (int h = 0; h < 2; h++) {
+            float *cr = C + (size_t)r * ldc + 16 * h;
+            __m512 v = _mm512_mul_ps(va, c[r][h]);
+            if (beta != 0.0f) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m[h], cr));
+            _mm512_mask_storeu_ps(cr, m[h], v);
+        }
 }
 
 /* vdpbf16ps's order: the odd element's product is added first, then the even one's */
@@ -86,10 +89,9 @@ int ab_native(void) {
 }
 
 /* C [M, N] = alpha A Bp + beta C (beta 0 or 1); A: pairs (r, kp) at A[r * sr + kp * sk] for r < up(M, MR)
- * (rows past M are read, their results dropped); Bp: [K2, ldb >= up(N, NR)] */
-/* causal: a row block of queries i0 .. i0 + mr sees keys below pl + i0 + mr only (pl = causal - 1; 0: no mask):
- * CAUSAL_N skips the output columns past that (scores: masked after), CAUSAL_K the summed keys past it (their
- * P or dS are exact zeros) */
+ * (rows past M are read, their results dropped); Bp: [K2, ldb >= up(N, NR)].
+ * causal: the row block of queries i0 .. i0 + mr sees keys below pl + i0 + mr only; CAUSAL_N skips the output
+ * columns past that (scores: masked after), CAUSAL_K the summed keys past it (their P or dS are exact zeros) */
 enum { DENSE, CAUSAL_N, CAUSAL_K };
 
 static void ab_gemm(int M, int N, int K2, const W2 *A, size_t sr, size_t sk, const W2 *B, int ldb, float alpha,
@@ -118,22 +120,27 @@ TARGET static inline __m512i round16(__m512 x) { /* 16 bf16, each in the low hal
     return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
 }
 
+/* x [n] as 16 lanes, zero past n (a masked load only where lanes fall past n) */
+TARGET static inline __m512 load16(const float *x, int n) {
+    return n >= 16 ? _mm512_loadu_ps(x) : _mm512_maskz_loadu_ps(mask16(n), x);
+}
+
+TARGET static inline void store16(W2 *w, int n, __m512i v) {
+    if (n >= 16)
+        _mm512_storeu_si512(w, v);
+    else
+        _mm512_mask_storeu_epi32(w, mask16(n), v);
+}
+
 TARGET static void row_native(W2 *w, int words, const float *x, int K) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     for (int i = 0; i < words; i += 16) { /* 16 pairs from 32 floats; no down-converting stores (slow on Zen) */
-        int c = 2 * i, n0 = K - c, n1 = K - c - 16;
-        __mmask16 m0 = (__mmask16)(n0 >= 16 ? 0xffff : n0 > 0 ? (1u << n0) - 1 : 0);
-        __mmask16 m1 = (__mmask16)(n1 >= 16 ? 0xffff : n1 > 0 ? (1u << n1) - 1 : 0);
-        __m512 x0 = m0 == 0xffff ? _mm512_loadu_ps(x + c) : _mm512_maskz_loadu_ps(m0, x + c);
-        __m512 x1 = m1 == 0xffff ? _mm512_loadu_ps(x + c + 16) : _mm512_maskz_loadu_ps(m1, x + c + 16);
-        __m512i lo = round16(_mm512_permutex2var_ps(x0, even, x1)), hi = round16(_mm512_permutex2var_ps(x0, odd, x1));
-        __m512i v = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
-        int left = words - i;
-        if (left >= 16)
-            _mm512_storeu_si512(w + i, v);
-        else
-            _mm512_mask_storeu_epi32(w + i, (__mmask16)((1u << left) - 1), v);
+        int c = 2 * i;
+        __m512 x0 = load16(x + c, K - c), x1 = load16(x + c + 16, K - c - 16);
+        __m512i lo = round16(_mm512_permutex2var_ps(x0, even, x1));
+        __m512i hi = round16(_mm512_permutex2var_ps(x0, odd, x1));
+        store16(w + i, words - i, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
     }
 }
 
@@ -148,18 +155,15 @@ static void row_pairs(W2 *w, int words, const float *x, int K) {
 
 TARGET static void interleave_native(W2 *w, const float *lo, const float *hi, int N, int words) {
     for (int c = 0; c < words; c += 16) {
-        int n = N - c < 16 ? (N - c > 0 ? N - c : 0) : 16;
-        __mmask16 m = (__mmask16)((1u << n) - 1);
-        __m512i a = round16(n == 16 ? _mm512_loadu_ps(lo + c) : _mm512_maskz_loadu_ps(m, lo + c));
-        __m512i b = !hi ? _mm512_setzero_si512()
-                        : round16(n == 16 ? _mm512_loadu_ps(hi + c) : _mm512_maskz_loadu_ps(m, hi + c));
-        _mm512_storeu_si512(w + c, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+        __m512i a = round16(load16(lo + c, N - c));
+        __m512i b = hi ? round16(load16(hi + c, N - c)) : _mm512_setzero_si512();
+        store16(w + c, words - c, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
     }
 }
 
 /* w [words] = pairs (lo[j], hi[j]) for j < N (hi NULL: zeros), zero past N */
 static void interleave(W2 *w, const float *lo, const float *hi, int N, int words) {
-    if (ab_native() && words % 16 == 0) {
+    if (ab_native()) {
         interleave_native(w, lo, hi, N, words);
         return;
     }
@@ -276,22 +280,26 @@ static const float *const *strided(AbSeg *s, const float *x, int ld, int n) {
 
 void ab_scores(AbSeg *s, float *S, const float *Q, int ldq, float scale) {
     pack_a(s->w[QA], strided(s, Q, ldq, s->n), s->n, s->HS);
-    ab_gemm(s->n, s->nc, half(s->HS), s->w[QA], (size_t)half(s->HS), 1, s->w[KT], up(s->nc, NR), scale, 0.0f, S, s->nc, CAUSAL_N, s->pl);
+    ab_gemm(s->n, s->nc, half(s->HS), s->w[QA], (size_t)half(s->HS), 1, s->w[KT], up(s->nc, NR), scale, 0.0f, S,
+            s->nc, CAUSAL_N, s->pl);
 }
 
 void ab_out(AbSeg *s, float *O, int ldo, const float *P) {
     pack_a(s->w[PA], strided(s, P, s->nc, s->n), s->n, s->nc);
-    ab_gemm(s->n, s->HS, half(s->nc), s->w[PA], (size_t)half(s->nc), 1, s->w[VN], up(s->HS, NR), 1.0f, 0.0f, O, ldo, CAUSAL_K, s->pl);
+    ab_gemm(s->n, s->HS, half(s->nc), s->w[PA], (size_t)half(s->nc), 1, s->w[VN], up(s->HS, NR), 1.0f, 0.0f, O, ldo,
+            CAUSAL_K, s->pl);
 }
 
 void ab_dprobs(AbSeg *s, float *dP, const float *dO, int ldo) {
     pack_a(s->w[QA], strided(s, dO, ldo, s->n), s->n, s->HS);
-    ab_gemm(s->n, s->nc, half(s->HS), s->w[QA], (size_t)half(s->HS), 1, s->w[VT], up(s->nc, NR), 1.0f, 0.0f, dP, s->nc, DENSE, 0);
+    ab_gemm(s->n, s->nc, half(s->HS), s->w[QA], (size_t)half(s->HS), 1, s->w[VT], up(s->nc, NR), 1.0f, 0.0f, dP,
+            s->nc, DENSE, 0);
 }
 
 void ab_dq(AbSeg *s, float *dQ, int ldq, const float *dS) {
     pack_a(s->w[PA], strided(s, dS, s->nc, s->n), s->n, s->nc);
-    ab_gemm(s->n, s->HS, half(s->nc), s->w[PA], (size_t)half(s->nc), 1, s->w[KN], up(s->HS, NR), 1.0f, 1.0f, dQ, ldq, CAUSAL_K, s->pl);
+    ab_gemm(s->n, s->HS, half(s->nc), s->w[PA], (size_t)half(s->nc), 1, s->w[KN], up(s->HS, NR), 1.0f, 1.0f, dQ, ldq,
+            CAUSAL_K, s->pl);
 }
 
 /* d (the keys' rows) += G^T X for G [n, nc] and X [n, HS] (rows ldx apart): G's B form read down its columns is

@@ -233,8 +233,9 @@ static void segment_probs(float *S, float *lse_out, const float *lse_in, const f
     if (ab) {
         ab_scores(ab, S, Q, ldq, scale);
     } else {
-        if (g->pl) gemm(0, 1, g->n, g->pl, HS, scale, Q, ldq, k + (size_t)g->p0 * ldk + (size_t)kv * HS, ldk, 0.0f, S, nc);
-        gemm(0, 1, g->n, g->n, HS, scale, Q, ldq, k + (size_t)g->a * ldk + (size_t)kv * HS, ldk, 0.0f, S + g->pl, nc);
+        const float *Kp = k + (size_t)g->p0 * ldk + (size_t)kv * HS, *Ks = k + (size_t)g->a * ldk + (size_t)kv * HS;
+        if (g->pl) gemm(0, 1, g->n, g->pl, HS, scale, Q, ldq, Kp, ldk, 0.0f, S, nc);
+        gemm(0, 1, g->n, g->n, HS, scale, Q, ldq, Ks, ldk, 0.0f, S + g->pl, nc);
     }
     for (int i = 0; i < g->n; i++) {
         float *row = S + (size_t)i * nc;
