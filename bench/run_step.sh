@@ -150,7 +150,8 @@ for r in rows:
           f"{r['tokens_per_s']:>10.1f}{r['peak_rss_mb']:>9.0f}{r['threads']:>4}  {ratio:>9}{fp32_bf16:>10}{best:>15}"
           f"  {mm:>30}")
 print("matmul: ppa's products' share of the step and their rate against the peak of a square n = 2048 product in"
-      " the same process (sgemm; for ppa bf16 rows, the bf16 products against the bf16 peak; attention stays float32).")
+      " the same process (sgemm; for ppa bf16 rows, oneDNN's bf16 products against the bf16 peak, attention's products on"
+      " ppa's own bf16 kernel not counted).")
 print("Ratios of ms/step, > 1: the row is faster (tokens = K*(P+R) in every mode). torch/ppa: PyTorch in the row's"
       " precision against ppa; fp32/bf16: the same program and mode in fp32 against the row in bf16; best torch/ppa:"
       " the faster of PyTorch fp32 and bf16 against ppa bf16. torch mbN: gradients accumulated over micro-batches of"

@@ -33,6 +33,7 @@
 #include "model/bf16.h"
 #include "model/checkpoint.h"
 #include "model/gemm_bf16.h"
+#include "model/kernels.h"
 #include "model/llama.h"
 
 static char tmpdir[64];
@@ -68,6 +69,37 @@ static void test_conversions(void) {
     }
     CHECK(bad == 0, "bf16_from_f32 rounds as st_f32_to_bf16 (nearest even, NaN kept) on 200000 patterns: %d differ",
           bad);
+}
+
+/* SwiGLU with bf16 operands and output (the vector conversions of kernels.c): h rounded in vector lanes = the
+ * float32 h through bf16_round, bit for bit, on random values, exact ties (g = 32: silu(g) = g in float32, so h = 32 u
+ * exactly), NaN, inf and overflow, with a tail; bf16 g and u = the same values widened to float32. */
+static void test_swiglu(void) {
+    enum { N = 200003 };
+    float *g = malloc(sizeof(float) * N * 4), *u = g + N, *h = u + N, *back = h + N;
+    bf16 *hb = malloc(sizeof(bf16) * N * 3), *gb = hb + N, *ub = gb + N;
+    uint64_t s = 5;
+    for (int i = 0; i < N; i++) {
+        uint32_t bits = (uint32_t)xs(&s) & 0x8fffffffu; /* |x| < 2^-96 .. 2^32 and about */
+        g[i] = 8.0f * unif(&s);
+        memcpy(&u[i], &bits, 4);
+        if (i % 7 == 0) g[i] = 32.0f, bits = ((uint32_t)(100 + i % 60) << 23) | (uint32_t)(i % 1024) << 16 | 0x8000u;
+        if (i % 7 == 0) memcpy(&u[i], &bits, 4), u[i] /= 32.0f; /* h = a halfway case */
+        if (i % 1001 == 1) u[i] = NAN;
+        if (i % 1001 == 2) u[i] = INFINITY;
+        if (i % 1001 == 3) g[i] = 32.0f, u[i] = 3e37f; /* overflows to inf in float32 */
+    }
+    swiglu_forward(h, NULL, act_f32(g), act_f32(u), N);
+    swiglu_forward(NULL, hb, act_f32(g), act_f32(u), N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += hb[i] != bf16_round(h[i]);
+    CHECK(bad == 0, "swiglu's bf16 output = bf16_round of its float32 output on %d values: %d differ", N, bad);
+    bf16_from_f32(gb, g, N), bf16_from_f32(ub, u, N);
+    bf16_to_f32(g, gb, N), bf16_to_f32(u, ub, N);
+    swiglu_forward(h, NULL, act_f32(g), act_f32(u), N);
+    swiglu_forward(back, NULL, (Act){NULL, gb}, (Act){NULL, ub}, N);
+    CHECK(!memcmp(h, back, sizeof(float) * N), "swiglu on bf16 g and u = on the same values in float32");
+    free(g), free(hb);
 }
 
 /* ---- the bf16 products ---- */
@@ -223,6 +255,21 @@ static void check_grads(Model *m, const char *name) {
     st_close(&ours), st_close(&want), st_close(&torch);
 }
 
+/* The bf16 softmax a forward keeps once the model has gradients (k) against the logits the backward recomputes
+ * without it (m's first pass, which had none): the recomputed logits are the forward's product and are rounded the
+ * same way, so the log-probs and the gradients are the same bytes (and gradient checkpointing, which recomputes, can
+ * promise the plain backward's bytes). */
+static void test_keep(const char *dir, const GoldenRows *g, const double *lp, Model *m, const char *name) {
+    Model *k = load(dir, MODEL_BF16, 0);
+    if (!k) return;
+    model_zero_grads(k);
+    double lp2[64];
+    run(k, g, 0, g->n, lp2, g->w);
+    CHECK(!memcmp(lp, lp2, sizeof(double) * (size_t)g->nw), "%s bf16: the kept softmax leaves the log-probs", name);
+    CHECK(!memcmp(model_grads(m), model_grads(k), sizeof(float) * model_n_params(m)),
+          "%s bf16: kept softmax = recomputed logits, gradients bit for bit", name);
+    model_free(k);
+}
 
 static void test_golden(const char *name) {
     char f32dir[160], bfdir[160], path[256];
@@ -253,6 +300,7 @@ static void test_golden(const char *name) {
            name, mo, xo, worst, mt, xt);
     for (int i = 0; i < n && n_pool < 256; i++) pool_o[n_pool] = eo[i], pool_t[n_pool++] = et[i];
     check_grads(m, name);
+    test_keep(f32dir, &g, lp, m, name);
 
     /* batch invariance: each row alone gives the bytes it gives in the batch */
     int at = 0, same = 1;
@@ -329,6 +377,7 @@ int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ppa_bf16_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
     test_conversions();
+    test_swiglu();
     test_gemm();
     const char *goldens[] = {"llama_untied", "qwen2_tied_gqa", "llama3_rope", "mistral_gqa"};
     for (int i = 0; i < 4; i++) test_golden(goldens[i]);

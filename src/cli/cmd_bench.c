@@ -220,8 +220,9 @@ static const char STEP_HELP[] =
     "AdamW step (memory of a full training step). Random weights for --config.\n"
     "Also reported: the matrix products' share of the step and their rate (GFLOP/s, counting the\n"
     "products actually run, the backward's recomputations included) against the sgemm peak\n"
-    "measured first (square n = 2048, same threads); with --precision bf16, the bf16 products'\n"
-    "share and rate against the bf16 peak measured the same way (attention stays float32).\n"
+    "measured first (square n = 2048, same threads); with --precision bf16, oneDNN's bf16 products'\n"
+    "share and rate against the bf16 peak measured the same way (attention's products, on ppa's\n"
+    "own bf16 kernel, are not counted).\n"
     "--lora-r R trains a LoRA adapter of rank R on all seven linear layers of a frozen base (with\n"
     "--model: the folder's weights, bf16 only with --precision bf16) instead of every parameter.\n";
 

@@ -154,41 +154,62 @@ void rope_apply(float *x, const int *pos, const float *cs, int T, int NHx, int H
     }
 }
 
-static inline void store16(float *p, F16 v) { memcpy(p, &v, sizeof v); }
+typedef uint16_t B16 __attribute__((vector_size(32)));
+typedef uint32_t U16 __attribute__((vector_size(64)));
 
-/* 16 lanes at a time (libmvec exp), the tail one by one */
-void swiglu_forward(float *h, const float *g, const float *u, long N) {
-    long nv = N / 16;
+/* 16 bf16 widened (exact) */
+static inline F16 widen16(B16 h) {
+    U16 w = __builtin_convertvector(h, U16) << 16;
+    F16 f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+}
+
+/* 16 floats rounded to bf16 as bf16_round does (nearest even, a NaN stays quiet), in vector lanes */
+static inline B16 round16(F16 v) {
+    U16 u, nan;
+    memcpy(&u, &v, sizeof u);
+    nan = (U16)((u & 0x7fffffffu) > 0x7f800000u); /* all ones where NaN */
+    U16 r = ((u + 0x7fffu + (u >> 16 & 1u)) >> 16 & ~nan) | ((u >> 16 | 0x40u) & nan);
+    return __builtin_convertvector(r, B16);
+}
+
+/* lanes [j, j + n) of x (float32, or bf16 when xb is given), n <= 16, the rest 0 */
+static inline F16 lanes(const float *x, const bf16 *xb, long j, int n) {
+    if (n == 16 && !xb) return load16(x + j);
+    F16 v = {0};
+    B16 h = {0};
+    if (!xb) memcpy(&v, x + j, sizeof(float) * (size_t)n);
+    else memcpy(&h, xb + j, sizeof(bf16) * (size_t)n);
+    return xb ? widen16(h) : v;
+}
+
+/* y[j, j + n) = v (rounded when the output is bf16) */
+static inline void put(float *y, bf16 *yb, long j, F16 v, int n) {
+    if (yb) {
+        B16 r = round16(v);
+        memcpy(yb + j, &r, sizeof(bf16) * (size_t)n);
+    } else
+        memcpy(y + j, &v, sizeof(float) * (size_t)n);
+}
+
+/* 16 lanes at a time (libmvec exp), the tail through the same vector maths: a value never depends on its index */
+void swiglu_forward(float *h, bf16 *hb, Act g, Act u, long N) {
 #pragma omp parallel for schedule(static)
-    for (long j = 0; j < nv; j++) {
-        F16 gv = load16(g + 16 * j), sv = 1.0f / (1.0f + exp16(-gv));
-        store16(h + 16 * j, gv * sv * load16(u + 16 * j));
-    }
-    long r = N - 16 * nv; /* the tail through the same vector maths: a value never depends on its index */
-    if (r) {
-        float gt[16] = {0}, ut[16] = {0};
-        memcpy(gt, g + 16 * nv, sizeof(float) * (size_t)r), memcpy(ut, u + 16 * nv, sizeof(float) * (size_t)r);
-        F16 gv = load16(gt), sv = 1.0f / (1.0f + exp16(-gv)), hv = gv * sv * load16(ut);
-        memcpy(h + 16 * nv, &hv, sizeof(float) * (size_t)r);
+    for (long j = 0; j < N; j += 16) {
+        int n = N - j < 16 ? (int)(N - j) : 16;
+        F16 gv = lanes(g.f, g.b, j, n), sv = 1.0f / (1.0f + exp16(-gv));
+        put(h, hb, j, gv * sv * lanes(u.f, u.b, j, n), n);
     }
 }
 
-void swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u, long N) {
-    long nv = N / 16;
+void swiglu_backward(float *dg, float *du, const float *dh, Act g, Act u, long N) {
 #pragma omp parallel for schedule(static)
-    for (long j = 0; j < nv; j++) {
-        F16 gv = load16(g + 16 * j), d = load16(dh + 16 * j), sv = 1.0f / (1.0f + exp16(-gv));
-        store16(du + 16 * j, d * (gv * sv));
-        store16(dg + 16 * j, d * load16(u + 16 * j) * sv * (1.0f + gv * (1.0f - sv)));
-    }
-    long r = N - 16 * nv;
-    if (r) {
-        float gt[16] = {0}, ut[16] = {0}, dt[16] = {0};
-        memcpy(gt, g + 16 * nv, sizeof(float) * (size_t)r), memcpy(ut, u + 16 * nv, sizeof(float) * (size_t)r);
-        memcpy(dt, dh + 16 * nv, sizeof(float) * (size_t)r);
-        F16 gv = load16(gt), d = load16(dt), sv = 1.0f / (1.0f + exp16(-gv));
-        F16 duv = d * (gv * sv), dgv = d * load16(ut) * sv * (1.0f + gv * (1.0f - sv));
-        memcpy(du + 16 * nv, &duv, sizeof(float) * (size_t)r), memcpy(dg + 16 * nv, &dgv, sizeof(float) * (size_t)r);
+    for (long j = 0; j < N; j += 16) {
+        int n = N - j < 16 ? (int)(N - j) : 16;
+        F16 gv = lanes(g.f, g.b, j, n), d = lanes(dh, NULL, j, n), sv = 1.0f / (1.0f + exp16(-gv));
+        put(du, NULL, j, d * (gv * sv), n);
+        put(dg, NULL, j, d * lanes(u.f, u.b, j, n) * sv * (1.0f + gv * (1.0f - sv)), n);
     }
 }
 
@@ -392,13 +413,20 @@ size_t lmhead_btmp(int n, int H, int V) {
     return (size_t)(n > 0 ? n : 1) * H + (size_t)lmhead_chunk(n, V) * (size_t)(V + H);
 }
 
+/* y[V] = bf16(exp(l - lse)): a row of the softmax as the bf16 products take it */
+static void softmax_bf16(bf16 *y, const float *l, int V, float lse) {
+    int i = 0;
+    for (; i + 16 <= V; i += 16) put(NULL, y, i, exp16(load16(l + i) - lse), 16);
+    for (; i < V; i++) y[i] = bf16_round(expf(l[i] - lse));
+}
+
 void lmhead_forward(double *logp, float *lse, const float *x, Weight W, const int *src, const int *tgt, int n, int H,
-                    int V, float *work, float *keep, bf16 *btmp) {
-    int chunk = keep ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
+                    int V, float *work, LmKeep keep, bf16 *btmp) {
+    int chunk = keep.f ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
     float *xs = work + (size_t)lmhead_chunk(n, V) * V;
     for (int i0 = 0; i0 < n; i0 += chunk) {
         int m = n - i0 < chunk ? n - i0 : chunk;
-        float *logits = keep ? keep : work;
+        float *logits = keep.f ? keep.f : work;
         gather_rows(xs, x, src, i0, m, H);
         mm_forward(logits, 0.0f, act_f32(xs), H, W, m, H, V, btmp);
 #pragma omp parallel for schedule(static)
@@ -408,7 +436,8 @@ void lmhead_forward(double *logp, float *lse, const float *x, Weight W, const in
             double ls = mx + log(sum_exp(l, V, mx));
             lse[i0 + i] = (float)ls;
             logp[i0 + i] = (double)l[tgt[i0 + i]] - ls;
-            if (keep) scaled_exp(l, V, (float)ls, 1.0f); /* softmax, for the backward */
+            if (keep.f) scaled_exp(l, V, (float)ls, 1.0f); /* softmax, for the backward */
+            if (keep.b) softmax_bf16(keep.b + (size_t)(i0 + i) * V, l, V, (float)ls);
         }
     }
 }
@@ -427,18 +456,54 @@ static void dlogits(float *l, int m, int V, const double *g, const float *lse, c
     }
 }
 
-void lmhead_backward(float *dx, float *dW, const double *g, const float *x, Weight W, const float *lse,
-                     const int *src, const int *tgt, int n, int H, int V, float *work, float *keep, bf16 *btmp) {
-    /* bf16 products take the kept softmax in chunks too: one bf16 copy of a chunk, not of all of it */
-    int chunk = keep && !W.b ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
+/* the same from a bf16 softmax p [m, V] into bf16 dl [m, V] (may be p); the target's
+ * 1 - p from its log-prob (p near 1 has no digits left in bf16) */
+static void dlogits_bf16(bf16 *dl, const bf16 *p, int m, int V, const double *g, const double *logp, const int *tgt) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < m; i++) {
+        const bf16 *pi = p + (size_t)i * V;
+        bf16 *di = dl + (size_t)i * V;
+        float gi = (float)g[i];
+        for (int v = 0; v < V; v++) di[v] = bf16_round(-gi * bf16_f32(pi[v]));
+        di[tgt[i]] = bf16_round((float)(g[i] * -expm1(logp[i])));
+    }
+}
+
+/* The bf16 d logits of the m rows from row i0 in dl [m, V]: from the kept bf16 softmax, from a kept float32 one, or
+ * from the logits recomputed by the forward's product (the same bytes as kept: checkpointing changes nothing).
+ * dl also serves the recomputing product as its [m, H] scratch. */
+static void dlogits_chunk_bf16(bf16 *dl, LmKeep keep, int i0, int m, int H, int V, const float *xs, Weight W,
+                               const double *g, const double *logp, const float *lse, const int *tgt, float *work) {
+    const bf16 *p = dl; /* rounded or recomputed into dl, then turned into d logits in place */
+    if (keep.b)
+        p = keep.b + (size_t)i0 * V;
+    else if (keep.f)
+        bf16_from_f32(dl, keep.f + (size_t)i0 * V, (size_t)m * V);
+    else {
+        mm_forward(work, 0.0f, act_f32(xs), H, W, m, H, V, dl);
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < m; i++) softmax_bf16(dl + (size_t)i * V, work + (size_t)i * V, V, lse[i0 + i]);
+    }
+    dlogits_bf16(dl, p, m, V, g + i0, logp + i0, tgt + i0);
+}
+
+void lmhead_backward(float *dx, float *dW, const double *g, const double *logp, const float *x, Weight W,
+                     const float *lse, const int *src, const int *tgt, int n, int H, int V, float *work, LmKeep keep,
+                     bf16 *btmp) {
+    int chunk = keep.f && !W.b ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
     float *xs = work + (size_t)lmhead_chunk(n, V) * V, *dxs = xs + (size_t)(n > 0 ? n : 1) * H;
     for (int i0 = 0; i0 < n; i0 += chunk) {
         int m = n - i0 < chunk ? n - i0 : chunk;
-        float *logits = keep ? keep + (size_t)i0 * V : work;
         gather_rows(xs, x, src, i0, m, H);
-        if (!keep) mm_forward(logits, 0.0f, act_f32(xs), H, W, m, H, V, btmp); /* recomputed, as in the forward */
-        dlogits(logits, m, V, g + i0, lse + i0, tgt + i0, keep != NULL);
-        mm_backward(dxs, 0.0f, dW, logits, act_f32(xs), W, m, H, V, btmp);
+        if (W.b) { /* btmp: d logits [m, V], then the products' [m, H] */
+            dlogits_chunk_bf16(btmp, keep, i0, m, H, V, xs, W, g, logp, lse, tgt, work);
+            mm_backward(dxs, 0.0f, dW, (Act){NULL, btmp}, act_f32(xs), W, m, H, V, btmp + (size_t)m * V);
+        } else {
+            float *logits = keep.f ? keep.f + (size_t)i0 * V : work;
+            if (!keep.f) mm_forward(logits, 0.0f, act_f32(xs), H, W, m, H, V, btmp); /* recomputed, as in the forward */
+            dlogits(logits, m, V, g + i0, lse + i0, tgt + i0, keep.f != NULL);
+            mm_backward(dxs, 0.0f, dW, act_f32(logits), act_f32(xs), W, m, H, V, btmp);
+        }
         for (int i = 0; i < m; i++) { /* sources repeat (a row's last prompt token): add in order */
             float *d = dx + (size_t)src[i0 + i] * H;
             for (int c = 0; c < H; c++) d[c] += dxs[(size_t)i * H + c];

@@ -25,10 +25,12 @@ void rope_apply(float *x, const int *pos, const float *cs, int T, int NHx, int H
 /* cs: [n_pos, HS/2, 2] from inv_freq: [HS/2] */
 void rope_table(float *cs, const double *inv_freq, int n_pos, int HS);
 
-/* h = silu(g) * u; g, u, h: [N] */
-void swiglu_forward(float *h, const float *g, const float *u, long N);
+/* h = silu(g) * u in float32 maths; g, u, h: [N]; g and u float32 or bf16
+ * (stored so by bf16 models), h float32 or, when hb is given, rounded to
+ * bf16 (the down projection's operand) */
+void swiglu_forward(float *h, bf16 *hb, Act g, Act u, long N);
 /* dg, du: [N] (overwritten) */
-void swiglu_backward(float *dg, float *du, const float *dh, const float *g, const float *u, long N);
+void swiglu_backward(float *dg, float *du, const float *dh, Act g, Act u, long N);
 
 /* Causal attention on shared-prompt rows. Token t attends keys
  * [pstart[t], pstart[t] + plen[t]) (its row's prompt, for response tokens)
@@ -50,10 +52,17 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
  * lmhead_chunk(n, V) targets, logits = x[src] W^T, logp[i] = logits[i, tgt[i]] - lse[i].
  * Chunks are as large as a ~128 MB logits buffer allows: the backward's
  * dW += dlogits^T x reads and writes all of dW once per chunk.
- * keep: NULL, or [n, V] where the forward leaves the softmax for the
- * backward, which then needs no second logits product (one chunk of n).
+ * keep: where the forward leaves the softmax [n, V] for the backward, which
+ * then needs no second logits product: float32 (float32 products; one chunk
+ * of n), bf16 (bf16 products: the backward forms its bf16 d logits from it
+ * directly, as the products take them), or neither (recomputed; with bf16
+ * products rounded as a kept one is: the same bytes); not both.
  * work: [lmhead_work(n, H, V)] floats, any content.
  * x: [T, H]; W: [V, H]; src, tgt: [n]; logp: [n]; lse: [n] (cached) */
+typedef struct {
+    float *f;
+    bf16 *b;
+} LmKeep;
 int lmhead_chunk(int n, int V);
 void lmhead_set_chunk_rows(int rows); /* tests: fixed rows per chunk (0: automatic) */
 size_t lmhead_work(int n, int H, int V);
@@ -61,10 +70,13 @@ size_t lmhead_work(int n, int H, int V);
  * scratch, used by bf16 products only (may be NULL for float32) */
 size_t lmhead_btmp(int n, int H, int V);
 void lmhead_forward(double *logp, float *lse, const float *x, Weight W, const int *src, const int *tgt, int n, int H,
-                    int V, float *work, float *keep, bf16 *btmp);
-/* g: [n] d loss / d logp. dx: [T, H] (+=, rows src), dW: [V, H] (+=, or NULL:
- * frozen); keep: as given to the forward (its content is consumed) */
-void lmhead_backward(float *dx, float *dW, const double *g, const float *x, Weight W, const float *lse,
-                     const int *src, const int *tgt, int n, int H, int V, float *work, float *keep, bf16 *btmp);
+                    int V, float *work, LmKeep keep, bf16 *btmp);
+/* g: [n] d loss / d logp; logp: the forward's (a bf16 keep takes the target's
+ * 1 - p from it, not from the rounded softmax). dx: [T, H] (+=, rows src),
+ * dW: [V, H] (+=, or NULL: frozen); keep: as given to the forward (its
+ * float32 content is consumed) */
+void lmhead_backward(float *dx, float *dW, const double *g, const double *logp, const float *x, Weight W,
+                     const float *lse, const int *src, const int *tgt, int n, int H, int V, float *work, LmKeep keep,
+                     bf16 *btmp);
 
 #endif

@@ -32,12 +32,13 @@ struct Batch {
     float *q, *k, *v;   /* [L, T, NH*HS], [L, T, NKV*HS] after RoPE */
     float *att, *lse;   /* [L, T, NH*HS], [L, T, NH] */
     float *xmid;        /* [L, T, H] after attention */
-    float *gate, *up;   /* [L, T, I] */
+    float *gate, *up;   /* [L, T, I] the MLP's gate and up projections (float32 models) */
+    bf16 *gateb, *upb;  /* the same in bf16 (bf16 models) */
     float *xf, *rstdf;  /* [T, H], [T] */
     float *lse_t;       /* [n_tgt] */
     double *logp_t;     /* [n_tgt] */
     float *cs;          /* RoPE table [n_pos, HS/2, 2] */
-    float *lmkeep;      /* [n_tgt, V] softmax kept by the forward, or NULL */
+    LmKeep lmkeep;      /* [n_tgt, V] softmax kept by the forward, or none */
 };
 
 static int check_ids(const Model *m, const int *ids, int n, int row, const char *what, char *err, size_t errlen) {
@@ -96,7 +97,9 @@ static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
         {(float **)&b->xn1b, bf * (L * T * H + 1) / 2},  {(float **)&b->xn2b, bf * (L * T * H + 1) / 2},
         {&b->rstd2, L * T},       {&b->q, L * T * QD},    {&b->k, L * T * KD},   {&b->v, L * T * KD},
         {&b->att, L * T * QD},    {&b->lse, L * T * (size_t)c->num_attention_heads},
-        {&b->xmid, L * T * H},    {&b->gate, L * T * I},  {&b->up, L * T * I},   {&b->xf, T * H},
+        {&b->xmid, L * T * H},    {&b->gate, f32 * L * T * I},  {&b->up, f32 * L * T * I},
+        {(float **)&b->gateb, bf * (L * T * I + 1) / 2},          {(float **)&b->upb, bf * (L * T * I + 1) / 2},
+        {&b->xf, T * H},
         {&b->rstdf, T},           {&b->lse_t, (size_t)b->n_tgt}, {&b->cs, (size_t)b->n_pos * c->head_dim},
     };
     size_t total = 0;
@@ -209,7 +212,7 @@ static AttnShape attn_shape(const Model *m, const Batch *b) {
 /* layer l's activations: its slot (l, or 0 when the batch keeps one layer) */
 typedef struct {
     float *x, *xn1, *xn2, *xmid, *q, *k, *v, *att, *lse, *gate, *up, *rstd1, *rstd2;
-    bf16 *xn1b, *xn2b;
+    bf16 *xn1b, *xn2b, *gateb, *upb;
 } Acts;
 
 static Acts acts(const Model *m, const Batch *b, int l) {
@@ -220,9 +223,11 @@ static Acts acts(const Model *m, const Batch *b, int l) {
     int bf = m->bf16;
     return (Acts){b->x + l * T * H,     bf ? NULL : b->xn1 + s * T * H, bf ? NULL : b->xn2 + s * T * H,
                   b->xmid + s * T * H,  b->q + s * T * QD,   b->k + s * T * KD,    b->v + s * T * KD,
-                  b->att + s * T * QD,  b->lse + s * T * c->num_attention_heads,  b->gate + s * T * I,
-                  b->up + s * T * I,    b->rstd1 + s * T,    b->rstd2 + s * T,
-                  bf ? b->xn1b + s * T * H : NULL,           bf ? b->xn2b + s * T * H : NULL};
+                  b->att + s * T * QD,  b->lse + s * T * c->num_attention_heads,
+                  bf ? NULL : b->gate + s * T * I,           bf ? NULL : b->up + s * T * I,
+                  b->rstd1 + s * T,     b->rstd2 + s * T,
+                  bf ? b->xn1b + s * T * H : NULL,           bf ? b->xn2b + s * T * H : NULL,
+                  bf ? b->gateb + s * T * I : NULL,          bf ? b->upb + s * T * I : NULL};
 }
 
 /* xn = rmsnorm(x) w, stored as the model keeps it (bf16 models: through tmp [T, H] into xnb); the product operand */
@@ -234,7 +239,36 @@ static Act norm(const Model *m, float *xn, bf16 *xnb, float *rstd, const float *
     return (Act){NULL, xnb};
 }
 
-/* hbuf: [T, max(I, H)] scratch */
+/* the forward's scratch: a norm's [T, H] output, then h [T, I] (bf16 models: the float32 gate and up, [T, I] each) */
+static size_t mlp_scratch(const Model *m, size_t T) {
+    size_t H = (size_t)m->c.hidden_size, I = (size_t)m->c.intermediate_size * (m->bf16 ? 2 : 1);
+    return T * (I > H ? I : H);
+}
+
+/* gate and up = xn2's projections (+ LoRA), kept for the backward as the model keeps them: bf16 models round them
+ * into bf16 (half the largest activations) after h = silu(gate) * up is computed from their float32 values, so the
+ * forward loses nothing. Returns h, the down projection's operand: float32 in hbuf, or bf16 in the products' bf16
+ * scratch. hbuf: [mlp_scratch(m, T)] */
+static Act mlp_hidden(Model *m, Acts *a, Act xn2, const LayerW *w, const LayerM *W, int l, int T, float *hbuf) {
+    int H = m->c.hidden_size, I = m->c.intermediate_size;
+    size_t TI = (size_t)T * I;
+    float *g = a->gateb ? hbuf : a->gate, *u = a->gateb ? hbuf + TI : a->up;
+    linear(m, g, xn2, W->g, w->bg, T, H, I);
+    linear(m, u, xn2, W->u, w->bu, T, H, I);
+    lora_forward(m, l, 4, g, xn2, T);
+    lora_forward(m, l, 5, u, xn2, T);
+    if (!a->gateb) {
+        swiglu_forward(hbuf, NULL, act_f32(g), act_f32(u), (long)TI);
+        return act_f32(hbuf);
+    }
+    bf16_from_f32(a->gateb, g, TI);
+    bf16_from_f32(a->upb, u, TI);
+    bf16 *h = model_btmp(m, TI); /* the down product takes a bf16 operand as it is: no other use of the scratch */
+    swiglu_forward(NULL, h, act_f32(g), act_f32(u), (long)TI);
+    return (Act){NULL, h};
+}
+
+/* hbuf: [mlp_scratch(m, T)] */
 static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     const ModelConfig *c = &m->c;
     int T = b->T, H = c->hidden_size, I = c->intermediate_size, NH = c->num_attention_heads, NKV = c->num_key_value_heads;
@@ -259,16 +293,12 @@ static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     add_bias(a.xmid, w.bo, T, H);
     lora_forward(m, l, 3, a.xmid, act_f32(a.att), T);
     Act xn2 = norm(m, a.xn2, a.xn2b, a.rstd2, a.xmid, w.mlp_norm, T, hbuf);
-    linear(m, a.gate, xn2, W.g, w.bg, T, H, I);
-    linear(m, a.up, xn2, W.u, w.bu, T, H, I);
-    lora_forward(m, l, 4, a.gate, xn2, T);
-    lora_forward(m, l, 5, a.up, xn2, T);
-    swiglu_forward(hbuf, a.gate, a.up, (long)T * I);
+    Act h = mlp_hidden(m, &a, xn2, &w, &W, l, T, hbuf);
     float *xout = a.x + TH;
     memcpy(xout, a.xmid, sizeof(float) * TH);
-    mm_forward(xout, 1.0f, act_f32(hbuf), I, W.d, T, I, H, btmp_for(m, W.d, (size_t)T * I));
+    mm_forward(xout, 1.0f, h, I, W.d, T, I, H, h.b ? NULL : btmp_for(m, W.d, (size_t)T * I));
     add_bias(xout, w.bd, T, H);
-    lora_forward(m, l, 6, xout, act_f32(hbuf), T);
+    lora_forward(m, l, 6, xout, h, T);
 }
 
 /* The model's scratch buffer, grown to n floats when needed and kept between
@@ -288,12 +318,15 @@ static float *lmwork(Model *m, const Batch *b) {
     return grow(&m->lmwork, &m->lmwork_n, lmhead_work(b->n_tgt, m->c.hidden_size, m->c.vocab_size));
 }
 
-/* NULL when the model does not train (no gradients), checkpoints (which trades the memory for a recomputation)
- * or the softmax is too big */
-static float *lmkeep(Model *m, const Batch *b) {
-    size_t n = (size_t)b->n_tgt * m->c.vocab_size;
-    if (!model_trains(m) || m->gc || !b->n_tgt || n > m->lmkeep_max) return NULL;
-    return grow(&m->lmkeep, &m->lmkeep_n, n);
+/* The softmax the forward keeps for the backward: bf16 when the head's products are (half the memory), float32
+ * otherwise; none when the model does not train (no gradients), checkpoints (which trades the memory for a
+ * recomputation) or it would take more than model_keep_softmax allows. */
+static LmKeep lmkeep(Model *m, const Batch *b) {
+    int bf = model_lm_weight(m).b != NULL;
+    size_t bytes = (size_t)b->n_tgt * m->c.vocab_size * (bf ? sizeof(bf16) : sizeof(float));
+    if (!model_trains(m) || m->gc || !b->n_tgt || bytes > m->lmkeep_max) return (LmKeep){NULL, NULL};
+    float *p = grow(&m->lmkeep, &m->lmkeep_n, (bytes + sizeof(float) - 1) / sizeof(float));
+    return bf ? (LmKeep){NULL, (bf16 *)p} : (LmKeep){p, NULL};
 }
 
 /* the layers and the final norm: b->xf */
@@ -301,8 +334,7 @@ static void trunk_forward(Model *m, Batch *b) {
     const ModelConfig *c = &m->c;
     int T = b->T, H = c->hidden_size, L = c->num_hidden_layers;
     model_embed(m, b->tokens, T, b->x);
-    size_t wide = (size_t)(c->intermediate_size > H ? c->intermediate_size : H);
-    float *hbuf = scratch(m, (size_t)T * wide); /* reused by the backward */
+    float *hbuf = scratch(m, mlp_scratch(m, (size_t)T)); /* reused by the backward */
     for (int l = 0; l < L; l++) layer_forward(m, b, l, hbuf);
     rmsnorm_forward(b->xf, b->rstdf, b->x + (size_t)L * T * H, tensor_at(m, m->params, "model.norm.weight"), T, H,
                     (float)c->rms_norm_eps);
@@ -361,7 +393,7 @@ static void bias_backward(float *db, const float *dy, int T, int N) {
 /* y = x W^T + b: dx (+= when beta_x = 1) = dy W, dW += dy^T x, db += sum dy */
 static void linear_backward(Model *m, float *dx, float beta_x, float *dW, float *db, const float *dy, Act x, Weight W,
                             int T, int in, int out) {
-    mm_backward(dx, beta_x, dW, dy, x, W, T, in, out, btmp_for(m, W, mm_tmp(T, in, out)));
+    mm_backward(dx, beta_x, dW, act_f32(dy), x, W, T, in, out, btmp_for(m, W, mm_tmp(T, in, out)));
     bias_backward(db, dy, T, out);
 }
 
@@ -379,11 +411,13 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     Acts a = acts(m, b, l);
 
     /* MLP: out = xmid + down(silu(gate) * up) */
-    swiglu_forward(s->h, a.gate, a.up, (long)T * I); /* recomputed, not stored */
+    Act gate = {a.gate, a.gateb}, up = {a.up, a.upb}, h = act_f32(s->h); /* h recomputed, not stored */
+    if (a.gateb) h = (Act){NULL, (bf16 *)s->h}; /* from the bf16 gate and up */
+    swiglu_forward((float *)h.f, (bf16 *)h.b, gate, up, (long)T * I);
     Act xn1 = {a.xn1, a.xn1b}, xn2 = {a.xn2, a.xn2b};
-    linear_backward(m, s->dh, 0.0f, dw.wd, dw.bd, dx, act_f32(s->h), W.d, T, I, H);
-    lora_backward(m, l, 6, s->dh, dx, act_f32(s->h), T);
-    swiglu_backward(s->dg, s->du, s->dh, a.gate, a.up, (long)T * I);
+    linear_backward(m, s->dh, 0.0f, dw.wd, dw.bd, dx, h, W.d, T, I, H);
+    lora_backward(m, l, 6, s->dh, dx, h, T);
+    swiglu_backward(s->dg, s->du, s->dh, gate, up, (long)T * I);
     linear_backward(m, s->dxn, 0.0f, dw.wg, dw.bg, s->dg, xn2, W.g, T, H, I);
     lora_backward(m, l, 4, s->dxn, s->dg, xn2, T);
     linear_backward(m, s->dxn, 1.0f, dw.wu, dw.bu, s->du, xn2, W.u, T, H, I);
@@ -414,7 +448,7 @@ static float *backward_scratch(Model *m, const Batch *b) {
     const ModelConfig *c = &m->c;
     size_t T = (size_t)b->T, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
-    size_t TW = T * (I > H ? I : H); /* the recomputing forward's hbuf */
+    size_t TW = mlp_scratch(m, T); /* the recomputing forward's hbuf */
     float *at = scratch(m, 3 * T * H + 2 * T * QD + 2 * T * KD + 3 * T * I + TW);
     memset(at, 0, sizeof(float) * 2 * T * H); /* dxf and dx accumulate */
     return at;
@@ -461,9 +495,9 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
     for (int i = 0; i < b->n_tgt; i++) g[i] = dlogps[b->tgt_resp[i]];
     float *at = backward_scratch(m, b);
     bf16 *bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL;
-    lmhead_backward(at, lm_head(m, m->grads), g, b->xf, model_lm_weight(m), b->lse_t, b->src, b->tgt, b->n_tgt, H, V,
-                    lmwork(m, b), b->lmkeep, bt);
-    b->lmkeep = NULL; /* consumed: another backward recomputes */
+    lmhead_backward(at, lm_head(m, m->grads), g, b->logp_t, b->xf, model_lm_weight(m), b->lse_t, b->src, b->tgt,
+                    b->n_tgt, H, V, lmwork(m, b), b->lmkeep, bt);
+    b->lmkeep = (LmKeep){NULL, NULL}; /* consumed: another backward recomputes */
     free(g);
     trunk_backward(m, b, at);
 }

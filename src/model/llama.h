@@ -73,7 +73,9 @@ unsigned char *model_decay_mask(const Model *m);
  * (default MODEL_KEEP_SOFTMAX, 2 GiB), which saves the backward a second
  * logits product; otherwise the backward recomputes the logits in chunks.
  * The two paths agree to float32 rounding (not bit for bit: the backward's
- * sums run in other chunks); a given model and batch always take the same. */
+ * sums run in other chunks); a given model and batch always take the same.
+ * A model whose LM head runs in bf16 keeps the softmax in bf16 (half the
+ * bytes), and its recomputing backward rounds the same: the same bytes. */
 #define MODEL_KEEP_SOFTMAX (2UL << 30)
 void model_keep_softmax(Model *m, size_t max_bytes);
 

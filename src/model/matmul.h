@@ -28,10 +28,10 @@ static inline Act act_f32(const float *x) { return (Act){x, NULL}; }
 void mm_forward(float *y, float beta, Act x, int ldx, Weight W, int T, int in, int out, bf16 *tmp);
 
 /* The backward of y = x W^T: dx = dy W + beta_x dx (dx may be NULL), and
- * dW += dy^T x (dW may be NULL: a frozen weight). x rows are in apart.
- * tmp: [T * (in + out)] */
-void mm_backward(float *dx, float beta_x, float *dW, const float *dy, Act x, Weight W, int T, int in, int out,
-                 bf16 *tmp);
+ * dW += dy^T x (dW may be NULL: a frozen weight). x rows are in apart; dy
+ * [T, out] may come in bf16 already (with a bf16 Weight).
+ * tmp: [T * (in + out)] (what is already bf16 needs none) */
+void mm_backward(float *dx, float beta_x, float *dW, Act dy, Act x, Weight W, int T, int in, int out, bf16 *tmp);
 
 /* the tmp mm_backward needs, in bf16 elements */
 static inline size_t mm_tmp(int T, int in, int out) { return (size_t)T * (size_t)(in + out); }

@@ -140,7 +140,7 @@ static int model_layout(Model *m, int frozen, char *err, size_t errlen) {
     }
     m->params = xmalloc(sizeof(float) * (m->n_f32 ? m->n_f32 : 1));
     m->inv_freq = xmalloc(sizeof(double) * (size_t)(m->c.head_dim / 2));
-    m->lmkeep_max = MODEL_KEEP_SOFTMAX / sizeof(float);
+    m->lmkeep_max = MODEL_KEEP_SOFTMAX;
     model_rope_inv_freq(&m->c, m->inv_freq);
     return 0;
 }
@@ -347,8 +347,8 @@ void model_free(Model *m) {
 }
 
 void model_keep_softmax(Model *m, size_t max_bytes) {
-    m->lmkeep_max = max_bytes / sizeof(float);
-    if (m->lmkeep_n > m->lmkeep_max) free(m->lmkeep), m->lmkeep = NULL, m->lmkeep_n = 0;
+    m->lmkeep_max = max_bytes;
+    if (m->lmkeep_n * sizeof(float) > m->lmkeep_max) free(m->lmkeep), m->lmkeep = NULL, m->lmkeep_n = 0;
 }
 
 const ModelConfig *model_config(const Model *m) { return &m->c; }

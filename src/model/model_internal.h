@@ -46,8 +46,9 @@ struct Model {
     size_t scratch_n;
     float *lmwork;          /* the LM head's chunk buffers, kept likewise */
     size_t lmwork_n;
-    float *lmkeep;          /* the forward's softmax for the backward (lmhead_forward) */
-    size_t lmkeep_n, lmkeep_max; /* floats; the limit set by model_keep_softmax */
+    float *lmkeep;          /* the forward's softmax for the backward (lmhead_forward; bf16 in bf16 models) */
+    size_t lmkeep_n;        /* floats */
+    size_t lmkeep_max;      /* bytes: the limit set by model_keep_softmax */
     bf16 *btmp;             /* bf16 scratch of the products */
     size_t btmp_n;
     Lora *lora;             /* the adapter, or NULL; with one, the base is frozen */
