@@ -154,40 +154,40 @@ void rope_apply(float *x, const int *pos, const float *cs, int T, int NHx, int H
     }
 }
 
-typedef uint16_t B16 __attribute__((vector_size(32)));
-typedef uint32_t U16 __attribute__((vector_size(64)));
+typedef uint16_t BF16x16 __attribute__((vector_size(32)));
+typedef uint32_t U32x16 __attribute__((vector_size(64)));
 
 /* 16 bf16 widened (exact) */
-static inline F16 widen16(B16 h) {
-    U16 w = __builtin_convertvector(h, U16) << 16;
+static inline F16 widen16(BF16x16 h) {
+    U32x16 w = __builtin_convertvector(h, U32x16) << 16;
     F16 f;
     memcpy(&f, &w, sizeof f);
     return f;
 }
 
 /* 16 floats rounded to bf16 as bf16_round does (nearest even, a NaN stays quiet), in vector lanes */
-static inline B16 round16(F16 v) {
-    U16 u, nan;
+static inline BF16x16 round16(F16 v) {
+    U32x16 u, nan;
     memcpy(&u, &v, sizeof u);
-    nan = (U16)((u & 0x7fffffffu) > 0x7f800000u); /* all ones where NaN */
-    U16 r = ((u + 0x7fffu + (u >> 16 & 1u)) >> 16 & ~nan) | ((u >> 16 | 0x40u) & nan);
-    return __builtin_convertvector(r, B16);
+    nan = (U32x16)((u & 0x7fffffffu) > 0x7f800000u); /* all ones where NaN */
+    U32x16 r = ((u + 0x7fffu + (u >> 16 & 1u)) >> 16 & ~nan) | ((u >> 16 | 0x40u) & nan);
+    return __builtin_convertvector(r, BF16x16);
 }
 
 /* lanes [j, j + n) of x (float32, or bf16 when xb is given), n <= 16, the rest 0 */
-static inline F16 lanes(const float *x, const bf16 *xb, long j, int n) {
+static inline F16 load_lanes(const float *x, const bf16 *xb, long j, int n) {
     if (n == 16 && !xb) return load16(x + j);
     F16 v = {0};
-    B16 h = {0};
+    BF16x16 h = {0};
     if (!xb) memcpy(&v, x + j, sizeof(float) * (size_t)n);
     else memcpy(&h, xb + j, sizeof(bf16) * (size_t)n);
     return xb ? widen16(h) : v;
 }
 
 /* y[j, j + n) = v (rounded when the output is bf16) */
-static inline void put(float *y, bf16 *yb, long j, F16 v, int n) {
+static inline void store_lanes(float *y, bf16 *yb, long j, F16 v, int n) {
     if (yb) {
-        B16 r = round16(v);
+        BF16x16 r = round16(v);
         memcpy(yb + j, &r, sizeof(bf16) * (size_t)n);
     } else
         memcpy(y + j, &v, sizeof(float) * (size_t)n);
@@ -198,8 +198,8 @@ void swiglu_forward(float *h, bf16 *hb, Act g, Act u, long N) {
 #pragma omp parallel for schedule(static)
     for (long j = 0; j < N; j += 16) {
         int n = N - j < 16 ? (int)(N - j) : 16;
-        F16 gv = lanes(g.f, g.b, j, n), sv = 1.0f / (1.0f + exp16(-gv));
-        put(h, hb, j, gv * sv * lanes(u.f, u.b, j, n), n);
+        F16 gv = load_lanes(g.f, g.b, j, n), sv = 1.0f / (1.0f + exp16(-gv));
+        store_lanes(h, hb, j, gv * sv * load_lanes(u.f, u.b, j, n), n);
     }
 }
 
@@ -207,9 +207,9 @@ void swiglu_backward(float *dg, float *du, const float *dh, Act g, Act u, long N
 #pragma omp parallel for schedule(static)
     for (long j = 0; j < N; j += 16) {
         int n = N - j < 16 ? (int)(N - j) : 16;
-        F16 gv = lanes(g.f, g.b, j, n), d = lanes(dh, NULL, j, n), sv = 1.0f / (1.0f + exp16(-gv));
-        put(du, NULL, j, d * (gv * sv), n);
-        put(dg, NULL, j, d * lanes(u.f, u.b, j, n) * sv * (1.0f + gv * (1.0f - sv)), n);
+        F16 gv = load_lanes(g.f, g.b, j, n), d = load_lanes(dh, NULL, j, n), sv = 1.0f / (1.0f + exp16(-gv));
+        store_lanes(du, NULL, j, d * (gv * sv), n);
+        store_lanes(dg, NULL, j, d * load_lanes(u.f, u.b, j, n) * sv * (1.0f + gv * (1.0f - sv)), n);
     }
 }
 
@@ -409,19 +409,24 @@ static void gather_rows(float *xs, const float *x, const int *src, int i0, int n
     for (int i = 0; i < n; i++) memcpy(xs + (size_t)i * H, x + (size_t)src[i0 + i] * H, sizeof(float) * (size_t)H);
 }
 
-size_t lmhead_btmp(int n, int H, int V) {
-    return (size_t)(n > 0 ? n : 1) * H + (size_t)lmhead_chunk(n, V) * (size_t)(V + H);
-}
+size_t lmhead_btmp(int n, int H, int V) { return (size_t)lmhead_chunk(n, V) * (size_t)(V + H); }
 
 /* y[V] = bf16(exp(l - lse)): a row of the softmax as the bf16 products take it */
 static void softmax_bf16(bf16 *y, const float *l, int V, float lse) {
     int i = 0;
-    for (; i + 16 <= V; i += 16) put(NULL, y, i, exp16(load16(l + i) - lse), 16);
+    for (; i + 16 <= V; i += 16) store_lanes(NULL, y, i, exp16(load16(l + i) - lse), 16);
     for (; i < V; i++) y[i] = bf16_round(expf(l[i] - lse));
+}
+
+/* a float32 softmax is kept for float32 products only (the bf16 products' paths round it as they keep it) */
+static void keep_check(LmKeep keep, Weight W) {
+    if (keep.f && (W.b || keep.b))
+        ppa_die(70, "lmhead: a float32 softmax kept with bf16 products or with a bf16 one (internal)");
 }
 
 void lmhead_forward(double *logp, float *lse, const float *x, Weight W, const int *src, const int *tgt, int n, int H,
                     int V, float *work, LmKeep keep, bf16 *btmp) {
+    keep_check(keep, W);
     int chunk = keep.f ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
     float *xs = work + (size_t)lmhead_chunk(n, V) * V;
     for (int i0 = 0; i0 < n; i0 += chunk) {
@@ -469,34 +474,30 @@ static void dlogits_bf16(bf16 *dl, const bf16 *p, int m, int V, const double *g,
     }
 }
 
-/* The bf16 d logits of the m rows from row i0 in dl [m, V]: from the kept bf16 softmax, from a kept float32 one, or
- * from the logits recomputed by the forward's product (the same bytes as kept: checkpointing changes nothing).
- * dl also serves the recomputing product as its [m, H] scratch. */
-static void dlogits_chunk_bf16(bf16 *dl, LmKeep keep, int i0, int m, int H, int V, const float *xs, Weight W,
-                               const double *g, const double *logp, const float *lse, const int *tgt, float *work) {
-    const bf16 *p = dl; /* rounded or recomputed into dl, then turned into d logits in place */
-    if (keep.b)
-        p = keep.b + (size_t)i0 * V;
-    else if (keep.f)
-        bf16_from_f32(dl, keep.f + (size_t)i0 * V, (size_t)m * V);
-    else {
-        mm_forward(work, 0.0f, act_f32(xs), H, W, m, H, V, dl);
+/* p [m, V] = the bf16 softmax of m rows recomputed as the forward computes it (its logits product, its lse,
+ * softmax_bf16): the same bytes a kept one has, so checkpointing changes nothing. p also serves the product as its
+ * [m, H] scratch; work: [m, V] floats. */
+static bf16 *softmax_recomputed_bf16(bf16 *p, const float *xs, Weight W, const float *lse, int m, int H, int V,
+                                     float *work) {
+    mm_forward(work, 0.0f, act_f32(xs), H, W, m, H, V, p);
 #pragma omp parallel for schedule(static)
-        for (int i = 0; i < m; i++) softmax_bf16(dl + (size_t)i * V, work + (size_t)i * V, V, lse[i0 + i]);
-    }
-    dlogits_bf16(dl, p, m, V, g + i0, logp + i0, tgt + i0);
+    for (int i = 0; i < m; i++) softmax_bf16(p + (size_t)i * V, work + (size_t)i * V, V, lse[i]);
+    return p;
 }
 
 void lmhead_backward(float *dx, float *dW, const double *g, const double *logp, const float *x, Weight W,
                      const float *lse, const int *src, const int *tgt, int n, int H, int V, float *work, LmKeep keep,
                      bf16 *btmp) {
-    int chunk = keep.f && !W.b ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
+    keep_check(keep, W);
+    int chunk = keep.f ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
     float *xs = work + (size_t)lmhead_chunk(n, V) * V, *dxs = xs + (size_t)(n > 0 ? n : 1) * H;
     for (int i0 = 0; i0 < n; i0 += chunk) {
         int m = n - i0 < chunk ? n - i0 : chunk;
         gather_rows(xs, x, src, i0, m, H);
         if (W.b) { /* btmp: d logits [m, V], then the products' [m, H] */
-            dlogits_chunk_bf16(btmp, keep, i0, m, H, V, xs, W, g, logp, lse, tgt, work);
+            const bf16 *p = keep.b ? keep.b + (size_t)i0 * V
+                                   : softmax_recomputed_bf16(btmp, xs, W, lse + i0, m, H, V, work);
+            dlogits_bf16(btmp, p, m, V, g + i0, logp + i0, tgt + i0);
             mm_backward(dxs, 0.0f, dW, (Act){NULL, btmp}, act_f32(xs), W, m, H, V, btmp + (size_t)m * V);
         } else {
             float *logits = keep.f ? keep.f + (size_t)i0 * V : work;

@@ -52,16 +52,16 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
  * lmhead_chunk(n, V) targets, logits = x[src] W^T, logp[i] = logits[i, tgt[i]] - lse[i].
  * Chunks are as large as a ~128 MB logits buffer allows: the backward's
  * dW += dlogits^T x reads and writes all of dW once per chunk.
- * keep: where the forward leaves the softmax [n, V] for the backward, which
- * then needs no second logits product: float32 (float32 products; one chunk
- * of n), bf16 (bf16 products: the backward forms its bf16 d logits from it
- * directly, as the products take them), or neither (recomputed; with bf16
- * products rounded as a kept one is: the same bytes); not both.
+ * keep: where the forward leaves the softmax for the backward, which then
+ * needs no second logits product: f (float32 products only; one chunk of n),
+ * b (bf16 products: the backward forms its bf16 d logits from it directly),
+ * or neither (recomputed; with bf16 products rounded as a kept one is: the
+ * same bytes).
  * work: [lmhead_work(n, H, V)] floats, any content.
  * x: [T, H]; W: [V, H]; src, tgt: [n]; logp: [n]; lse: [n] (cached) */
 typedef struct {
-    float *f;
-    bf16 *b;
+    float *f; /* [n, V] or NULL */
+    bf16 *b;  /* [n, V] or NULL; not both */
 } LmKeep;
 int lmhead_chunk(int n, int V);
 void lmhead_set_chunk_rows(int rows); /* tests: fixed rows per chunk (0: automatic) */

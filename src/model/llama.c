@@ -239,16 +239,16 @@ static Act norm(const Model *m, float *xn, bf16 *xnb, float *rstd, const float *
     return (Act){NULL, xnb};
 }
 
-/* the forward's scratch: a norm's [T, H] output, then h [T, I] (bf16 models: the float32 gate and up, [T, I] each) */
+/* the forward's scratch, hbuf: h [T, I] (bf16 models: a norm's [T, H] output, then the float32 gate and up) */
 static size_t mlp_scratch(const Model *m, size_t T) {
     size_t H = (size_t)m->c.hidden_size, I = (size_t)m->c.intermediate_size * (m->bf16 ? 2 : 1);
     return T * (I > H ? I : H);
 }
 
 /* gate and up = xn2's projections (+ LoRA), kept for the backward as the model keeps them: bf16 models round them
- * into bf16 (half the largest activations) after h = silu(gate) * up is computed from their float32 values, so the
- * forward loses nothing. Returns h, the down projection's operand: float32 in hbuf, or bf16 in the products' bf16
- * scratch. hbuf: [mlp_scratch(m, T)] */
+ * into bf16 (half the largest activations) after h = silu(gate) * up is computed from their float32 values, so h
+ * is rounded once, as the down projection (and its adapter) take it. Returns h: float32 in hbuf, or bf16 in the
+ * products' bf16 scratch. hbuf: [mlp_scratch(m, T)] */
 static Act mlp_hidden(Model *m, Acts *a, Act xn2, const LayerW *w, const LayerM *W, int l, int T, float *hbuf) {
     int H = m->c.hidden_size, I = m->c.intermediate_size;
     size_t TI = (size_t)T * I;
@@ -411,9 +411,11 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     Acts a = acts(m, b, l);
 
     /* MLP: out = xmid + down(silu(gate) * up) */
-    Act gate = {a.gate, a.gateb}, up = {a.up, a.upb}, h = act_f32(s->h); /* h recomputed, not stored */
-    if (a.gateb) h = (Act){NULL, (bf16 *)s->h}; /* from the bf16 gate and up */
-    swiglu_forward((float *)h.f, (bf16 *)h.b, gate, up, (long)T * I);
+    Act gate = {a.gate, a.gateb}, up = {a.up, a.upb};
+    float *hf = a.gateb ? NULL : s->h; /* h recomputed, not stored: bf16 from the bf16 gate and up */
+    bf16 *hb = a.gateb ? (bf16 *)s->h : NULL;
+    swiglu_forward(hf, hb, gate, up, (long)T * I);
+    Act h = {hf, hb};
     Act xn1 = {a.xn1, a.xn1b}, xn2 = {a.xn2, a.xn2b};
     linear_backward(m, s->dh, 0.0f, dw.wd, dw.bd, dx, h, W.d, T, I, H);
     lora_backward(m, l, 6, s->dh, dx, h, T);
@@ -448,7 +450,7 @@ static float *backward_scratch(Model *m, const Batch *b) {
     const ModelConfig *c = &m->c;
     size_t T = (size_t)b->T, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
-    size_t TW = mlp_scratch(m, T); /* the recomputing forward's hbuf */
+    size_t TW = b->slots == 1 ? mlp_scratch(m, T) : T * I; /* h; with checkpointing, the recomputing forward's hbuf */
     float *at = scratch(m, 3 * T * H + 2 * T * QD + 2 * T * KD + 3 * T * I + TW);
     memset(at, 0, sizeof(float) * 2 * T * H); /* dxf and dx accumulate */
     return at;
