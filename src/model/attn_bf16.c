@@ -109,7 +109,8 @@ static void ab_gemm(int M, int N, int K2, const W2 *A, size_t sr, size_t sk, con
     }
 }
 
-/* ---- packing (the same rounding as bf16_round, in both paths) ---- */
+/* ---- packing (the same rounding as bf16_round, in both paths; bf16.h's bf16_round16 in intrinsics, because
+ * clang refuses to pass its GCC vectors from an untargeted helper into these TARGET functions) ---- */
 
 TARGET static inline __m512i round16(__m512 x) { /* 16 bf16, each in the low half of a 32-bit lane */
     __m512i u = _mm512_castps_si512(x), one = _mm512_set1_epi32(1);

@@ -154,40 +154,20 @@ void rope_apply(float *x, const int *pos, const float *cs, int T, int NHx, int H
     }
 }
 
-typedef uint16_t BF16x16 __attribute__((vector_size(32)));
-typedef uint32_t U32x16 __attribute__((vector_size(64)));
-
-/* 16 bf16 widened (exact) */
-static inline F16 widen16(BF16x16 h) {
-    U32x16 w = __builtin_convertvector(h, U32x16) << 16;
-    F16 f;
-    memcpy(&f, &w, sizeof f);
-    return f;
-}
-
-/* 16 floats rounded to bf16 as bf16_round does (nearest even, a NaN stays quiet), in vector lanes */
-static inline BF16x16 round16(F16 v) {
-    U32x16 u, nan;
-    memcpy(&u, &v, sizeof u);
-    nan = (U32x16)((u & 0x7fffffffu) > 0x7f800000u); /* all ones where NaN */
-    U32x16 r = ((u + 0x7fffu + (u >> 16 & 1u)) >> 16 & ~nan) | ((u >> 16 | 0x40u) & nan);
-    return __builtin_convertvector(r, BF16x16);
-}
-
 /* lanes [j, j + n) of x (float32, or bf16 when xb is given), n <= 16, the rest 0 */
 static inline F16 load_lanes(const float *x, const bf16 *xb, long j, int n) {
     if (n == 16 && !xb) return load16(x + j);
     F16 v = {0};
-    BF16x16 h = {0};
+    bf16_x16 h = {0};
     if (!xb) memcpy(&v, x + j, sizeof(float) * (size_t)n);
     else memcpy(&h, xb + j, sizeof(bf16) * (size_t)n);
-    return xb ? widen16(h) : v;
+    return xb ? bf16_widen16(h) : v;
 }
 
 /* y[j, j + n) = v (rounded when the output is bf16) */
 static inline void store_lanes(float *y, bf16 *yb, long j, F16 v, int n) {
     if (yb) {
-        BF16x16 r = round16(v);
+        bf16_x16 r = __builtin_convertvector(bf16_round16(v), bf16_x16);
         memcpy(yb + j, &r, sizeof(bf16) * (size_t)n);
     } else
         memcpy(y + j, &v, sizeof(float) * (size_t)n);
