@@ -2,7 +2,8 @@
 # Data parallelism on one machine: `ppa train` as 1 rank x 1 thread, 2 ranks x 1 thread (mpirun -np 2) and
 # 1 rank x 2 threads, the same lists and options, one run at a time; the throughput of each (lists/s from the
 # training log's elapsed_s, every optimizer step after the first), the share of a step spent in the all-reduce and
-# the bytes it moves (the log's comm_s and comm_bytes), and with --zero 1 the AdamW state per rank against one
+# the bytes it moves (the log's comm_s and comm_bytes; the time a rank waits for the other before each collective,
+# wait_s, is counted apart: it measures imbalance, not the transfer), and with --zero 1 the AdamW state per rank against one
 # process's. Pre-tokenized random lists (K responses of R tokens to a P-token prompt) on a random model folder; the
 # reference cache is computed first by `ppa score` (not timed).
 #
@@ -48,9 +49,10 @@ timed = log[1:]
 sec = log[-1]["elapsed_s"] - log[0]["elapsed_s"]
 n = sum(x["lists"] for x in timed)
 comm = sum(x.get("comm_s", 0) for x in timed)
+wait = sum(x.get("wait_s", 0) for x in timed)
 m = re.search(r"AdamW state ([0-9.]+) MB per rank", open(err_f).read())
 print(json.dumps({"name": name, "ranks": int(ranks), "threads": int(threads), "lists_per_s": n / sec,
-                  "s_per_step": sec / len(timed), "comm_share": comm / sec,
+                  "s_per_step": sec / len(timed), "comm_share": comm / sec, "wait_share": wait / sec,
                   "comm_bytes_per_step": sum(x.get("comm_bytes", 0) for x in timed) / len(timed),
                   "adamw_mb_per_rank": float(m.group(1)) if m else None, "peak_rss_mb": int(open(rss_f).read()) / 1024}))
 PY
@@ -64,12 +66,12 @@ run "1 rank x 2 threads" 1 2
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 base = rows[0]["lists_per_s"]
-print(f"{'run':<32}{'lists/s':>9}{'vs 1x1':>8}{'s/step':>9}{'all-reduce share':>18}{'MB moved/step':>15}{'AdamW MB/rank':>15}{'peak MB':>9}")
+print(f"{'run':<32}{'lists/s':>9}{'vs 1x1':>8}{'s/step':>9}{'all-reduce share':>18}{'wait share':>12}{'MB moved/step':>15}{'AdamW MB/rank':>15}{'peak MB':>9}")
 for x in rows:
     mb = x["comm_bytes_per_step"] / 1e6
     ad = f"{x['adamw_mb_per_rank']:.0f}" if x["adamw_mb_per_rank"] is not None else "-"
     print(f"{x['name']:<32}{x['lists_per_s']:>9.3f}{x['lists_per_s'] / base:>7.2f}x{x['s_per_step']:>9.2f}"
-          f"{100 * x['comm_share']:>17.1f}%{mb:>15.1f}{ad:>15}{x['peak_rss_mb']:>9.0f}")
+          f"{100 * x['comm_share']:>17.1f}%{100 * x.get('wait_share', 0):>11.1f}%{mb:>15.1f}{ad:>15}{x['peak_rss_mb']:>9.0f}")
 two, one2 = rows[1]["lists_per_s"], rows[3]["lists_per_s"]
 print(f"2 ranks x 1 thread: {two / base:.2f}x 1 rank x 1 thread, {two / one2:.2f}x 1 rank x 2 threads")
 PY

@@ -39,7 +39,7 @@ import json, sys
 a, b, tol = open(sys.argv[1]).read().splitlines(), open(sys.argv[2]).read().splitlines(), float(sys.argv[3])
 def walk(x, y, path):
     if isinstance(x, dict):
-        skip = {"tokens_per_s", "elapsed_s", "comm_s", "comm_bytes"}  # timings, and the ranks' traffic
+        skip = {"tokens_per_s", "elapsed_s", "comm_s", "comm_bytes", "wait_s"}  # timings, and the ranks' traffic
         assert set(x) - skip == set(y) - skip, path
         for k in set(x) - skip: walk(x[k], y[k], path + "." + k)
     elif isinstance(x, list):
@@ -82,6 +82,8 @@ mpi "$ppa" train "${run[@]}" --out "$tmp/two" 2> "$tmp/err"
 expect "2-rank train exits 0" test $? -eq 0
 expect "the summary says 2 ranks" has "$tmp/err" "2 ranks (MPI)"
 expect "one log line per step, once" test "$(wc -l < "$tmp/two/train_log.jsonl")" -eq 6
+expect "each line times the all-reduce apart from the wait before it" \
+  test "$(grep -cE '"comm_s": [0-9.]+, "comm_bytes": [0-9]+, "wait_s": [0-9.]+' "$tmp/two/train_log.jsonl")" -eq 6
 near "$tmp/one/train_log.jsonl" "$tmp/two/train_log.jsonl" 1e-5 > "$tmp/py" 2>&1
 expect "log lines (lambdas included) = one process's, to float rounding" has "$tmp/py" "near"
 weights "$tmp/one/model.safetensors" "$tmp/two/model.safetensors" 1e-5 > "$tmp/py" 2>&1

@@ -29,10 +29,18 @@ static struct {
     Handle world, f32, f64, byte, sum;
     void *lib;
     int rank, size;
-    double sec, bytes; /* dist_stats */
+    double sec, bytes, wait; /* dist_stats */
 } M = {.size = 1};
 
-void dist_stats(double *seconds, double *bytes) { *seconds = M.sec, *bytes = M.bytes; }
+void dist_stats(double *seconds, double *bytes, double *wait) { *seconds = M.sec, *bytes = M.bytes, *wait = M.wait; }
+
+/* a barrier before a timed collective: the time ranks wait for the slowest one is counted apart from the
+ * collective's own (on a shared or noisy machine the wait can be most of it) */
+static void wait_for_all(void) {
+    double t0 = timer_now();
+    if (M.Barrier(M.world)) ppa_die(1, "MPI_Barrier failed");
+    M.wait += timer_now() - t0;
+}
 
 /* a launcher's mark: Open MPI's mpirun, a PMIx or PMI-2 launcher (srun) */
 static int launched(void) {
@@ -97,6 +105,7 @@ enum { PIECE = 1 << 28 };
 
 static void sum(void *buf, size_t n, size_t size, Handle type) {
     if (M.size < 2) return;
+    wait_for_all();
     double t0 = timer_now();
     M.bytes += (double)(n * size);
     for (size_t at = 0; at < n; at += PIECE) {
@@ -129,6 +138,7 @@ static void allgather(const void *mine, void *all, const long *counts, size_t si
             ppa_die(1, "an all-gather of %ld elements is more than MPI's int counts allow", at + counts[r]);
         c[r] = (int)counts[r], d[r] = (int)at, at += counts[r];
     }
+    wait_for_all();
     double t0 = timer_now();
     if (M.Allgatherv(mine, c[M.rank], type, all, c, d, type, M.world)) ppa_die(1, "MPI_Allgatherv failed");
     M.sec += timer_now() - t0, M.bytes += (double)(size * (size_t)c[M.rank]);

@@ -40,8 +40,9 @@ void dist_allgather_f32(const float *mine, float *all, const long *counts);
  * of a command whose rows were divided, in input order. */
 void dist_gather_bytes(const char *mine, size_t n, char **all, size_t *total);
 void dist_barrier(void);
-/* seconds spent in the collectives above and the bytes this rank gave them, since the start */
-void dist_stats(double *seconds, double *bytes);
+/* since the start: seconds spent in the reductions and all-gathers above and the bytes this rank gave them; wait:
+ * seconds spent before them waiting for the other ranks to arrive (a barrier each: imbalance, not transfer) */
+void dist_stats(double *seconds, double *bytes, double *wait);
 /* Stops every rank of the job with status (MPI_Abort); alone, exit(status). */
 _Noreturn void dist_abort(int status);
 

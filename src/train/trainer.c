@@ -20,7 +20,7 @@ typedef struct {
     double *lambdas; /* [responses of the step] when logging them */
     int *lam_k;      /* [lists] responses per list */
     long n_lam;
-    double comm_s, comm_bytes; /* in the MPI collectives during the step (dist_stats) */
+    double comm_s, comm_bytes, wait_s; /* in the MPI collectives during the step, and waiting before them (dist_stats) */
 } StepLog;
 
 static void print_num(FILE *f, const char *key, double v) {
@@ -59,7 +59,8 @@ static void log_line(FILE *f, long step, double epoch, const StepLog *s, double 
         fputc(']', f);
     }
     /* timings last: they are the only fields that differ between identical runs */
-    if (dist_size() > 1) fprintf(f, ", \"comm_s\": %.3f, \"comm_bytes\": %.0f", s->comm_s, s->comm_bytes);
+    if (dist_size() > 1) fprintf(f, ", \"comm_s\": %.3f, \"comm_bytes\": %.0f, \"wait_s\": %.3f", s->comm_s, s->comm_bytes,
+                                s->wait_s);
     fprintf(f, ", \"tokens_per_s\": %.1f, \"elapsed_s\": %.3f}\n", sec > 0 ? (double)s->tokens / sec : 0.0, elapsed);
     fflush(f);
 }
@@ -131,8 +132,8 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
     double weight = 1.0 / (double)n;
     model_zero_grads(m);
     memset(sl, 0, sizeof *sl);
-    double c0, b0, c1, b1;
-    dist_stats(&c0, &b0);
+    double c0, b0, w0, c1, b1, w1;
+    dist_stats(&c0, &b0, &w0);
     long lo, hi; /* this rank's lists of the step (all of them in one process) */
     dist_share(n, dist_rank(), &lo, &hi);
     if (p->log_lambdas) sl->lam_k = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
@@ -161,8 +162,8 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
     }
     st->cursor += n;
     combine(m, sl, n, hi - lo);
-    dist_stats(&c1, &b1);
-    sl->comm_s = c1 - c0, sl->comm_bytes = b1 - b0;
+    dist_stats(&c1, &b1, &w1);
+    sl->comm_s = c1 - c0, sl->comm_bytes = b1 - b0, sl->wait_s = w1 - w0;
     sl->lists = n;
     if (st->cursor == per_epoch) st->epoch++, st->cursor = 0;
     return 0;
