@@ -89,15 +89,26 @@ static void test_swiglu(void) {
         if (i % 1001 == 2) u[i] = INFINITY;
         if (i % 1001 == 3) g[i] = 32.0f, u[i] = 3e37f; /* overflows to inf in float32 */
     }
-    swiglu_forward(h, NULL, act_f32(g), act_f32(u), N);
-    swiglu_forward(NULL, hb, act_f32(g), act_f32(u), N);
-    int bad = 0;
+    bf16 *gk = malloc(sizeof(bf16) * N * 4), *uk = gk + N, *dgb = uk + N, *dub = dgb + N;
+    swiglu_forward(h, NULL, NULL, NULL, act_f32(g), act_f32(u), N);
+    swiglu_forward(NULL, hb, gk, uk, act_f32(g), act_f32(u), N);
+    int bad = 0, badk = 0;
     for (int i = 0; i < N; i++) bad += hb[i] != bf16_round(h[i]);
+    for (int i = 0; i < N; i++) badk += gk[i] != bf16_round(g[i]) || uk[i] != bf16_round(u[i]);
     CHECK(bad == 0, "swiglu's bf16 output = bf16_round of its float32 output on %d values: %d differ", N, bad);
+    CHECK(badk == 0, "swiglu's kept bf16 g and u = bf16_round of its inputs on %d values: %d differ", N, badk);
+    /* the backward's bf16 d gate and d up = its float32 ones rounded (dh: the forward's h as a stand-in) */
+    float *dg = malloc(sizeof(float) * N * 2), *du = dg + N;
+    swiglu_backward(dg, NULL, du, NULL, h, act_f32(g), act_f32(u), N);
+    swiglu_backward(NULL, dgb, NULL, dub, h, act_f32(g), act_f32(u), N);
+    bad = 0;
+    for (int i = 0; i < N; i++) bad += dgb[i] != bf16_round(dg[i]) || dub[i] != bf16_round(du[i]);
+    CHECK(bad == 0, "swiglu_backward's bf16 outputs = bf16_round of its float32 ones on %d values: %d differ", N, bad);
+    free(dg), free(gk);
     bf16_from_f32(gb, g, N), bf16_from_f32(ub, u, N);
     bf16_to_f32(g, gb, N), bf16_to_f32(u, ub, N);
-    swiglu_forward(h, NULL, act_f32(g), act_f32(u), N);
-    swiglu_forward(back, NULL, (Act){NULL, gb}, (Act){NULL, ub}, N);
+    swiglu_forward(h, NULL, NULL, NULL, act_f32(g), act_f32(u), N);
+    swiglu_forward(back, NULL, NULL, NULL, (Act){NULL, gb}, (Act){NULL, ub}, N);
     CHECK(!memcmp(h, back, sizeof(float) * N), "swiglu on bf16 g and u = on the same values in float32");
     free(g), free(hb);
 }

@@ -206,7 +206,7 @@ static void layer_forward(Decoder *d, int l, int T, const int *seq, int prefill)
     linear(d, d->up, d->xn, W.u, w.bu, T, H, I);
     lora_forward(d->m, l, 4, d->gate, act_f32(d->xn), T);
     lora_forward(d->m, l, 5, d->up, act_f32(d->xn), T);
-    swiglu_forward(d->h, NULL, act_f32(d->gate), act_f32(d->up), (long)T * I);
+    swiglu_forward(d->h, NULL, NULL, NULL, act_f32(d->gate), act_f32(d->up), (long)T * I);
     memcpy(d->x, d->xmid, sizeof(float) * TH);
     product(d, d->x, 1.0f, d->h, W.d, T, I, H);
     if (w.bd)

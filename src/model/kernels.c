@@ -174,22 +174,23 @@ static inline void store_lanes(float *y, bf16 *yb, long j, F16 v, int n) {
 }
 
 /* 16 lanes at a time (libmvec exp), the tail through the same vector maths: a value never depends on its index */
-void swiglu_forward(float *h, bf16 *hb, Act g, Act u, long N) {
+void swiglu_forward(float *h, bf16 *hb, bf16 *gb, bf16 *ub, Act g, Act u, long N) {
 #pragma omp parallel for schedule(static)
     for (long j = 0; j < N; j += 16) {
         int n = N - j < 16 ? (int)(N - j) : 16;
-        F16 gv = load_lanes(g.f, g.b, j, n), sv = 1.0f / (1.0f + exp16(-gv));
-        store_lanes(h, hb, j, gv * sv * load_lanes(u.f, u.b, j, n), n);
+        F16 gv = load_lanes(g.f, g.b, j, n), uv = load_lanes(u.f, u.b, j, n), sv = 1.0f / (1.0f + exp16(-gv));
+        store_lanes(h, hb, j, gv * sv * uv, n);
+        if (gb) store_lanes(NULL, gb, j, gv, n), store_lanes(NULL, ub, j, uv, n);
     }
 }
 
-void swiglu_backward(float *dg, float *du, const float *dh, Act g, Act u, long N) {
+void swiglu_backward(float *dg, bf16 *dgb, float *du, bf16 *dub, const float *dh, Act g, Act u, long N) {
 #pragma omp parallel for schedule(static)
     for (long j = 0; j < N; j += 16) {
         int n = N - j < 16 ? (int)(N - j) : 16;
         F16 gv = load_lanes(g.f, g.b, j, n), d = load_lanes(dh, NULL, j, n), sv = 1.0f / (1.0f + exp16(-gv));
-        store_lanes(du, NULL, j, d * (gv * sv), n);
-        store_lanes(dg, NULL, j, d * load_lanes(u.f, u.b, j, n) * sv * (1.0f + gv * (1.0f - sv)), n);
+        store_lanes(du, dub, j, d * (gv * sv), n);
+        store_lanes(dg, dgb, j, d * load_lanes(u.f, u.b, j, n) * sv * (1.0f + gv * (1.0f - sv)), n);
     }
 }
 
@@ -222,6 +223,14 @@ static int max_segments(const AttnShape *s) {
         m = c > m ? c : m;
     }
     return m;
+}
+
+/* every row's segments, row after row; *n: how many */
+static Segment *all_segments(const AttnShape *s, int *n) {
+    Segment *seg = xmalloc(sizeof(Segment) * (size_t)(s->T > 0 ? s->T : 1)); /* a segment has a token at least */
+    *n = 0;
+    for (int r = 0; r < s->n_rows; r++) *n += row_segments(s, r, seg + *n);
+    return seg;
 }
 
 /* S = scale Q K^T over the segment's keys, masked; P = softmax rows (in S); lse: [n].
@@ -264,36 +273,39 @@ static AbSeg *segment_keys(AbSeg *ab, const float *k, const float *v, const Attn
     return ab;
 }
 
+/* One (segment, kv head) per task: its keys are packed once for the kv head's query heads. Every output row
+ * and lse entry is written by one task, so results do not depend on the thread count. */
 void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, const AttnShape *s) {
-    const int NH = s->NH, HS = s->HS, ldq = NH * HS, ldk = s->NKV * HS, group = NH / s->NKV, ms = max_segments(s);
+    const int NH = s->NH, HS = s->HS, ldq = NH * HS, ldk = s->NKV * HS, group = NH / s->NKV;
+    int nseg;
+    Segment *segs = all_segments(s, &nseg);
 #pragma omp parallel
     {
-        Segment *seg = xmalloc(sizeof(Segment) * (size_t)ms);
         AbSeg *abs = s->bf16 ? ab_seg_thread() : NULL;
         float *S = NULL;
         size_t cap = 0;
 #pragma omp for schedule(dynamic, 1)
-        for (long rh = 0; rh < (long)s->n_rows * NH; rh++) {
-            int r = (int)(rh / NH), h = (int)(rh % NH), kv = h / group, ns = row_segments(s, r, seg);
-            for (int i = 0; i < ns; i++) {
-                const Segment *g = &seg[i];
-                size_t need = (size_t)g->n * (size_t)(g->pl + g->n);
-                if (need > cap) free(S), S = xmalloc(sizeof(float) * (cap = need));
-                AbSeg *ab = segment_keys(abs, k, v, s, g, kv, 0);
+        for (long task = 0; task < (long)nseg * s->NKV; task++) {
+            const Segment *g = &segs[task / s->NKV];
+            int kv = (int)(task % s->NKV), nc = g->pl + g->n;
+            size_t need = (size_t)g->n * (size_t)nc;
+            if (need > cap) free(S), S = xmalloc(sizeof(float) * (cap = need));
+            AbSeg *ab = segment_keys(abs, k, v, s, g, kv, 0);
+            for (int h = kv * group; h < (kv + 1) * group; h++) {
                 segment_probs(S, lse, NULL, q, k, s, g, h, kv, ab);
                 float *O = out + (size_t)g->a * ldq + (size_t)h * HS;
-                int nc = g->pl + g->n;
                 if (ab) {
                     ab_out(ab, O, ldq, S);
                     continue;
                 }
-                gemm(0, 0, g->n, HS, g->n, 1.0f, S + g->pl, nc, v + (size_t)g->a * ldk + (size_t)kv * HS, ldk, 0.0f, O, ldq);
-                if (g->pl) gemm(0, 0, g->n, HS, g->pl, 1.0f, S, nc, v + (size_t)g->p0 * ldk + (size_t)kv * HS, ldk, 1.0f, O, ldq);
+                const float *Vs = v + (size_t)g->a * ldk + (size_t)kv * HS, *Vp = v + (size_t)g->p0 * ldk + (size_t)kv * HS;
+                gemm(0, 0, g->n, HS, g->n, 1.0f, S + g->pl, nc, Vs, ldk, 0.0f, O, ldq);
+                if (g->pl) gemm(0, 0, g->n, HS, g->pl, 1.0f, S, nc, Vp, ldk, 1.0f, O, ldq);
             }
         }
         free(S);
-        free(seg);
     }
+    free(segs);
 }
 
 /* dS = P (dP - D) scale in place of dP, with D_i = dO_i . O_i */

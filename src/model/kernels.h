@@ -27,10 +27,13 @@ void rope_table(float *cs, const double *inv_freq, int n_pos, int HS);
 
 /* h = silu(g) * u in float32 maths; g, u, h: [N]; g and u float32 or bf16
  * (stored so by bf16 models), h float32 or, when hb is given, rounded to
- * bf16 (the down projection's operand) */
-void swiglu_forward(float *h, bf16 *hb, Act g, Act u, long N);
-/* dg, du: [N] (overwritten) */
-void swiglu_backward(float *dg, float *du, const float *dh, Act g, Act u, long N);
+ * bf16 (the down projection's operand). gb, ub (or NULL): float32 g and u
+ * rounded to bf16 in the same pass, as a bf16 model keeps them (h comes from
+ * their float32 values). */
+void swiglu_forward(float *h, bf16 *hb, bf16 *gb, bf16 *ub, Act g, Act u, long N);
+/* dg, du: [N] (overwritten), float32, or rounded to bf16 into dgb, dub
+ * (the products' operands) when those are given instead */
+void swiglu_backward(float *dg, bf16 *dgb, float *du, bf16 *dub, const float *dh, Act g, Act u, long N);
 
 /* Causal attention on shared-prompt rows. Token t attends keys
  * [pstart[t], pstart[t] + plen[t]) (its row's prompt, for response tokens)

@@ -258,13 +258,11 @@ static Act mlp_hidden(Model *m, Acts *a, Act xn2, const LayerW *w, const LayerM 
     lora_forward(m, l, 4, g, xn2, T);
     lora_forward(m, l, 5, u, xn2, T);
     if (!a->gateb) {
-        swiglu_forward(hbuf, NULL, act_f32(g), act_f32(u), (long)TI);
+        swiglu_forward(hbuf, NULL, NULL, NULL, act_f32(g), act_f32(u), (long)TI);
         return act_f32(hbuf);
     }
-    bf16_from_f32(a->gateb, g, TI);
-    bf16_from_f32(a->upb, u, TI);
     bf16 *h = model_btmp(m, TI); /* the down product takes a bf16 operand as it is: no other use of the scratch */
-    swiglu_forward(NULL, h, act_f32(g), act_f32(u), (long)TI);
+    swiglu_forward(NULL, h, a->gateb, a->upb, act_f32(g), act_f32(u), (long)TI);
     return (Act){NULL, h};
 }
 
@@ -390,11 +388,12 @@ static void bias_backward(float *db, const float *dy, int T, int N) {
     }
 }
 
-/* y = x W^T + b: dx (+= when beta_x = 1) = dy W, dW += dy^T x, db += sum dy */
-static void linear_backward(Model *m, float *dx, float beta_x, float *dW, float *db, const float *dy, Act x, Weight W,
-                            int T, int in, int out) {
-    mm_backward(dx, beta_x, dW, act_f32(dy), x, W, T, in, out, btmp_for(m, W, mm_tmp(T, in, out)));
-    bias_backward(db, dy, T, out);
+/* y = x W^T + b: dx (+= when beta_x = 1) = dy W, dW += dy^T x, db += sum dy (dy float32 where there is a bias) */
+static void linear_backward(Model *m, float *dx, float beta_x, float *dW, float *db, Act dy, Act x, Weight W, int T,
+                            int in, int out) {
+    mm_backward(dx, beta_x, dW, dy, x, W, T, in, out, btmp_for(m, W, mm_tmp(T, in, out)));
+    if (db && !dy.f) ppa_die(70, "linear_backward: a bias needs a float32 dy (internal)");
+    bias_backward(db, dy.f, T, out);
 }
 
 typedef struct {
@@ -414,20 +413,24 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     Act gate = {a.gate, a.gateb}, up = {a.up, a.upb};
     float *hf = a.gateb ? NULL : s->h; /* h recomputed, not stored: bf16 from the bf16 gate and up */
     bf16 *hb = a.gateb ? (bf16 *)s->h : NULL;
-    swiglu_forward(hf, hb, gate, up, (long)T * I);
+    swiglu_forward(hf, hb, NULL, NULL, gate, up, (long)T * I);
     Act h = {hf, hb};
     Act xn1 = {a.xn1, a.xn1b}, xn2 = {a.xn2, a.xn2b};
-    linear_backward(m, s->dh, 0.0f, dw.wd, dw.bd, dx, h, W.d, T, I, H);
+    linear_backward(m, s->dh, 0.0f, dw.wd, dw.bd, act_f32(dx), h, W.d, T, I, H);
     lora_backward(m, l, 6, s->dh, dx, h, T);
-    swiglu_backward(s->dg, s->du, s->dh, gate, up, (long)T * I);
-    linear_backward(m, s->dxn, 0.0f, dw.wg, dw.bg, s->dg, xn2, W.g, T, H, I);
+    /* bf16 products take d gate and d up rounded, straight from swiglu, unless a bias or an adapter reads them */
+    int round = a.gateb && !dw.bg && !dw.bu && !lora_active(m, l, 4) && !lora_active(m, l, 5);
+    bf16 *dgb = round ? (bf16 *)s->dg : NULL, *dub = round ? (bf16 *)s->du : NULL;
+    swiglu_backward(round ? NULL : s->dg, dgb, round ? NULL : s->du, dub, s->dh, gate, up, (long)T * I);
+    Act dg = {round ? NULL : s->dg, dgb}, du = {round ? NULL : s->du, dub};
+    linear_backward(m, s->dxn, 0.0f, dw.wg, dw.bg, dg, xn2, W.g, T, H, I);
     lora_backward(m, l, 4, s->dxn, s->dg, xn2, T);
-    linear_backward(m, s->dxn, 1.0f, dw.wu, dw.bu, s->du, xn2, W.u, T, H, I);
+    linear_backward(m, s->dxn, 1.0f, dw.wu, dw.bu, du, xn2, W.u, T, H, I);
     lora_backward(m, l, 5, s->dxn, s->du, xn2, T);
     rmsnorm_backward(dx, dw.mlp_norm, s->dxn, a.xmid, w.mlp_norm, a.rstd2, T, H); /* dx: d xmid */
 
     /* attention: xmid = x + o_proj(att) */
-    linear_backward(m, s->datt, 0.0f, dw.wo, dw.bo, dx, act_f32(a.att), W.o, T, QD, H);
+    linear_backward(m, s->datt, 0.0f, dw.wo, dw.bo, act_f32(dx), act_f32(a.att), W.o, T, QD, H);
     lora_backward(m, l, 3, s->datt, dx, act_f32(a.att), T);
     memset(s->dq, 0, sizeof(float) * (size_t)T * QD);
     memset(s->dk, 0, sizeof(float) * (size_t)T * KD);
@@ -436,11 +439,11 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     attention_backward(s->dq, s->dk, s->dv, s->datt, a.att, a.lse, a.q, a.k, a.v, &sh);
     rope_apply(s->dq, b->pos, b->cs, T, NH, HS, 1); /* the rotation's transpose is its inverse */
     rope_apply(s->dk, b->pos, b->cs, T, NKV, HS, 1);
-    linear_backward(m, s->dxn, 0.0f, dw.wq, dw.bq, s->dq, xn1, W.q, T, H, QD);
+    linear_backward(m, s->dxn, 0.0f, dw.wq, dw.bq, act_f32(s->dq), xn1, W.q, T, H, QD);
     lora_backward(m, l, 0, s->dxn, s->dq, xn1, T);
-    linear_backward(m, s->dxn, 1.0f, dw.wk, dw.bk, s->dk, xn1, W.k, T, H, KD);
+    linear_backward(m, s->dxn, 1.0f, dw.wk, dw.bk, act_f32(s->dk), xn1, W.k, T, H, KD);
     lora_backward(m, l, 1, s->dxn, s->dk, xn1, T);
-    linear_backward(m, s->dxn, 1.0f, dw.wv, dw.bv, s->dv, xn1, W.v, T, H, KD);
+    linear_backward(m, s->dxn, 1.0f, dw.wv, dw.bv, act_f32(s->dv), xn1, W.v, T, H, KD);
     lora_backward(m, l, 2, s->dxn, s->dv, xn1, T);
     rmsnorm_backward(dx, dw.attn_norm, s->dxn, a.x, w.attn_norm, a.rstd1, T, H); /* dx: d x */
 }

@@ -34,6 +34,8 @@ void model_embed(const Model *m, const int *ids, int T, float *x);
  * product takes it, rows of length in. */
 void lora_forward(Model *m, int l, int k, float *y, Act x, int T);
 void lora_backward(Model *m, int l, int k, float *dx, const float *dy, Act x, int T);
+/* 1 when target k of layer l has an adapter that is on */
+int lora_active(const Model *m, int l, int k);
 /* bf16 scratch of at least n elements, kept in the model */
 bf16 *model_btmp(Model *m, size_t n);
 

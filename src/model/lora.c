@@ -189,12 +189,12 @@ static const float *input(const Lora *a, int l, int k, Act x, int T, int in, flo
     return buf;
 }
 
-static int active(const Model *m, int l, int k) {
+int lora_active(const Model *m, int l, int k) {
     return m->lora && m->lora->enabled && m->lora->off[7 * l + k] != NO_OFFSET;
 }
 
 void lora_forward(Model *m, int l, int k, float *y, Act x, int T) {
-    if (!active(m, l, k) || !T) return;
+    if (!lora_active(m, l, k) || !T) return;
     LoraView v = model_lora_view(m, l, k);
     float *xb = work(m->lora, (size_t)T * (v.in + v.r)), *u = xb + (size_t)T * v.in;
     const float *xin = input(m->lora, l, k, x, T, v.in, xb);
@@ -204,7 +204,7 @@ void lora_forward(Model *m, int l, int k, float *y, Act x, int T) {
 }
 
 void lora_backward(Model *m, int l, int k, float *dx, const float *dy, Act x, int T) {
-    if (!active(m, l, k) || !T) return;
+    if (!lora_active(m, l, k) || !T) return;
     LoraView v = model_lora_view(m, l, k);
     size_t TI = (size_t)T * v.in, TR = (size_t)T * v.r;
     float *xb = work(m->lora, 2 * TI + 2 * TR), *u = xb + TI, *du = u + TR, *dxl = du + TR;
