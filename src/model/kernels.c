@@ -12,6 +12,7 @@
 #include "model/matmul.h"
 
 #define LMHEAD_LOGITS (32L << 20) /* floats of logits per LM-head chunk (128 MB) */
+#define LMHEAD_DL (128L << 20)    /* bf16 d logits per LM-head backward product (256 MB) */
 
 /* ---- vector helpers: without -ffast-math the compiler keeps a float sum in
  * order, one add at a time; 16 explicit partial sums let it use vectors ---- */
@@ -401,7 +402,25 @@ static void gather_rows(float *xs, const float *x, const int *src, int i0, int n
     for (int i = 0; i < n; i++) memcpy(xs + (size_t)i * H, x + (size_t)src[i0 + i] * H, sizeof(float) * (size_t)H);
 }
 
-size_t lmhead_btmp(int n, int H, int V) { return (size_t)lmhead_chunk(n, V) * (size_t)(V + H); }
+/* dx[src[i]] += dxs[i] for n rows; sources repeat (a row's last prompt token): added in order */
+static void add_rows(float *dx, const float *dxs, const int *src, int n, int H) {
+    for (int i = 0; i < n; i++) {
+        float *d = dx + (size_t)src[i] * H;
+        for (int c = 0; c < H; c++) d[c] += dxs[(size_t)i * H + c];
+    }
+}
+
+/* bf16 products: rows of d logits per backward product, a multiple of the logits chunk, as many as a ~256 MB bf16
+ * buffer holds (the tests' fixed chunks: two). The weight gradient dW += dlogits^T x sums over these rows, so a product
+ * over few rows (220 for a 151,936-token vocabulary) runs far below the bf16 peak. The same whether the softmax was
+ * kept or is recomputed: both add dW up in the same pieces. */
+static int lmhead_dl_rows(int n, int V) {
+    long c = lmhead_chunk(n, V), d = g_chunk_rows ? 2 * c : LMHEAD_DL / V / c * c;
+    d = d < c ? c : d;
+    return (int)(n < d ? (n > 0 ? n : 1) : d);
+}
+
+size_t lmhead_btmp(int n, int H, int V) { return (size_t)lmhead_dl_rows(n, V) * (size_t)(V + H); }
 
 /* y[V] = bf16(exp(l - lse)): a row of the softmax as the bf16 products take it */
 static void softmax_bf16(bf16 *y, const float *l, int V, float lse) {
@@ -477,29 +496,45 @@ static bf16 *softmax_recomputed_bf16(bf16 *p, const float *xs, Weight W, const f
     return p;
 }
 
+/* The bf16 products' backward, in pieces of lmhead_dl_rows(n, V) targets: d logits from the kept softmax (in place)
+ * or from the softmax recomputed chunk by chunk into btmp; then dx and dW for the piece. btmp: [lmhead_btmp] */
+static void lmhead_backward_bf16(float *dx, float *dW, const double *g, const double *logp, const float *x, Weight W,
+                                 const float *lse, const int *src, const int *tgt, int n, int H, int V, float *work,
+                                 bf16 *keep, bf16 *btmp) {
+    int D = lmhead_dl_rows(n, V), c = lmhead_chunk(n, V);
+    float *xs = work + (size_t)c * V, *dxs = xs + (size_t)(n > 0 ? n : 1) * H;
+    bf16 *scratch = keep ? btmp : btmp + (size_t)D * V; /* the products' [D, H] */
+    for (int i0 = 0; i0 < n; i0 += D) {
+        int m = n - i0 < D ? n - i0 : D;
+        gather_rows(xs, x, src, i0, m, H);
+        bf16 *p = keep ? keep + (size_t)i0 * V : btmp;
+        for (int j0 = 0; !keep && j0 < m; j0 += c) {
+            int mc = m - j0 < c ? m - j0 : c;
+            softmax_recomputed_bf16(p + (size_t)j0 * V, xs + (size_t)j0 * H, W, lse + i0 + j0, mc, H, V, work);
+        }
+        dlogits_bf16(p, p, m, V, g + i0, logp + i0, tgt + i0);
+        mm_backward(dxs, 0.0f, dW, (Act){NULL, p}, act_f32(xs), W, m, H, V, scratch);
+        add_rows(dx, dxs, src + i0, m, H);
+    }
+}
+
 void lmhead_backward(float *dx, float *dW, const double *g, const double *logp, const float *x, Weight W,
                      const float *lse, const int *src, const int *tgt, int n, int H, int V, float *work, LmKeep keep,
                      bf16 *btmp) {
     keep_check(keep, W);
+    if (W.b) {
+        lmhead_backward_bf16(dx, dW, g, logp, x, W, lse, src, tgt, n, H, V, work, keep.b, btmp);
+        return;
+    }
     int chunk = keep.f ? (n > 0 ? n : 1) : lmhead_chunk(n, V);
     float *xs = work + (size_t)lmhead_chunk(n, V) * V, *dxs = xs + (size_t)(n > 0 ? n : 1) * H;
     for (int i0 = 0; i0 < n; i0 += chunk) {
         int m = n - i0 < chunk ? n - i0 : chunk;
         gather_rows(xs, x, src, i0, m, H);
-        if (W.b) { /* btmp: d logits [m, V], then the products' [m, H] */
-            const bf16 *p = keep.b ? keep.b + (size_t)i0 * V
-                                   : softmax_recomputed_bf16(btmp, xs, W, lse + i0, m, H, V, work);
-            dlogits_bf16(btmp, p, m, V, g + i0, logp + i0, tgt + i0);
-            mm_backward(dxs, 0.0f, dW, (Act){NULL, btmp}, act_f32(xs), W, m, H, V, btmp + (size_t)m * V);
-        } else {
-            float *logits = keep.f ? keep.f + (size_t)i0 * V : work;
-            if (!keep.f) mm_forward(logits, 0.0f, act_f32(xs), H, W, m, H, V, btmp); /* recomputed, as in the forward */
-            dlogits(logits, m, V, g + i0, lse + i0, tgt + i0, keep.f != NULL);
-            mm_backward(dxs, 0.0f, dW, act_f32(logits), act_f32(xs), W, m, H, V, btmp);
-        }
-        for (int i = 0; i < m; i++) { /* sources repeat (a row's last prompt token): add in order */
-            float *d = dx + (size_t)src[i0 + i] * H;
-            for (int c = 0; c < H; c++) d[c] += dxs[(size_t)i * H + c];
-        }
+        float *logits = keep.f ? keep.f + (size_t)i0 * V : work;
+        if (!keep.f) mm_forward(logits, 0.0f, act_f32(xs), H, W, m, H, V, btmp); /* recomputed, as in the forward */
+        dlogits(logits, m, V, g + i0, lse + i0, tgt + i0, keep.f != NULL);
+        mm_backward(dxs, 0.0f, dW, act_f32(logits), act_f32(xs), W, m, H, V, btmp);
+        add_rows(dx, dxs, src + i0, m, H);
     }
 }

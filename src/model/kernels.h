@@ -53,8 +53,10 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
 
 /* Log-probabilities of n targets without storing [n, V] logits: in chunks of
  * lmhead_chunk(n, V) targets, logits = x[src] W^T, logp[i] = logits[i, tgt[i]] - lse[i].
- * Chunks are as large as a ~128 MB logits buffer allows: the backward's
- * dW += dlogits^T x reads and writes all of dW once per chunk.
+ * Chunks are as large as a ~128 MB logits buffer allows: the float32
+ * backward's dW += dlogits^T x reads and writes all of dW once per chunk;
+ * with bf16 products the backward's pieces hold several chunks (a ~256 MB
+ * bf16 buffer), the same with a kept softmax as without.
  * keep: where the forward leaves the softmax for the backward, which then
  * needs no second logits product: f (float32 products only; one chunk of n),
  * b (bf16 products: the backward forms its bf16 d logits from it directly),
