@@ -216,21 +216,11 @@ static int row_segments(const AttnShape *s, int r, Segment *seg) {
     return n;
 }
 
-static int max_segments(const AttnShape *s) {
-    int m = 1;
-    for (int r = 0; r < s->n_rows; r++) {
-        int c = 1;
-        for (int t = s->rows[r] + 1; t < s->rows[r + 1]; t++) c += s->sstart[t] != s->sstart[t - 1];
-        m = c > m ? c : m;
-    }
-    return m;
-}
-
-/* every row's segments, row after row; *n: how many */
-static Segment *all_segments(const AttnShape *s, int *n) {
+/* every row's segments, row after row: row r's are seg[first[r] .. first[r + 1]); first: [n_rows + 1] */
+static Segment *all_segments(const AttnShape *s, int *first) {
     Segment *seg = xmalloc(sizeof(Segment) * (size_t)(s->T > 0 ? s->T : 1)); /* a segment has a token at least */
-    *n = 0;
-    for (int r = 0; r < s->n_rows; r++) *n += row_segments(s, r, seg + *n);
+    first[0] = 0;
+    for (int r = 0; r < s->n_rows; r++) first[r + 1] = first[r] + row_segments(s, r, seg + first[r]);
     return seg;
 }
 
@@ -278,8 +268,9 @@ static AbSeg *segment_keys(AbSeg *ab, const float *k, const float *v, const Attn
  * and lse entry is written by one task, so results do not depend on the thread count. */
 void attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, const AttnShape *s) {
     const int NH = s->NH, HS = s->HS, ldq = NH * HS, ldk = s->NKV * HS, group = NH / s->NKV;
-    int nseg;
-    Segment *segs = all_segments(s, &nseg);
+    int *first = xmalloc(sizeof(int) * (size_t)(s->n_rows + 1));
+    Segment *segs = all_segments(s, first);
+    const int nseg = first[s->n_rows];
 #pragma omp parallel
     {
         AbSeg *abs = s->bf16 ? ab_seg_thread() : NULL;
@@ -306,7 +297,7 @@ void attention_forward(float *out, float *lse, const float *q, const float *k, c
         }
         free(S);
     }
-    free(segs);
+    free(segs), free(first);
 }
 
 /* dS = P (dP - D) scale in place of dP, with D_i = dO_i . O_i */
@@ -325,19 +316,20 @@ static void dscores(float *dS, const float *P, const float *dO, const float *O, 
  * order, so results do not depend on the thread count. */
 void attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *out, const float *lse,
                         const float *q, const float *k, const float *v, const AttnShape *s) {
-    const int NH = s->NH, HS = s->HS, ldq = NH * HS, ldk = s->NKV * HS, group = NH / s->NKV, ms = max_segments(s);
+    const int NH = s->NH, HS = s->HS, ldq = NH * HS, ldk = s->NKV * HS, group = NH / s->NKV;
     const float scale = 1.0f / sqrtf((float)HS);
+    int *first = xmalloc(sizeof(int) * (size_t)(s->n_rows + 1));
+    Segment *segs = all_segments(s, first);
 #pragma omp parallel
     {
-        Segment *seg = xmalloc(sizeof(Segment) * (size_t)ms);
         AbSeg *abs = s->bf16 ? ab_seg_thread() : NULL;
         float *S = NULL, *dS = NULL;
         size_t cap = 0;
 #pragma omp for schedule(dynamic, 1)
         for (long rg = 0; rg < (long)s->n_rows * s->NKV; rg++) {
-            int r = (int)(rg / s->NKV), kv = (int)(rg % s->NKV), ns = row_segments(s, r, seg);
-            for (int i = 0; i < ns; i++) {
-                const Segment *g = &seg[i];
+            int r = (int)(rg / s->NKV), kv = (int)(rg % s->NKV);
+            for (int i = first[r]; i < first[r + 1]; i++) {
+                const Segment *g = &segs[i];
                 int nc = g->pl + g->n;
                 size_t need = (size_t)g->n * (size_t)nc;
                 if (need > cap) {
@@ -376,8 +368,9 @@ void attention_backward(float *dq, float *dk, float *dv, const float *dout, cons
                 }
             }
         }
-        free(S), free(dS), free(seg);
+        free(S), free(dS);
     }
+    free(segs), free(first);
 }
 
 /* ---- LM head ---- */
@@ -488,12 +481,11 @@ static void dlogits_bf16(bf16 *dl, const bf16 *p, int m, int V, const double *g,
 /* p [m, V] = the bf16 softmax of m rows recomputed as the forward computes it (its logits product, its lse,
  * softmax_bf16): the same bytes a kept one has, so checkpointing changes nothing. p also serves the product as its
  * [m, H] scratch; work: [m, V] floats. */
-static bf16 *softmax_recomputed_bf16(bf16 *p, const float *xs, Weight W, const float *lse, int m, int H, int V,
-                                     float *work) {
+static void softmax_recomputed_bf16(bf16 *p, const float *xs, Weight W, const float *lse, int m, int H, int V,
+                                    float *work) {
     mm_forward(work, 0.0f, act_f32(xs), H, W, m, H, V, p);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < m; i++) softmax_bf16(p + (size_t)i * V, work + (size_t)i * V, V, lse[i]);
-    return p;
 }
 
 /* The bf16 products' backward, in pieces of lmhead_dl_rows(n, V) targets: d logits from the kept softmax (in place)

@@ -420,9 +420,10 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     lora_backward(m, l, 6, s->dh, dx, h, T);
     /* bf16 products take d gate and d up rounded, straight from swiglu, unless a bias or an adapter reads them */
     int round = a.gateb && !dw.bg && !dw.bu && !lora_active(m, l, 4) && !lora_active(m, l, 5);
+    float *dgf = round ? NULL : s->dg, *duf = round ? NULL : s->du;
     bf16 *dgb = round ? (bf16 *)s->dg : NULL, *dub = round ? (bf16 *)s->du : NULL;
-    swiglu_backward(round ? NULL : s->dg, dgb, round ? NULL : s->du, dub, s->dh, gate, up, (long)T * I);
-    Act dg = {round ? NULL : s->dg, dgb}, du = {round ? NULL : s->du, dub};
+    swiglu_backward(dgf, dgb, duf, dub, s->dh, gate, up, (long)T * I);
+    Act dg = {dgf, dgb}, du = {duf, dub};
     linear_backward(m, s->dxn, 0.0f, dw.wg, dw.bg, dg, xn2, W.g, T, H, I);
     lora_backward(m, l, 4, s->dxn, s->dg, xn2, T);
     linear_backward(m, s->dxn, 1.0f, dw.wu, dw.bu, du, xn2, W.u, T, H, I);
