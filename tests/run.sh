@@ -7,6 +7,13 @@ set -u
 # invariance (test_train) depend on the environment. test_gemm sets it
 # explicitly where it tests how a user's value is obeyed.
 unset OPENBLAS_CORETYPE
+# bf16 products run on oneDNN only where the CPU has AVX512-BF16 (elsewhere --precision bf16 is refused, as
+# test_precision checks); on other CPUs every bf16 test runs the built-in kernel, the fallback PPA_BF16=builtin
+# gives users there
+if ! grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null; then
+  export PPA_BF16=builtin
+  echo "note: this CPU has no AVX512-BF16: the bf16 tests run the built-in kernel (PPA_BF16=builtin), not oneDNN"
+fi
 build=${1:-build}
 ppa=${2:-./ppa}
 cd "$(dirname "$0")/.."

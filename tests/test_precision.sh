@@ -19,7 +19,7 @@ common=(--model "$tmp/m" --data "$tmp/lists.jsonl" --template none --beta 0.5 --
 # -- training in bf16: zero rewards at step 1, the options record, exact resume
 "$ppa" train "${common[@]}" --precision bf16 --out "$tmp/a" --save-every 3 > /dev/null 2> "$tmp/err"
 expect "train --precision bf16 exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
-expect "the run says it multiplies in bf16, and on what" grep -Eq "bf16 products: (oneDNN|builtin C kernel \(sanitizer build)" "$tmp/err"
+expect "the run says it multiplies in bf16, and on what" grep -Eq "bf16 products: (oneDNN|builtin C kernel \((sanitizer build|PPA_BF16=builtin))" "$tmp/err"
 expect "step 1 in bf16: policy = reference, every reward exactly 0" \
   grep -q '^{"step": 1, .*"reward": 0, "margin": 0, "accuracy": 0' "$tmp/a/train_log.jsonl"
 expect "train_options.json records the precision" grep -q '"precision":"bf16"' "$tmp/a/train_options.json"
@@ -103,6 +103,15 @@ expect "bf16: true is --precision bf16, from the recipe's line" \
 expect "gradient_checkpointing: true is honoured" grep -q '"gradient_checkpointing":true' "$tmp/recipe/train_options.json"
 
 # -- refusals and the fallback
+if ! grep -qw avx512_bf16 /proc/cpuinfo; then # without PPA_BF16 (run.sh sets it on such CPUs)
+  env -u PPA_BF16 "$ppa" logprobs --model "$tmp/m" --data "$tmp/lists.jsonl" --template none --precision bf16 --verbose \
+    > /dev/null 2> "$tmp/err"
+  status=$?
+  if ! grep -q "sanitizer build" "$tmp/err"; then # sanitizer builds run the built-in kernel whatever the CPU
+    expect "no AVX512-BF16: --precision bf16 is refused, exit 2" test "$status" -eq 2
+    expect "saying why and naming the fallback" grep -q "no AVX512-BF16.*PPA_BF16=builtin" "$tmp/err"
+  fi
+fi
 PPA_BF16=bogus "$ppa" logprobs --model "$tmp/m" --data "$tmp/lists.jsonl" --template none --precision bf16 > /dev/null 2> "$tmp/err"
 expect "PPA_BF16=bogus: exit 2" test $? -eq 2
 expect "and says why" grep -q "PPA_BF16=bogus: expected 'builtin'" "$tmp/err"

@@ -323,11 +323,12 @@ static void step_report(const char *name, const Model *m, int K, int P, int R, c
                "\"gemm_share\": %.3f, \"gemm_gflops\": %.1f, \"sgemm_peak_gflops\": %.1f, \"bf16_share\": %.3f, "
                "\"bf16_gflops\": %.1f, \"bf16_peak_gflops\": %.1f, \"peak_rss_mb\": %ld, \"params\": %zu, "
                "\"adamw\": %s, \"gradient_checkpointing\": %s, \"threads\": %d, \"gemm\": \"%s\", "
-               "\"gemm_bf16\": \"%s\", \"lora_r\": %d}\n",
+               "\"gemm_bf16\": \"%s\", \"gemm_rows\": \"%s\", \"lora_r\": %d}\n",
                name, bf ? "bf16" : "fp32", K, P, R, tokens, 1e3 * st->sec, tokens / st->sec,
                st->gemm_flops / st->sec / 1e9, st->gemm_sec / st->sec, gf, pk.sgemm, st->bf16_sec / st->sec, bgf,
                pk.bf16, peak_rss_mb(), model_n_params(m), adamw ? "true" : "false", gc ? "true" : "false",
-               gemm_threads(), gemm_backend(), bf ? gemm_bf16_backend() : "", model_lora(m) ? model_lora(m)->r : 0);
+               gemm_threads(), gemm_backend(), bf ? gemm_bf16_backend() : "", gemm_rows_kernel(),
+               model_lora(m) ? model_lora(m)->r : 0);
     else {
         printf("ppa bench step (%s, %s%s%s): %zu parameters train, K %d, P %d, R %d: %.1f ms/step, %.0f tokens/s, "
                "peak %ld MB%s\n"
@@ -392,7 +393,7 @@ static int bench_step(int argc, char **argv) {
     char err[1024];
     if (use_bf16 && gemm_bf16_ready(err, sizeof err)) ppa_die(2, "bench step: %s", err);
     Peaks pk = {product_peak(0), use_bf16 ? product_peak(1) : 0};
-    if (!json) printf("matrix products: %s\n", gemm_backend());
+    if (!json) printf("matrix products: %s; forward rows: %s\n", gemm_backend(), gemm_rows_kernel());
     if (!json && use_bf16) printf("bf16 products: %s\n", gemm_bf16_backend());
     Model *m = step_model(model, config, use_bf16, gc, lora_r);
     const ModelConfig *cfg = model_config(m);

@@ -153,7 +153,7 @@ const char *prep_kernels(const Model *m) {
     if (model_precision(m) == MODEL_BF16)
         at = snprintf(line, sizeof line, "bf16 products: %s; float32 attention: %s", gemm_bf16_backend(), gemm_backend());
     else
-        at = snprintf(line, sizeof line, "fp32 products: %s", gemm_backend());
+        at = snprintf(line, sizeof line, "fp32 products: %s; forward rows: %s", gemm_backend(), gemm_rows_kernel());
     const LoraSpec *s = model_lora(m);
     if (s && at > 0 && (size_t)at < sizeof line) {
         char targets[96];

@@ -28,6 +28,7 @@
 #endif
 
 #include "core/common.h"
+#include "model/gemm_seq.h"
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
@@ -506,7 +507,9 @@ static int rows_needed(int N, int K) {
     return (int)(by_nk > m ? by_nk : m);
 }
 
-void gemm_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+/* gemm_rows through the library: a zero-padded copy below rows_needed */
+static void rows_blas(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                      int ldc) {
     int need = M && N && K ? rows_needed(N, K) : 0;
     if (M >= need) {
         gemm(0, 1, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
@@ -523,28 +526,60 @@ void gemm_rows(int M, int N, int K, const float *A, int lda, const float *B, int
     free(a), free(c);
 }
 
-/* gemm_rows on rows [37, 37 + m) of A alone equals the same rows of the whole product */
-static int probe_rows(int M, int N, int K) {
+typedef void (*RowsFn)(int, int, int, const float *, int, const float *, int, float, float *, int);
+
+/* rows [37, 37 + m) of A alone equal the same rows of the whole product, through f */
+static int probe_rows(RowsFn f, int M, int N, int K) {
     float *A = malloc(sizeof(float) * (size_t)M * K), *B = malloc(sizeof(float) * (size_t)N * K);
     float *C = malloc(sizeof(float) * (size_t)M * N), *D = malloc(sizeof(float) * (size_t)M * N);
     if (!A || !B || !C || !D) ppa_die(70, "gemm: out of memory");
     uint64_t x = 88172645463325252ULL;
     for (size_t i = 0; i < (size_t)M * K; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, A[i] = (float)(x % 2001) / 1000.0f - 1.0f;
     for (size_t i = 0; i < (size_t)N * K; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, B[i] = (float)(x % 2001) / 1000.0f - 1.0f;
-    gemm_rows(M, N, K, A, K, B, K, 0.0f, C, N);
+    f(M, N, K, A, K, B, K, 0.0f, C, N);
     int same = 1;
     for (int m = 1; m < M - 37 && same; m = 2 * m + 5) {
-        gemm_rows(m, N, K, A + (size_t)37 * K, K, B, K, 0.0f, D, N);
+        f(m, N, K, A + (size_t)37 * K, K, B, K, 0.0f, D, N);
         same = !memcmp(D, C + (size_t)37 * N, sizeof(float) * (size_t)m * N);
     }
     free(A), free(B), free(C), free(D);
     return same;
 }
 
+static int probe_all(RowsFn f) { return probe_rows(f, 700, 48, 40) && probe_rows(f, 600, 160, 96) && probe_rows(f, 300, 700, 64); }
+
+/* 1 when the library's rows keep the promise; otherwise gemm_rows runs gemm_seq (probed once, on first use) */
+static int blas_rows_known;
+static pthread_once_t blas_rows_once = PTHREAD_ONCE_INIT;
+static void blas_rows_probe(void) { blas_rows_known = probe_all(rows_blas); }
+static int blas_rows(void) {
+    pthread_once(&blas_rows_once, blas_rows_probe);
+    return blas_rows_known;
+}
+
+void gemm_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    gemm_init();
+    if (blas_rows()) {
+        rows_blas(M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    double t0 = S.on ? now_s() : 0.0;
+    gemm_seq_f32(0, 1, M, N, K, A, lda, B, ldb, beta, C, ldc);
+    if (S.on) gemm_stats_add(2.0 * M * N * K, now_s() - t0, 0);
+}
+
 int gemm_rows_invariant(void) {
     static int known = -1;
-    if (known < 0) known = probe_rows(700, 48, 40) && probe_rows(600, 160, 96) && probe_rows(300, 700, 64);
+    if (known < 0) known = probe_all(gemm_rows);
     return known;
+}
+
+const char *gemm_rows_kernel(void) {
+    gemm_init();
+    static char line[64];
+    if (blas_rows()) return "the library's";
+    snprintf(line, sizeof line, "ppa's in-order fma kernel (%s)", gemm_seq_isa());
+    return line;
 }
 
 const char *gemm_backend(void) {

@@ -70,12 +70,17 @@ void gemm(int transA, int transB, int M, int N, int K, float alpha, const float 
  * run on a zero-padded copy. */
 #define GEMM_ROWS_MIN 64
 void gemm_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
-/* 1 when the loaded kernels keep that promise (probed once on a few shapes):
- * true of OpenBLAS's AVX-512 kernels (ppa's choice on AVX-512 CPUs) and of the
- * built-in kernel; OpenBLAS's Haswell (AVX2) kernels sum a row's products in an
- * order that depends on its position in the call, so log-probs then agree
- * across batches only to rounding (~1e-9 relative). */
+/* Where the loaded library's rows do not keep that promise (OpenBLAS's
+ * Haswell and Zen kernels, the AVX2 CPUs' choice, sum a row's products in an
+ * order that depends on its position in the call: probed once, on first use),
+ * gemm_rows runs gemm_seq (gemm_seq.h) instead: in-order fma chains, the
+ * promise by construction, at about two thirds of those kernels' speed. Only
+ * these forward products change kernel; gemm() stays the library's.
+ * gemm_rows_invariant(): 1 when gemm_rows keeps the promise (probed end to end
+ * on a few shapes; a self-check). gemm_rows_kernel(): "the library's" or
+ * "ppa's in-order fma kernel (avx2)". */
 int gemm_rows_invariant(void);
+const char *gemm_rows_kernel(void);
 
 /* One line for --verbose and bench output, e.g. "OpenBLAS 0.3.21 (OpenMP
  * build), SkylakeX kernels (chosen by ppa; the library's own pick on this

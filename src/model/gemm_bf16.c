@@ -19,6 +19,7 @@
 #include "core/common.h"
 #include "core/timer.h"
 #include "model/gemm.h"
+#include "model/gemm_seq.h"
 
 /* the oneDNN C API functions ppa calls, resolved by name */
 #define DNNL_FUNCS(X)                                                                                                    \
@@ -89,23 +90,11 @@ static pthread_mutex_t b_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- built-in kernel ---- */
 
-/* C[i, j] (+)= sum_k op(A)[i, k] op(B)[k, j], k in order, in float32; each
- * product is exact (8-bit mantissas), so only the sums round. One row per
- * iteration: the same bytes for any M and thread count. */
+/* C[i, j] (+)= sum_k op(A)[i, k] op(B)[k, j], k in order, in float32: gemm_seq's fma chains, and each product of
+ * two bf16 is exact (8-bit mantissas), so only the sums round. The same bytes for any M and thread count. */
 static void builtin(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *Bm, int ldb,
                     float beta, float *C, int ldc) {
-#pragma omp parallel for schedule(static) if ((double)M * N * K > 65536.0)
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            float s = 0.0f;
-            for (int k = 0; k < K; k++) {
-                float a = bf16_f32(transA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]);
-                float b = bf16_f32(transB ? Bm[(size_t)j * ldb + k] : Bm[(size_t)k * ldb + j]);
-                s += a * b; /* the product is exact: fma or not, the same sum */
-            }
-            float *c = C + (size_t)i * ldc + j;
-            *c = beta == 0.0f ? s : *c + s;
-        }
+    gemm_seq_bf16(transA, transB, M, N, K, A, lda, Bm, ldb, beta, C, ldc);
 }
 
 /* ---- oneDNN ---- */
@@ -343,13 +332,13 @@ const char *gemm_bf16_backend(void) {
                  t == 1 ? "" : "s");
     }
     else if (B.ready == 2)
-        snprintf(B.line, sizeof B.line, "builtin C kernel (%s), %d thread%s",
+        snprintf(B.line, sizeof B.line, "builtin C kernel (%s; in-order fma, %s), %d thread%s",
 #ifdef __SANITIZE_ADDRESS__
                  "sanitizer build",
 #else
                  "PPA_BF16=builtin",
 #endif
-                 t, t == 1 ? "" : "s");
+                 gemm_seq_isa(), t, t == 1 ? "" : "s");
     else
         snprintf(B.line, sizeof B.line, "unavailable: %s", B.why);
     return B.line;

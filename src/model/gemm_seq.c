@@ -1,0 +1,173 @@
+/* gemm_seq.c: products whose elements are in-order fma chains (gemm_seq.h).
+ * op(A) is packed a block of rows at a time into tiles [K][MR], op(B) a
+ * panel of NR columns at a time into [K][NR] (bf16 widened on the way, which
+ * is exact), both zero-padded at the edges; every tile then runs the whole
+ * chain over k with its MR x NR sums in registers. The padding adds zeros
+ * to nothing that is stored, so edges cost no second code path. */
+#include "model/gemm_seq.h"
+
+#include <math.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SEQ_X86 1
+#endif
+
+#include "core/common.h"
+
+#define MR 6  /* rows of a tile */
+#define NR 16 /* columns of a tile: two 8-lane vectors */
+#define A_BLOCK_FLOATS (1u << 19) /* 2 MB of packed rows per block: they stay in cache across the panels */
+
+typedef struct {
+    const void *p;
+    int ld, trans, bf; /* bf: elements are bf16 */
+} Opnd;
+
+static inline float elem(const Opnd *o, size_t idx) {
+    return o->bf ? bf16_f32(((const bf16 *)o->p)[idx]) : ((const float *)o->p)[idx];
+}
+
+/* ap[K][MR] = op(A)[i0 .. i0 + rows, 0 .. K], zero rows past `rows` */
+static void pack_a(float *ap, const Opnd *A, int i0, int rows, int K) {
+    for (int r = 0; r < MR; r++)
+        for (int k = 0; k < K; k++) {
+            size_t idx = A->trans ? (size_t)k * A->ld + (size_t)(i0 + r) : (size_t)(i0 + r) * A->ld + (size_t)k;
+            ap[(size_t)k * MR + r] = r < rows ? elem(A, idx) : 0.0f;
+        }
+}
+
+/* bp[K][NR] = op(B)[0 .. K, j0 .. j0 + cols], zero columns past `cols` */
+static void pack_b(float *bp, const Opnd *B, int j0, int cols, int K) {
+    for (int c = 0; c < NR; c++)
+        for (int k = 0; k < K; k++) {
+            size_t idx = B->trans ? (size_t)(j0 + c) * B->ld + (size_t)k : (size_t)k * B->ld + (size_t)(j0 + c);
+            bp[(size_t)k * NR + c] = c < cols ? elem(B, idx) : 0.0f;
+        }
+}
+
+/* acc[MR][NR] = the chains over k of one tile */
+static void tile_scalar(int K, const float *ap, const float *bp, float *acc) {
+    for (int i = 0; i < MR * NR; i++) acc[i] = 0.0f;
+    for (int k = 0; k < K; k++)
+        for (int r = 0; r < MR; r++)
+            for (int c = 0; c < NR; c++)
+                acc[r * NR + c] = fmaf(ap[(size_t)k * MR + r], bp[(size_t)k * NR + c], acc[r * NR + c]);
+}
+
+#ifdef SEQ_X86
+/* named accumulators: an array of them is stored back to the stack every k by GCC 12 */
+#define FMA_ROW(r, c0, c1)                                                                                             \
+    a = _mm256_broadcast_ss(ap + (r)), c0 = _mm256_fmadd_ps(a, b0, c0), c1 = _mm256_fmadd_ps(a, b1, c1)
+__attribute__((target("avx2,fma"))) static void tile_avx2(int K, const float *ap, const float *bp, float *acc) {
+    __m256 z = _mm256_setzero_ps(), c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z,
+           c41 = z, c50 = z, c51 = z, a;
+    for (int k = 0; k < K; k++, ap += MR, bp += NR) {
+        __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+        FMA_ROW(0, c00, c01), FMA_ROW(1, c10, c11), FMA_ROW(2, c20, c21);
+        FMA_ROW(3, c30, c31), FMA_ROW(4, c40, c41), FMA_ROW(5, c50, c51);
+    }
+    __m256 out[MR * 2] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+    for (int i = 0; i < MR * 2; i++) _mm256_storeu_ps(acc + 8 * i, out[i]);
+}
+#undef FMA_ROW
+
+static int has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#endif
+
+typedef void (*TileFn)(int, const float *, const float *, float *);
+
+static TileFn tile_fn(void) {
+#ifdef SEQ_X86
+    if (has_avx2()) return tile_avx2;
+#endif
+    return tile_scalar;
+}
+
+const char *gemm_seq_isa(void) { return tile_fn() == tile_scalar ? "scalar" : "avx2"; }
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static int thread_id(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* C[i0 .. i0 + rows, j0 .. j0 + cols] = acc, or += acc */
+static void store(float *C, int ldc, int i0, int rows, int j0, int cols, const float *acc, float beta) {
+    for (int r = 0; r < rows; r++) {
+        float *c = C + (size_t)(i0 + r) * ldc + j0;
+        for (int j = 0; j < cols; j++) c[j] = beta == 0.0f ? acc[r * NR + j] : c[j] + acc[r * NR + j];
+    }
+}
+
+/* rows [i0, i0 + mb) of C, their tiles packed in ap */
+static void block(const Opnd *A, const Opnd *B, int i0, int mb, int N, int K, float beta, float *C, int ldc,
+                  float *ap, float *bps, TileFn tile) {
+    int tiles = (mb + MR - 1) / MR, panels = (N + NR - 1) / NR, team = max_threads();
+    /* enough work items for every thread: split the rows when there are few panels */
+    int chunks = panels >= 4 * team ? 1 : (4 * team + panels - 1) / panels;
+    chunks = chunks > tiles ? tiles : chunks;
+    size_t tsz = (size_t)K * MR;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+        for (int t = 0; t < tiles; t++) {
+            int r = mb - t * MR < MR ? mb - t * MR : MR;
+            pack_a(ap + (size_t)t * tsz, A, i0 + t * MR, r, K);
+        }
+        float *bp = bps + (size_t)thread_id() * K * NR, acc[MR * NR];
+#pragma omp for schedule(static)
+        for (int w = 0; w < panels * chunks; w++) {
+            int p = w / chunks, ch = w % chunks, j0 = p * NR, cols = N - j0 < NR ? N - j0 : NR;
+            int t0 = (int)((long)tiles * ch / chunks), t1 = (int)((long)tiles * (ch + 1) / chunks);
+            pack_b(bp, B, j0, cols, K);
+            for (int t = t0; t < t1; t++) {
+                int r = mb - t * MR < MR ? mb - t * MR : MR;
+                tile(K, ap + (size_t)t * tsz, bp, acc);
+                store(C, ldc, i0 + t * MR, r, j0, cols, acc, beta);
+            }
+        }
+    }
+}
+
+static void run(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (beta != 0.0f && beta != 1.0f) ppa_die(70, "gemm_seq: beta %g (0 or 1 only)", (double)beta);
+    int k1 = K > 0 ? K : 1;
+    int mb = (int)(A_BLOCK_FLOATS / (unsigned)k1) / MR * MR;
+    mb = mb < MR ? MR : mb;
+    mb = mb > M ? M : mb;
+    float *ap = xmalloc(sizeof(float) * (size_t)((mb + MR - 1) / MR) * MR * k1);
+    float *bps = xmalloc(sizeof(float) * (size_t)max_threads() * NR * k1);
+    TileFn tile = tile_fn();
+    for (int i0 = 0; i0 < M; i0 += mb) block(A, B, i0, M - i0 < mb ? M - i0 : mb, N, K, beta, C, ldc, ap, bps, tile);
+    free(ap), free(bps);
+}
+
+void gemm_seq_f32(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                  float beta, float *C, int ldc) {
+    Opnd a = {A, lda, transA, 0}, b = {B, ldb, transB, 0};
+    run(&a, &b, M, N, K, beta, C, ldc);
+}
+
+void gemm_seq_bf16(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *B, int ldb,
+                   float beta, float *C, int ldc) {
+    Opnd a = {A, lda, transA, 1}, b = {B, ldb, transB, 1};
+    run(&a, &b, M, N, K, beta, C, ldc);
+}
