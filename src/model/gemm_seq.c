@@ -31,23 +31,25 @@ static inline float elem(const Opnd *o, size_t idx) {
     return o->bf ? bf16_f32(((const bf16 *)o->p)[idx]) : ((const float *)o->p)[idx];
 }
 
-/* ap[K][MR] = op(A)[i0 .. i0 + rows, 0 .. K], zero rows past `rows` */
-static void pack_a(float *ap, const Opnd *A, int i0, int rows, int K) {
-    for (int r = 0; r < MR; r++)
-        for (int k = 0; k < K; k++) {
-            size_t idx = A->trans ? (size_t)k * A->ld + (size_t)(i0 + r) : (size_t)(i0 + r) * A->ld + (size_t)k;
-            ap[(size_t)k * MR + r] = r < rows ? elem(A, idx) : 0.0f;
-        }
+/* out[K][W] = w lines of a stored matrix, line l at l * ld, element k at k (by_line: read along the lines) or the
+ * transpose (line l's element k at k * ld + l); zero past w. The loops run along memory either way. */
+static void pack(float *out, int W, const Opnd *o, int l0, int w, int K, int by_line) {
+    if (by_line) {
+        for (int l = 0; l < W; l++)
+            for (int k = 0; k < K; k++)
+                out[(size_t)k * W + l] = l < w ? elem(o, (size_t)(l0 + l) * o->ld + (size_t)k) : 0.0f;
+    } else {
+        for (int k = 0; k < K; k++)
+            for (int l = 0; l < W; l++)
+                out[(size_t)k * W + l] = l < w ? elem(o, (size_t)k * o->ld + (size_t)(l0 + l)) : 0.0f;
+    }
 }
 
+/* ap[K][MR] = op(A)[i0 .. i0 + rows, 0 .. K], zero rows past `rows` */
+static void pack_a(float *ap, const Opnd *A, int i0, int rows, int K) { pack(ap, MR, A, i0, rows, K, !A->trans); }
+
 /* bp[K][NR] = op(B)[0 .. K, j0 .. j0 + cols], zero columns past `cols` */
-static void pack_b(float *bp, const Opnd *B, int j0, int cols, int K) {
-    for (int c = 0; c < NR; c++)
-        for (int k = 0; k < K; k++) {
-            size_t idx = B->trans ? (size_t)(j0 + c) * B->ld + (size_t)k : (size_t)k * B->ld + (size_t)(j0 + c);
-            bp[(size_t)k * NR + c] = c < cols ? elem(B, idx) : 0.0f;
-        }
-}
+static void pack_b(float *bp, const Opnd *B, int j0, int cols, int K) { pack(bp, NR, B, j0, cols, K, B->trans); }
 
 /* acc[MR][NR] = the chains over k of one tile */
 static void tile_scalar(int K, const float *ap, const float *bp, float *acc) {
