@@ -1,7 +1,8 @@
 /* test_gemm_seq.c: the in-order fma products (gemm_seq.h) against a plain
  * loop written here (s = fmaf(a, b, s) over k, then C = s or C + s), bit for
  * bit: every transpose pattern, beta 0 and 1, float32 and bf16, edges of
- * every size against the 6 x 16 tiles, blocks of rows, K = 0 and 1, NaN and
+ * every size against the 6 x 16 tiles, blocks of rows, op(B) packed once or
+ * per block, K = 0 and 1, NaN and
  * infinities; then row invariance (a slice of rows alone = the same rows of
  * the whole product), the same bits at 1 and 2 threads, and the products
  * against float64 within the float32 sum's bound. */
@@ -81,6 +82,8 @@ static void test_patterns(void) {
     /* K long enough to split the rows into blocks (2 MB of packed rows), and few panels (rows split among threads) */
     one(0, 1, 70, 20, 9000, 1.0f, 0);
     one(1, 0, 131, 5, 4100, 0.0f, 1);
+    /* op(B) over 64 MB: packed per block of rows instead of once */
+    one(0, 1, 7, 4097, 4100, 1.0f, 1);
 }
 
 /* IEEE specials go through the chain as they go through the loop */

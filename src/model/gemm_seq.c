@@ -21,6 +21,8 @@
 #define MR 6  /* rows of a tile */
 #define NR 16 /* columns of a tile: two 8-lane vectors */
 #define A_BLOCK_FLOATS (1u << 19) /* 2 MB of packed rows per block: they stay in cache across the panels */
+#define B_ONCE_FLOATS (1u << 24)  /* op(B) up to 64 MB packed once for all blocks; a larger one per block, in */
+#define A_BIG_FLOATS (1u << 23)   /* blocks of 32 MB of rows so that its repacking is spread over many */
 
 typedef struct {
     const void *p;
@@ -118,9 +120,10 @@ static void store(float *C, int ldc, int i0, int rows, int j0, int cols, const f
     }
 }
 
-/* rows [i0, i0 + mb) of C, their tiles packed in ap */
+/* rows [i0, i0 + mb) of C, their tiles packed in ap; the panels of op(B) packed in ball (all of them), or else each
+ * into the thread's part of bps as needed */
 static void block(const Opnd *A, const Opnd *B, int i0, int mb, int N, int K, float beta, float *C, int ldc,
-                  float *ap, float *bps, TileFn tile) {
+                  float *ap, const float *ball, float *bps, TileFn tile) {
     int tiles = (mb + MR - 1) / MR, panels = (N + NR - 1) / NR, team = max_threads();
     /* enough work items for every thread: split the rows when there are few panels */
     int chunks = panels >= 4 * team ? 1 : (4 * team + panels - 1) / panels;
@@ -133,12 +136,13 @@ static void block(const Opnd *A, const Opnd *B, int i0, int mb, int N, int K, fl
             int r = mb - t * MR < MR ? mb - t * MR : MR;
             pack_a(ap + (size_t)t * tsz, A, i0 + t * MR, r, K);
         }
-        float *bp = bps + (size_t)thread_id() * K * NR, acc[MR * NR];
+        float *own = ball ? NULL : bps + (size_t)thread_id() * K * NR, acc[MR * NR];
 #pragma omp for schedule(static)
         for (int w = 0; w < panels * chunks; w++) {
             int p = w / chunks, ch = w % chunks, j0 = p * NR, cols = N - j0 < NR ? N - j0 : NR;
             int t0 = (int)((long)tiles * ch / chunks), t1 = (int)((long)tiles * (ch + 1) / chunks);
-            pack_b(bp, B, j0, cols, K);
+            const float *bp = ball ? ball + (size_t)p * K * NR : own;
+            if (!ball) pack_b(own, B, j0, cols, K);
             for (int t = t0; t < t1; t++) {
                 int r = mb - t * MR < MR ? mb - t * MR : MR;
                 tile(K, ap + (size_t)t * tsz, bp, acc);
@@ -151,15 +155,23 @@ static void block(const Opnd *A, const Opnd *B, int i0, int mb, int N, int K, fl
 static void run(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, float *C, int ldc) {
     if (M <= 0 || N <= 0) return;
     if (beta != 0.0f && beta != 1.0f) ppa_die(70, "gemm_seq: beta %g (0 or 1 only)", (double)beta);
-    int k1 = K > 0 ? K : 1;
-    int mb = (int)(A_BLOCK_FLOATS / (unsigned)k1) / MR * MR;
-    mb = mb < MR ? MR : mb;
-    mb = mb > M ? M : mb;
+    size_t k1 = K > 0 ? (size_t)K : 1, panels = (size_t)(N + NR - 1) / NR;
+    int once = panels * NR * k1 <= B_ONCE_FLOATS;
+    size_t rows = (once ? A_BLOCK_FLOATS : A_BIG_FLOATS) / k1 / MR * MR;
+    int mb = rows < MR ? MR : rows > (size_t)M ? M : (int)rows;
     float *ap = xmalloc(sizeof(float) * (size_t)((mb + MR - 1) / MR) * MR * k1);
-    float *bps = xmalloc(sizeof(float) * (size_t)max_threads() * NR * k1);
+    float *b = xmalloc(sizeof(float) * (once ? panels : (size_t)max_threads()) * NR * k1);
+    if (once) {
+#pragma omp parallel for schedule(static)
+        for (size_t p = 0; p < panels; p++) {
+            int j0 = (int)p * NR;
+            pack_b(b + p * k1 * NR, B, j0, N - j0 < NR ? N - j0 : NR, K);
+        }
+    }
     TileFn tile = tile_fn();
-    for (int i0 = 0; i0 < M; i0 += mb) block(A, B, i0, M - i0 < mb ? M - i0 : mb, N, K, beta, C, ldc, ap, bps, tile);
-    free(ap), free(bps);
+    for (int i0 = 0; i0 < M; i0 += mb)
+        block(A, B, i0, M - i0 < mb ? M - i0 : mb, N, K, beta, C, ldc, ap, once ? b : NULL, b, tile);
+    free(ap), free(b);
 }
 
 void gemm_seq_f32(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
