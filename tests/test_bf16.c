@@ -356,6 +356,27 @@ static void test_golden(const char *name) {
         model_free(a), model_free(c);
     }
 
+    /* low memory (gradients released, activations and the kept softmax freed in the backward): the same log-probs
+     * and gradients, bit for bit, in both precisions and with checkpointing; twice, so that the second pass runs on
+     * the pages the first handed back */
+    for (int p = 0; p < 4; p++) {
+        Model *a = load(f32dir, p & 1 ? MODEL_BF16 : MODEL_FP32, 0), *c = load(f32dir, p & 1 ? MODEL_BF16 : MODEL_FP32, 0);
+        if (!a || !c) break;
+        model_grads(a), model_grads(c);
+        model_low_memory(c, 1);
+        model_gradient_checkpointing(a, p >> 1), model_gradient_checkpointing(c, p >> 1);
+        int same = 1;
+        for (int pass = 0; pass < 2; pass++) {
+            run(a, &g, 0, g.n, lp2, wts);
+            run(c, &g, 0, g.n, lp3, wts);
+            same &= !memcmp(lp2, lp3, sizeof(double) * (size_t)n) &&
+                    !memcmp(model_grads(a), model_grads(c), sizeof(float) * model_n_params(a));
+        }
+        CHECK(same, "%s %s%s: low memory gives the same log-probs and gradients, bit for bit", name,
+              p & 1 ? "bf16" : "fp32", p >> 1 ? " + checkpointing" : "");
+        model_free(a), model_free(c);
+    }
+
     /* the bf16 copy follows the master weights: perturb, refresh = a model loaded with those weights */
     float *w = model_params(m);
     for (size_t i = 0; i < model_n_params(m); i++) w[i] *= 1.0f + 0x1p-6f * (float)((i * 2654435761u >> 7) % 3 - 1.0);

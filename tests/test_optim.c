@@ -29,8 +29,8 @@ static void test_run(const cJSON *doc, const cJSON *run) {
     Schedule sch;
     CHECK(schedule_parse(name, &sch) == 0, "schedule %s", name);
     float *p = xmalloc(sizeof(float) * (size_t)n), *g = xmalloc(sizeof(float) * (size_t)n);
-    unsigned char *decay = xmalloc((size_t)n);
-    for (int i = 0; i < n; i++) decay[i] = i < nd;
+    Span first = {0, (size_t)nd};
+    Spans decay = {1, &first};
     floats(cJSON_GetObjectItemCaseSensitive(run, "params0"), p);
     AdamW opt;
     adamw_init(&opt, (size_t)n);
@@ -44,14 +44,53 @@ static void test_run(const cJSON *doc, const cJSON *run) {
         CHECK_NEAR(norm, nm->valuedouble, 0, 1e-12, "%s step %d: gradient norm", name, s);
         double rate = schedule_lr(sch, num(doc, "peak_lr"), s, warmup, total);
         CHECK_NEAR(rate, lr->valuedouble, 1e-18, 1e-13, "%s step %d: learning rate", name, s);
-        adamw_step(&opt, p, g, 1.0f, decay, rate, &ac);
+        adamw_step(&opt, p, g, 1.0f, &decay, 0, rate, &ac);
         int i = 0;
         for (const cJSON *x = want->child; x; x = x->next, i++) worst = fmax(worst, fabs(p[i] - x->valuedouble));
     }
     /* float32 state against float64: rounding of values of size ~1 over 7 steps */
     CHECK(worst < 2e-6, "%s: parameters after %d AdamW steps within %.2g of torch float64", name, total, worst);
     adamw_free(&opt);
-    free(p), free(g), free(decay);
+    free(p), free(g);
+}
+
+/* decay by spans = a per-element mask written out here (torch's update with
+ * decay where the mask is 1, to float32 rounding), and a step in two shares
+ * (ZeRO-1: each with its base) = the whole step, bit for bit */
+static void test_decay_spans(void) {
+    size_t n = 1000, cut = 250;
+    Span sp[] = {{10, 200}, {200, 300}, {500, 700}, {999, 1000}};
+    Spans d = {4, sp};
+    float *p = xmalloc(sizeof(float) * n), *q = xmalloc(sizeof(float) * n), *r = xmalloc(sizeof(float) * n);
+    float *g = xmalloc(sizeof(float) * n), *m = xcalloc(n, sizeof(float)), *v = xcalloc(n, sizeof(float));
+    PpaRng rg;
+    rng_seed(&rg, 4);
+    for (size_t i = 0; i < n; i++) p[i] = q[i] = r[i] = (float)rng_normal(&rg), g[i] = (float)rng_normal(&rg);
+    AdamW a, b0, b1;
+    adamw_init(&a, n), adamw_init(&b0, cut), adamw_init(&b1, n - cut);
+    AdamWConfig ac = {0.9, 0.999, 1e-8, 0.3};
+    double lr = 0.01;
+    for (int s = 1; s <= 3; s++) {
+        adamw_step(&a, p, g, 0.5f, &d, 0, lr, &ac);
+        adamw_step(&b0, q, g, 0.5f, &d, 0, lr, &ac);
+        adamw_step(&b1, q + cut, g + cut, 0.5f, &d, cut, lr, &ac);
+        float bc1 = (float)(lr / (1.0 - pow(0.9, s))), sq = (float)sqrt(1.0 - pow(0.999, s)), shrink = (float)(1.0 - lr * 0.3);
+        for (size_t i = 0; i < n; i++) {
+            int on = 0;
+            for (int k = 0; k < d.n; k++) on |= i >= sp[k].lo && i < sp[k].hi;
+            float gi = g[i] * 0.5f;
+            float x = on ? r[i] * shrink : r[i];
+            m[i] = 0.9f * m[i] + (1.0f - 0.9f) * gi;
+            v[i] = 0.999f * v[i] + (1.0f - 0.999f) * gi * gi;
+            r[i] = x - bc1 * m[i] / (sqrtf(v[i]) / sq + 1e-8f);
+        }
+    }
+    double worst = 0; /* the loop above may contract to fma where adamw_step's does not: a few ulps */
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(p[i] - r[i]) / fmax(1.0, fabs(r[i])));
+    CHECK(worst < 1e-6, "decay by spans = the per-element mask (worst %.3g)", worst);
+    CHECK(!memcmp(p, q, sizeof(float) * n), "two shares with their bases = the whole step, bit for bit");
+    adamw_free(&a), adamw_free(&b0), adamw_free(&b1);
+    free(p), free(q), free(r), free(g), free(m), free(v);
 }
 
 /* clipping inside the AdamW pass equals clipping first, bit for bit */
@@ -68,9 +107,9 @@ static void test_fused_clip(void) {
     for (int s = 0; s < 3; s++) {
         memcpy(g2, g, sizeof(float) * n);
         double norm = clip_grad_norm(g2, n, 1.0);
-        adamw_step(&a, p1, g2, 1.0f, NULL, 1e-2, &ac);
+        adamw_step(&a, p1, g2, 1.0f, NULL, 0, 1e-2, &ac);
         CHECK(grad_norm(g, n) == norm, "grad_norm = clip_grad_norm's norm");
-        adamw_step(&b, p2, g, clip_scale(grad_norm(g, n), 1.0), NULL, 1e-2, &ac);
+        adamw_step(&b, p2, g, clip_scale(grad_norm(g, n), 1.0), NULL, 0, 1e-2, &ac);
     }
     CHECK(!memcmp(p1, p2, sizeof(float) * n) && !memcmp(a.m, b.m, sizeof(float) * n) && !memcmp(a.v, b.v, sizeof(float) * n),
           "clip_scale inside adamw_step = clip_grad_norm then adamw_step, bit for bit");
@@ -112,6 +151,7 @@ int main(void) {
     cJSON_Delete(doc);
     free(text);
     test_clip_threads();
+    test_decay_spans();
     test_fused_clip();
     return check_report("test_optim");
 }

@@ -42,6 +42,16 @@ done
 expect "fp32: gradient checkpointing trains to byte-identical weights" cmp -s "$tmp/f32/model.safetensors" "$tmp/gc_fp32/model.safetensors"
 expect "bf16: gradient checkpointing trains to byte-identical weights" cmp -s "$tmp/a/model.safetensors" "$tmp/gc_bf16/model.safetensors"
 
+# -- --low-memory: the same bytes as without, in both precisions and with checkpointing
+for p in fp32 bf16; do
+  "$ppa" train "${common[@]}" --precision $p --out "$tmp/low_$p" --low-memory > /dev/null 2> "$tmp/err"
+  expect "train --low-memory ($p) exits 0 ($(tail -1 "$tmp/err"))" test $? -eq 0
+done
+expect "fp32: --low-memory trains to byte-identical weights" cmp -s "$tmp/f32/model.safetensors" "$tmp/low_fp32/model.safetensors"
+expect "bf16: --low-memory trains to byte-identical weights" cmp -s "$tmp/a/model.safetensors" "$tmp/low_bf16/model.safetensors"
+"$ppa" train "${common[@]}" --precision bf16 --out "$tmp/low_gc" --low-memory --gradient-checkpointing > /dev/null 2>&1
+expect "bf16: --low-memory with checkpointing, byte-identical weights" cmp -s "$tmp/a/model.safetensors" "$tmp/low_gc/model.safetensors"
+
 # -- the reference cache: ppa score --precision bf16 (frozen bf16) serves train --precision bf16 (its bf16 copy)
 "$ppa" score --model "$tmp/m" --data "$tmp/lists.jsonl" --template none --precision bf16 --out "$tmp/ref.bf16" > /dev/null 2>&1
 expect "score --precision bf16 writes a cache" test -s "$tmp/ref.bf16"

@@ -162,7 +162,7 @@ static void test_objective_learns(PpaObjective obj) {
         }
         if (step == 0) first = s.loss / s.lists, acc0 = s.acc / s.lists_with_pairs;
         last = s.loss / s.lists, acc1 = s.acc / s.lists_with_pairs;
-        if (step < 30) adamw_step(&opt, model_params(m), model_grads(m), 1.0f, NULL, 3e-3, &ac);
+        if (step < 30) adamw_step(&opt, model_params(m), model_grads(m), 1.0f, NULL, 0, 3e-3, &ac);
     }
     CHECK(last < first, "%s: loss falls (%.4f -> %.4f)", ppa_objective_name(obj), first, last);
     CHECK(acc1 >= acc0 + 0.5, "%s: ranking accuracy of s rises (%.3f -> %.3f)", ppa_objective_name(obj), acc0, acc1);

@@ -212,7 +212,7 @@ static int bench_tokenize(int argc, char **argv) {
 static const char STEP_HELP[] =
     "usage: ppa bench step (--model DIR | --config config.json) --k K --prompt-len P --response-len R\n"
     "                      [--steps N] [--mode shared|separate|both] [--adamw] [--threads T] [--json]\n"
-    "                      [--precision fp32|bf16] [--gradient-checkpointing] [--lora-r R]\n"
+    "                      [--precision fp32|bf16] [--gradient-checkpointing] [--low-memory] [--lora-r R]\n"
     "\n"
     "Forward + backward of the policy on one list: a prompt of P tokens and K responses of R tokens,\n"
     "as one shared-prompt row (shared) and as K separate sequences (separate). Median of N steps\n"
@@ -223,6 +223,8 @@ static const char STEP_HELP[] =
     "measured first (square n = 2048, same threads); with --precision bf16, oneDNN's bf16 products'\n"
     "share and rate against the bf16 peak measured the same way (attention's products, on ppa's\n"
     "own bf16 kernel, are not counted).\n"
+    "--low-memory: the gradients take no memory in the forward and the backward frees each layer's\n"
+    "activations as it goes (a lower peak for page faults in every step).\n"
     "--lora-r R trains a LoRA adapter of rank R on all seven linear layers of a frozen base (with\n"
     "--model: the folder's weights, bf16 only with --precision bf16) instead of every parameter.\n";
 
@@ -237,7 +239,7 @@ typedef struct {
 } StepTime;
 
 /* one forward + backward (and optionally AdamW) */
-static StepTime train_step(Model *m, const Row *rows, int n_rows, AdamW *opt, const unsigned char *decay) {
+static StepTime train_step(Model *m, const Row *rows, int n_rows, AdamW *opt, const Spans *decay) {
     char err[512];
     gemm_stats_reset(1);
     double t0 = timer_now();
@@ -251,7 +253,7 @@ static StepTime train_step(Model *m, const Row *rows, int n_rows, AdamW *opt, co
     model_backward(m, b, g);
     if (opt) {
         AdamWConfig ac = {0.9, 0.999, 1e-8, 0.0};
-        adamw_step(opt, model_params(m), model_grads(m), clip_scale(grad_norm(model_grads(m), model_n_params(m)), 1.0), decay,
+        adamw_step(opt, model_params(m), model_grads(m), clip_scale(grad_norm(model_grads(m), model_n_params(m)), 1.0), decay, 0,
                    1e-7, &ac);
         model_bf16_refresh(m); /* part of a bf16 step */
     }
@@ -288,7 +290,7 @@ static double product_peak(int in_bf16) {
     return 2.0 * n * n * (double)n / t[2] / 1e9;
 }
 
-static Model *step_model(const char *model, const char *config, int in_bf16, int gc, int lora_r) {
+static Model *step_model(const char *model, const char *config, int in_bf16, int gc, int low, int lora_r) {
     char err[4096];
     Model *m;
     if (model) {
@@ -304,6 +306,7 @@ static Model *step_model(const char *model, const char *config, int in_bf16, int
     LoraSpec ls = {lora_r, 2.0 * lora_r, 0.0, 0, LORA_ALL_TARGETS};
     if (lora_r > 0 && model_lora_new(m, &ls, 1, err, sizeof err)) ppa_die(2, "bench step: %s", err);
     model_gradient_checkpointing(m, gc);
+    model_low_memory(m, low);
     model_grads(m); /* a model that trains: batches keep what the backward needs */
     return m;
 }
@@ -322,11 +325,11 @@ static void step_report(const char *name, const Model *m, int K, int P, int R, c
                "\"response_len\": %d, \"tokens\": %ld, \"ms\": %.1f, \"tokens_per_s\": %.1f, \"gflops\": %.1f, "
                "\"gemm_share\": %.3f, \"gemm_gflops\": %.1f, \"sgemm_peak_gflops\": %.1f, \"bf16_share\": %.3f, "
                "\"bf16_gflops\": %.1f, \"bf16_peak_gflops\": %.1f, \"peak_rss_mb\": %ld, \"params\": %zu, "
-               "\"adamw\": %s, \"gradient_checkpointing\": %s, \"threads\": %d, \"gemm\": \"%s\", "
+               "\"adamw\": %s, \"gradient_checkpointing\": %s, \"low_memory\": %s, \"threads\": %d, \"gemm\": \"%s\", "
                "\"gemm_bf16\": \"%s\", \"gemm_rows\": \"%s\", \"lora_r\": %d}\n",
                name, bf ? "bf16" : "fp32", K, P, R, tokens, 1e3 * st->sec, tokens / st->sec,
                st->gemm_flops / st->sec / 1e9, st->gemm_sec / st->sec, gf, pk.sgemm, st->bf16_sec / st->sec, bgf,
-               pk.bf16, peak_rss_mb(), model_n_params(m), adamw ? "true" : "false", gc ? "true" : "false",
+               pk.bf16, peak_rss_mb(), model_n_params(m), adamw ? "true" : "false", gc ? "true" : "false", model_low_memory_on(m) ? "true" : "false",
                gemm_threads(), gemm_backend(), bf ? gemm_bf16_backend() : "", gemm_rows_kernel(),
                model_lora(m) ? model_lora(m)->r : 0);
     else {
@@ -345,7 +348,7 @@ static void step_report(const char *name, const Model *m, int K, int P, int R, c
 }
 
 static int bench_step(int argc, char **argv) {
-    enum { O_HELP = 1, O_MODEL, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON, O_THREADS, O_PREC, O_GC, O_LORA };
+    enum { O_HELP = 1, O_MODEL, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON, O_THREADS, O_PREC, O_GC, O_LOW, O_LORA };
     static const struct option opts[] = {
         {"help", no_argument, NULL, O_HELP},     {"model", required_argument, NULL, O_MODEL},
         {"config", required_argument, NULL, O_CONFIG}, {"k", required_argument, NULL, O_K},
@@ -353,10 +356,11 @@ static int bench_step(int argc, char **argv) {
         {"steps", required_argument, NULL, O_STEPS}, {"mode", required_argument, NULL, O_MODE},
         {"adamw", no_argument, NULL, O_ADAMW},   {"json", no_argument, NULL, O_JSON},
         {"threads", required_argument, NULL, O_THREADS}, {"precision", required_argument, NULL, O_PREC},
-        {"gradient-checkpointing", no_argument, NULL, O_GC}, {"lora-r", required_argument, NULL, O_LORA}, {0},
+        {"gradient-checkpointing", no_argument, NULL, O_GC}, {"low-memory", no_argument, NULL, O_LOW},
+        {"lora-r", required_argument, NULL, O_LORA}, {0},
     };
     const char *model = NULL, *config = NULL, *mode = "both";
-    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, threads = 0, use_bf16 = 0, gc = 0, lora_r = 0, c;
+    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, threads = 0, use_bf16 = 0, gc = 0, low = 0, lora_r = 0, c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case O_HELP: fputs(STEP_HELP, stdout); return 0;
@@ -376,6 +380,7 @@ static int bench_step(int argc, char **argv) {
             use_bf16 = !strcmp(optarg, "bf16");
             break;
         case O_GC: gc = 1; break;
+        case O_LOW: low = 1; break;
         case O_LORA: lora_r = atoi(optarg); break;
         default: ppa_die(2, "bench step: see 'ppa bench step --help'");
         }
@@ -395,7 +400,7 @@ static int bench_step(int argc, char **argv) {
     Peaks pk = {product_peak(0), use_bf16 ? product_peak(1) : 0};
     if (!json) printf("matrix products: %s; forward rows: %s\n", gemm_backend(), gemm_rows_kernel());
     if (!json && use_bf16) printf("bf16 products: %s\n", gemm_bf16_backend());
-    Model *m = step_model(model, config, use_bf16, gc, lora_r);
+    Model *m = step_model(model, config, use_bf16, gc, low, lora_r);
     const ModelConfig *cfg = model_config(m);
     PpaRng rng;
     rng_seed(&rng, 7);
@@ -407,20 +412,20 @@ static int bench_step(int argc, char **argv) {
     Row shared = {P, prompt, K, lens, rp}, *separate = xmalloc(sizeof(Row) * (size_t)K);
     for (int k = 0; k < K; k++) separate[k] = (Row){P, prompt, 1, lens + k, rp + k};
     AdamW opt = {0};
-    unsigned char *decay = NULL;
-    if (adamw) adamw_init(&opt, model_n_params(m)), decay = model_decay_mask(m);
+    Spans decay = {0, NULL};
+    if (adamw) adamw_init(&opt, model_n_params(m)), decay = model_decay(m);
     for (int pass = 0; pass < 2; pass++) {
         const char *name = pass ? "separate" : "shared";
         if (strcmp(mode, "both") && strcmp(mode, name)) continue;
         StepTime *st = xmalloc(sizeof(StepTime) * (size_t)steps);
-        train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, decay); /* warm-up */
-        for (int s = 0; s < steps; s++) st[s] = train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, decay);
+        train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, &decay); /* warm-up */
+        for (int s = 0; s < steps; s++) st[s] = train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, &decay);
         qsort(st, (size_t)steps, sizeof(StepTime), cmp_step);
         step_report(name, m, K, P, R, &st[steps / 2], pk, adamw, gc, json);
         free(st);
     }
     if (adamw) adamw_free(&opt);
-    free(decay), free(prompt), free(resp), free(lens), free(rp), free(separate);
+    spans_free(&decay), free(prompt), free(resp), free(lens), free(rp), free(separate);
     model_free(m);
     return 0;
 }

@@ -114,7 +114,7 @@ int cmd_sft(int argc, char **argv) {
     AdamW opt;
     adamw_init(&opt, n_params);
     AdamWConfig ac = {0.9, 0.999, 1e-8, a.weight_decay};
-    unsigned char *decay = model_decay_mask(m);
+    Spans decay = model_decay(m);
     int *perm = xmalloc(sizeof(int) * (size_t)d.n);
     if (lead) fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld; %s\n",
             d.n, total, a.batch, a.micro, a.lr,
@@ -157,7 +157,7 @@ int cmd_sft(int argc, char **argv) {
             failed = 1;
             break;
         }
-        adamw_step(&opt, model_params(m), model_grads(m), clip_scale(gnorm, a.clip), decay, lr, &ac);
+        adamw_step(&opt, model_params(m), model_grads(m), clip_scale(gnorm, a.clip), &decay, 0, lr, &ac);
         model_bf16_refresh(m);
         double dt = timer_now() - ts;
         if (lead) printf("{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
@@ -169,7 +169,7 @@ int cmd_sft(int argc, char **argv) {
         failed = 1;
     }
     if (failed) {
-        free(perm), free(decay), adamw_free(&opt), data_free(&d), tokenizer_free(tok), model_free(m);
+        free(perm), spans_free(&decay), adamw_free(&opt), data_free(&d), tokenizer_free(tok), model_free(m);
         train_options_free(&opts);
         ppa_die(2, "%s", err);
     }
@@ -181,7 +181,7 @@ int cmd_sft(int argc, char **argv) {
         if (model_save(m, a.out, a.bf16, stat(tokjson, &sb) ? NULL : a.model, err, sizeof err)) ppa_die(1, "%s", err);
         fprintf(stderr, "ppa sft: wrote %s\n", a.out);
     }
-    free(perm), free(decay);
+    free(perm), spans_free(&decay);
     adamw_free(&opt);
     data_free(&d);
     tokenizer_free(tok);

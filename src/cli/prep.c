@@ -126,7 +126,7 @@ static Model *load_checked(const TrainOptions *o, const char *dir, int trainable
         model_free(m); /* freed before the exit: a refusal is not a leak */
         ppa_die(2, "%s", err);
     }
-    if (trainable) model_gradient_checkpointing(m, o->gradient_checkpointing);
+    if (trainable) model_gradient_checkpointing(m, o->gradient_checkpointing), model_low_memory(m, o->low_memory);
     return m;
 }
 

@@ -1,10 +1,13 @@
-/* common.c: fatal errors and checked allocation. */
+/* common.c: fatal errors, checked allocation and released mappings. */
 #include "core/common.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static int die_rank = -1;
 static void (*die_exit)(int status);
@@ -40,6 +43,29 @@ void *ppa_xcalloc_at(size_t count, size_t size, const char *file, int line) {
     void *p = calloc(count ? count : 1, size ? size : 1);
     if (!p) oom(count * size, file, line);
     return p;
+}
+
+void *ppa_xmap_at(size_t n, const char *file, int line) {
+    void *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) oom(n, file, line);
+#ifdef MADV_HUGEPAGE
+    madvise(p, n ? n : 1, MADV_HUGEPAGE); /* fewer faults when released pages come back; a hint only */
+#endif
+    return p;
+}
+
+void ppa_unmap(void *p, size_t n) {
+    if (p) munmap(p, n ? n : 1);
+}
+
+void ppa_release(void *p, size_t n, int zero) {
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p, lo = (a + pg - 1) / pg * pg, hi = (a + n) / pg * pg;
+    if (lo >= hi || madvise((void *)lo, hi - lo, MADV_DONTNEED)) { /* nothing whole to hand back, or refused */
+        if (zero) memset(p, 0, n);
+        return;
+    }
+    if (zero) memset(p, 0, lo - a), memset((void *)hi, 0, a + n - hi);
 }
 
 void *ppa_xrealloc_at(void *p, size_t n, const char *file, int line) {

@@ -24,9 +24,21 @@ void *ppa_xmalloc_at(size_t n, const char *file, int line);
 void *ppa_xcalloc_at(size_t count, size_t size, const char *file, int line);
 void *ppa_xrealloc_at(void *p, size_t n, const char *file, int line);
 
+/* Large buffers whose memory is resident only while in use (anonymous
+ * mappings, transparent huge pages where the system allows them): zero on
+ * first touch; ppa_release hands the pages of [p, p + n) that lie wholly
+ * inside it back to the system (they read as zero again), and zeroes the
+ * rest when zero is set (otherwise its contents are unspecified). Used for
+ * the gradients (released instead of cleared, so they take no memory in the
+ * forward) and the activations (released layer by layer in the backward). */
+void *ppa_xmap_at(size_t n, const char *file, int line);
+void ppa_unmap(void *p, size_t n);
+void ppa_release(void *p, size_t n, int zero);
+
 /* Allocation failure is fatal and names the call site. */
 #define xmalloc(n) ppa_xmalloc_at((n), __FILE__, __LINE__)
 #define xcalloc(c, s) ppa_xcalloc_at((c), (s), __FILE__, __LINE__)
 #define xrealloc(p, n) ppa_xrealloc_at((p), (n), __FILE__, __LINE__)
+#define xmap(n) ppa_xmap_at((n), __FILE__, __LINE__)
 
 #endif

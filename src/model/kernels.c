@@ -510,6 +510,20 @@ static void lmhead_backward_bf16(float *dx, float *dW, const double *g, const do
     }
 }
 
+void lmhead_backward_weights(float *dW, const float *x, Weight W, const int *src, int n, int H, int V, float *work,
+                             LmKeep keep, bf16 *btmp) {
+    keep_check(keep, W);
+    if (!keep.f && !keep.b) ppa_die(70, "lmhead_backward_weights: no kept d logits (internal)");
+    int piece = keep.b ? lmhead_dl_rows(n, V) : (n > 0 ? n : 1); /* the backward's pieces */
+    float *xs = work + (size_t)lmhead_chunk(n, V) * V;
+    for (int i0 = 0; i0 < n; i0 += piece) {
+        int m = n - i0 < piece ? n - i0 : piece;
+        gather_rows(xs, x, src, i0, m, H);
+        Act dl = keep.b ? (Act){NULL, keep.b + (size_t)i0 * V} : act_f32(keep.f + (size_t)i0 * V);
+        mm_backward(NULL, 0.0f, dW, dl, act_f32(xs), W, m, H, V, btmp);
+    }
+}
+
 void lmhead_backward(float *dx, float *dW, const double *g, const double *logp, const float *x, Weight W,
                      const float *lse, const int *src, const int *tgt, int n, int H, int V, float *work, LmKeep keep,
                      bf16 *btmp) {

@@ -78,10 +78,15 @@ void lmhead_forward(double *logp, float *lse, const float *x, Weight W, const in
                     int V, float *work, LmKeep keep, bf16 *btmp);
 /* g: [n] d loss / d logp; logp: the forward's (a bf16 keep takes the target's
  * 1 - p from it, not from the rounded softmax). dx: [T, H] (+=, rows src),
- * dW: [V, H] (+=, or NULL: frozen); keep: as given to the forward (its
- * float32 content is consumed) */
+ * dW: [V, H] (+=, or NULL: frozen, or later); keep: as given to the forward
+ * (the backward leaves its d logits there) */
 void lmhead_backward(float *dx, float *dW, const double *g, const double *logp, const float *x, Weight W,
                      const float *lse, const int *src, const int *tgt, int n, int H, int V, float *work, LmKeep keep,
                      bf16 *btmp);
+/* dW [V, H] += the weight gradient from the d logits a backward with a kept
+ * softmax and no dW left in keep, piece by piece as that backward would have
+ * added it: the same bytes, later (when the layers' activations are gone). */
+void lmhead_backward_weights(float *dW, const float *x, Weight W, const int *src, int n, int H, int V, float *work,
+                             LmKeep keep, bf16 *btmp);
 
 #endif

@@ -111,9 +111,9 @@ static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
                  have / 1e9);
         return -1;
     }
-    if (total > m->arena_n) {
-        free(m->arena);
-        m->arena = xmalloc(sizeof(float) * total);
+    if (total > m->arena_n) { /* mapped: the backward hands each layer's pages back (release_layer) */
+        ppa_unmap(m->arena, sizeof(float) * m->arena_n);
+        m->arena = xmap(sizeof(float) * total);
         m->arena_n = total;
     }
     float *at = m->arena;
@@ -323,7 +323,13 @@ static LmKeep lmkeep(Model *m, const Batch *b) {
     int bf = model_lm_weight(m).b != NULL;
     size_t bytes = (size_t)b->n_tgt * m->c.vocab_size * (bf ? sizeof(bf16) : sizeof(float));
     if (!model_trains(m) || m->gc || !b->n_tgt || bytes > m->lmkeep_max) return (LmKeep){NULL, NULL};
-    float *p = grow(&m->lmkeep, &m->lmkeep_n, (bytes + sizeof(float) - 1) / sizeof(float));
+    size_t n = (bytes + sizeof(float) - 1) / sizeof(float);
+    if (n > m->lmkeep_n) { /* mapped: released once the backward is done with it */
+        ppa_unmap(m->lmkeep, sizeof(float) * m->lmkeep_n);
+        m->lmkeep = xmap(sizeof(float) * n);
+        m->lmkeep_n = n;
+    }
+    float *p = m->lmkeep;
     return bf ? (LmKeep){NULL, (bf16 *)p} : (LmKeep){p, NULL};
 }
 
@@ -423,6 +429,11 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     float *dgf = round ? NULL : s->dg, *duf = round ? NULL : s->du;
     bf16 *dgb = round ? (bf16 *)s->dg : NULL, *dub = round ? (bf16 *)s->du : NULL;
     swiglu_backward(dgf, dgb, duf, dub, s->dh, gate, up, (long)T * I);
+    if (m->low_memory && b->slots > 1) { /* the largest activations are dead before the layer's largest gradients */
+        size_t TI = (size_t)T * I, e = a.gateb ? sizeof(bf16) : sizeof(float);
+        ppa_release(a.gateb ? (void *)a.gateb : (void *)a.gate, TI * e, 0);
+        ppa_release(a.upb ? (void *)a.upb : (void *)a.up, TI * e, 0);
+    }
     Act dg = {dgf, dgb}, du = {duf, dub};
     linear_backward(m, s->dxn, 0.0f, dw.wg, dw.bg, dg, xn2, W.g, T, H, I);
     lora_backward(m, l, 4, s->dxn, s->dg, xn2, T);
@@ -449,6 +460,27 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     rmsnorm_backward(dx, dw.attn_norm, s->dxn, a.x, w.attn_norm, a.rstd1, T, H); /* dx: d x */
 }
 
+/* Low memory: once layer l is differentiated, the batch needs none of its activations: their pages go back to the
+ * system (the next forward writes every element before reading it), so the backward's memory falls as its gradients
+ * fill. With one kept slot (checkpointing) only the layer's input is the layer's own. */
+static void release_layer(const Model *m, const Batch *b, int l) {
+    if (!m->low_memory) return;
+    const ModelConfig *c = &m->c;
+    size_t T = (size_t)b->T, H = (size_t)c->hidden_size, f = sizeof(float);
+    size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
+    Acts a = acts(m, b, l);
+    ppa_release(a.x, T * H * f, 0);
+    if (b->slots == 1) return;
+    const struct {
+        void *p;
+        size_t bytes;
+    } parts[] = {{a.xn1, T * H * f}, {a.xn2, T * H * f}, {a.xn1b, T * H * 2}, {a.xn2b, T * H * 2},
+                 {a.q, T * QD * f},  {a.k, T * KD * f}, {a.v, T * KD * f},   {a.att, T * QD * f},
+                 {a.xmid, T * H * f}}; /* gate and up: as soon as the MLP's backward has read them */
+    for (size_t i = 0; i < PPA_ARRAY_LEN(parts); i++)
+        if (parts[i].p) ppa_release(parts[i].p, parts[i].bytes, 0);
+}
+
 /* The scratch of the backward: dxf and dx [T, H] zeroed, the layer buffers after them */
 static float *backward_scratch(Model *m, const Batch *b) {
     const ModelConfig *c = &m->c;
@@ -470,6 +502,7 @@ static void trunk_backward(Model *m, Batch *b, float *at) {
     at += 2 * TH;
     rmsnorm_backward(dx, tensor_at(m, m->grads, "model.norm.weight"), dxf, b->x + (size_t)L * T * H,
                      tensor_at(m, m->params, "model.norm.weight"), b->rstdf, T, H);
+    if (m->low_memory) ppa_release(b->x + (size_t)L * T * H, sizeof(float) * T * H, 0);
     Scratch s; /* every buffer is written before it is read */
     s.dxn = at, at += TH;
     s.dq = at, at += TQ, s.datt = at, at += TQ;
@@ -479,9 +512,16 @@ static void trunk_backward(Model *m, Batch *b, float *at) {
         /* one kept layer: recompute layer l from its input (the forward left the last layer's) */
         if (b->slots == 1 && l < L - 1) layer_forward(m, b, l, s.h);
         layer_backward(m, b, l, dx, &s);
+        release_layer(m, b, l);
     }
+}
+
+/* The embeddings' gradient from d loss / d x_0 (dx [T, H], the scratch's second buffer), added last: after the
+ * tied LM head's share in every path, so both add in the same order. */
+static void embed_backward(Model *m, const Batch *b, const float *dx) {
+    int H = m->c.hidden_size;
     float *dE = tensor_at(m, m->grads, "model.embed_tokens.weight");
-    for (int t = 0; dE && t < T; t++) { /* in token order: deterministic */
+    for (int t = 0; dE && t < b->T; t++) { /* in token order: deterministic */
         float *d = dE + (size_t)b->tokens[t] * H;
         for (int h = 0; h < H; h++) d[h] += dx[(size_t)t * H + h];
     }
@@ -501,11 +541,23 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
     for (int i = 0; i < b->n_tgt; i++) g[i] = dlogps[b->tgt_resp[i]];
     float *at = backward_scratch(m, b);
     bf16 *bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL;
-    lmhead_backward(at, lm_head(m, m->grads), g, b->logp_t, b->xf, model_lm_weight(m), b->lse_t, b->src, b->tgt,
-                    b->n_tgt, H, V, lmwork(m, b), b->lmkeep, bt);
+    /* with a kept softmax the head's weight gradient waits in the d logits it leaves there until the layers are
+     * done and their activations released: the peak then holds neither it nor the layers' gradients */
+    LmKeep kept = b->lmkeep;
+    float *dW = lm_head(m, m->grads);
+    int defer = dW && (kept.f || kept.b);
+    lmhead_backward(at, defer ? NULL : dW, g, b->logp_t, b->xf, model_lm_weight(m), b->lse_t, b->src, b->tgt, b->n_tgt,
+                    H, V, lmwork(m, b), kept, bt);
     b->lmkeep = (LmKeep){NULL, NULL}; /* consumed: another backward recomputes */
     free(g);
     trunk_backward(m, b, at);
+    if (defer) {
+        bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL; /* the layers may have grown it */
+        lmhead_backward_weights(dW, b->xf, model_lm_weight(m), b->src, b->n_tgt, H, V, lmwork(m, b), kept, bt);
+        if (m->low_memory) ppa_release(m->lmkeep, sizeof(float) * m->lmkeep_n, 0);
+    }
+    embed_backward(m, b, at + (size_t)b->T * H);
+    if (m->low_memory) ppa_release(m->scratch, sizeof(float) * m->scratch_n, 0); /* the forward needs less of it */
 }
 
 void model_backward_rewards(Model *m, Batch *b, const double *drewards) {
@@ -526,4 +578,5 @@ void model_backward_rewards(Model *m, Batch *b, const double *drewards) {
         }
     }
     trunk_backward(m, b, dxf);
+    embed_backward(m, b, dxf + (size_t)b->T * H);
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/span.h"
 #include "model/config.h"
 
 typedef struct Model Model;
@@ -44,6 +45,14 @@ int model_frozen(const Model *m);
  * same bytes as without; about one more forward of work). Batches of a model
  * without gradients always keep one layer (a forward needs no more). */
 void model_gradient_checkpointing(Model *m, int on);
+/* Low memory: the gradients are released instead of cleared (no memory in
+ * the forward: they come back, zero, as the backward writes them), and the
+ * backward frees each layer's activations once it is done with them and the
+ * kept softmax at its end, so the step peaks where the forward ends, without
+ * the gradients. The same bytes; the price is page faults on that memory in
+ * every step (core/common.h's ppa_release). */
+void model_low_memory(Model *m, int on);
+int model_low_memory_on(const Model *m);
 /* The kernel families the products run on, for the state file and resume
  * checks: gemm_kernel(), or "<gemm_kernel()>+<gemm_bf16_kernel()>" for bf16. */
 void model_kernel_name(const Model *m, char *buf, size_t n);
@@ -64,9 +73,10 @@ size_t model_n_base_params(const Model *m); /* the model's own, adapter or not *
  * head's share), F32; an adapter's under PEFT's names. */
 int model_save_grads(const Model *m, const char *path, char *err, size_t errlen);
 
-/* [n_params] 1 where weight decay applies (matrices, embeddings included),
- * 0 for RMSNorm weights and biases (transformers' Trainer default). */
-unsigned char *model_decay_mask(const Model *m);
+/* Where weight decay applies: the matrices (embeddings included), not the
+ * RMSNorm weights and biases (transformers' Trainer default); an adapter's
+ * A and B (model_n_params' buffer). Free with spans_free. */
+Spans model_decay(const Model *m);
 
 /* Once the model has gradients (it trains), the forward keeps the LM head's
  * softmax [scored tokens, V] for the backward when it takes at most max_bytes

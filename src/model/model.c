@@ -297,6 +297,8 @@ void model_kernel_name(const Model *m, char *buf, size_t n) {
 }
 
 void model_gradient_checkpointing(Model *m, int on) { m->gc = on != 0; }
+void model_low_memory(Model *m, int on) { m->low_memory = on != 0; }
+int model_low_memory_on(const Model *m) { return m->low_memory; }
 
 /* the weights the passes read: bf16 matrices of a bf16 model (frozen or not: the same hash for the same
  * log-probs), float32 for the rest, the embedding row by row as embed_row reads it */
@@ -331,15 +333,15 @@ void model_free(Model *m) {
     free(m->offset);
     free(m->mat_spec);
     free(m->params);
-    free(m->grads);
+    ppa_unmap(m->grads, sizeof(float) * m->n_params);
     free(m->wb);
     free(m->wbuf);
     st_close(&m->st);
     free(m->inv_freq);
-    free(m->arena);
+    ppa_unmap(m->arena, sizeof(float) * m->arena_n);
     free(m->scratch);
     free(m->lmwork);
-    free(m->lmkeep);
+    ppa_unmap(m->lmkeep, sizeof(float) * m->lmkeep_n);
     free(m->btmp);
     lora_free(m->lora);
     free(m->dir);
@@ -348,7 +350,8 @@ void model_free(Model *m) {
 
 void model_keep_softmax(Model *m, size_t max_bytes) {
     m->lmkeep_max = max_bytes;
-    if (m->lmkeep_n * sizeof(float) > m->lmkeep_max) free(m->lmkeep), m->lmkeep = NULL, m->lmkeep_n = 0;
+    if (m->lmkeep_n * sizeof(float) > m->lmkeep_max)
+        ppa_unmap(m->lmkeep, sizeof(float) * m->lmkeep_n), m->lmkeep = NULL, m->lmkeep_n = 0;
 }
 
 const ModelConfig *model_config(const Model *m) { return &m->c; }
@@ -367,11 +370,15 @@ float *model_grads(Model *m) {
         return m->lora->grads;
     }
     if (m->frozen) ppa_die(70, "model_grads: a frozen bf16 model has no gradients");
-    if (!m->grads) m->grads = xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
+    if (!m->grads) m->grads = xmap(sizeof(float) * m->n_params); /* resident only once a backward writes it */
     return m->grads;
 }
 
-void model_zero_grads(Model *m) { memset(model_grads(m), 0, sizeof(float) * model_n_params(m)); }
+/* low memory: released rather than cleared, so the forward runs without the gradients' memory */
+void model_zero_grads(Model *m) {
+    if (m->lora || !m->low_memory) memset(model_grads(m), 0, sizeof(float) * model_n_params(m));
+    else ppa_release(model_grads(m), sizeof(float) * m->n_params, 1);
+}
 
 int model_trains(const Model *m) { return m->lora ? m->lora->enabled && m->lora->grads : m->grads != NULL; }
 
@@ -386,16 +393,19 @@ int model_save_grads(const Model *m, const char *path, char *err, size_t errlen)
     return rc;
 }
 
-unsigned char *model_decay_mask(const Model *m) {
+Spans model_decay(const Model *m) {
+    Spans d = {0, xmalloc(sizeof(Span) * (size_t)(m->n_specs + 1))};
     if (m->lora) { /* A and B are matrices */
-        unsigned char *mask = xmalloc(m->lora->n ? m->lora->n : 1);
-        memset(mask, 1, m->lora->n);
-        return mask;
+        d.s[d.n++] = (Span){0, m->lora->n};
+        return d;
     }
-    unsigned char *mask = xmalloc(m->n_params ? m->n_params : 1);
-    for (int i = 0; i < m->n_specs; i++)
-        memset(mask + m->offset[i], m->specs[i].kind == MODEL_TENSOR_MATRIX, (size_t)m->specs[i].numel);
-    return mask;
+    for (int i = 0; i < m->n_specs; i++) {
+        if (m->specs[i].kind != MODEL_TENSOR_MATRIX) continue;
+        size_t lo = m->offset[i], hi = lo + (size_t)m->specs[i].numel;
+        if (d.n && d.s[d.n - 1].hi == lo) d.s[d.n - 1].hi = hi; /* adjacent matrices: one span */
+        else d.s[d.n++] = (Span){lo, hi};
+    }
+    return d;
 }
 
 int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_dir, char *err, size_t errlen) {

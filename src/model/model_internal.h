@@ -35,6 +35,7 @@ struct Model {
     int bf16;               /* products in bf16 (matmul.h) */
     int frozen;             /* bf16 weights only: no float32 matrices, no gradients */
     int gc;                 /* gradient checkpointing: batches keep one layer's activations */
+    int low_memory;         /* model_low_memory: gradients released, activations freed in the backward */
     bf16 **wb;              /* [n_specs] bf16 copy of each matrix (NULL for vectors), or NULL */
     bf16 *wbuf;             /* owned storage behind wb (what is not mapped from st) */
     StSet st;               /* a frozen model's checkpoint, kept mapped: wb and embed point into it */

@@ -20,20 +20,38 @@ void adamw_free(AdamW *a) {
     memset(a, 0, sizeof *a);
 }
 
-void adamw_step(AdamW *a, float *params, const float *grads, float grad_scale, const unsigned char *decay, double lr,
-                const AdamWConfig *c) {
+/* elements [i0, i1) of one step; shrink 1 where no decay applies */
+static void adamw_range(AdamW *a, float *params, const float *grads, float grad_scale, size_t i0, size_t i1,
+                        float shrink, float b1, float b2, float step_size, float sq_bc2, float eps) {
+    /* one pass over p, g, m, v: the step is memory-bound */
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = i0; i < i1; i++) {
+        float g = grad_scale == 1.0f ? grads[i] : grads[i] * grad_scale, p = params[i] * shrink;
+        float m = a->m[i] = b1 * a->m[i] + (1.0f - b1) * g;
+        float v = a->v[i] = b2 * a->v[i] + (1.0f - b2) * g * g;
+        params[i] = p - step_size * m / (sqrtf(v) / sq_bc2 + eps);
+    }
+}
+
+void adamw_step(AdamW *a, float *params, const float *grads, float grad_scale, const Spans *decay, size_t base,
+                double lr, const AdamWConfig *c) {
     a->step++;
     double bc1 = 1.0 - pow(c->beta1, (double)a->step), bc2 = 1.0 - pow(c->beta2, (double)a->step);
     float b1 = (float)c->beta1, b2 = (float)c->beta2, step_size = (float)(lr / bc1), sq_bc2 = (float)sqrt(bc2);
     float eps = (float)c->eps, shrink = (float)(1.0 - lr * c->weight_decay);
-    /* one pass over p, g, m, v: the step is memory-bound */
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < a->n; i++) {
-        float g = grad_scale == 1.0f ? grads[i] : grads[i] * grad_scale, p = params[i];
-        if (!decay || decay[i]) p *= shrink;
-        float m = a->m[i] = b1 * a->m[i] + (1.0f - b1) * g;
-        float v = a->v[i] = b2 * a->v[i] + (1.0f - b2) * g * g;
-        params[i] = p - step_size * m / (sqrtf(v) / sq_bc2 + eps);
+    /* [0, n) in runs of constant decay: x 1 is exact, so a run without decay is the old mask's 0 */
+    int s = 0;
+    for (size_t i = 0; i < a->n;) {
+        size_t at = base + i, end = a->n;
+        int on = !decay;
+        if (decay) {
+            while (s < decay->n && decay->s[s].hi <= at) s++;
+            if (s < decay->n && decay->s[s].lo <= at) on = 1, end = decay->s[s].hi - base;
+            else if (s < decay->n) end = decay->s[s].lo - base;
+            end = end < a->n ? end : a->n;
+        }
+        adamw_range(a, params, grads, grad_scale, i, end, on ? shrink : 1.0f, b1, b2, step_size, sq_bc2, eps);
+        i = end;
     }
 }
 

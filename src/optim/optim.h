@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "core/span.h"
+
 typedef struct {
     double beta1, beta2, eps, weight_decay; /* 0.9, 0.999, 1e-8, 0 */
 } AdamWConfig;
@@ -22,10 +24,11 @@ void adamw_free(AdamW *a);
 /* One step on the gradient g = grad_scale * grads (the clipping factor
  * applied on the fly, in float32 as torch's in-place clip does: one pass over
  * the buffers instead of two): p -= lr (m^ / (sqrt(v^) + eps) + wd p) with
- * decay only where decay[i]; decay: [n] 1 for matrices, 0 for norms and
- * biases (may be NULL: all decay). */
-void adamw_step(AdamW *a, float *params, const float *grads, float grad_scale, const unsigned char *decay, double lr,
-                const AdamWConfig *c);
+ * decay only inside decay's spans (NULL: everywhere). params, grads and the
+ * moments are elements [base, base + a->n) of the flat buffer (a ZeRO-1
+ * share; 0 otherwise), which decay's spans are counted in. */
+void adamw_step(AdamW *a, float *params, const float *grads, float grad_scale, const Spans *decay, size_t base,
+                double lr, const AdamWConfig *c);
 
 typedef enum { SCHEDULE_COSINE, SCHEDULE_LINEAR, SCHEDULE_CONSTANT } Schedule;
 int schedule_parse(const char *name, Schedule *out); /* 0, or -1 if unknown */

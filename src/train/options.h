@@ -71,6 +71,7 @@ typedef enum {
     TOPT_SAVE_DTYPE,
     TOPT_PRECISION,
     TOPT_GRADIENT_CHECKPOINTING,
+    TOPT_LOW_MEMORY,
     TOPT_LORA_R,
     TOPT_LORA_ALPHA,
     TOPT_LORA_DROPOUT,
@@ -190,6 +191,7 @@ typedef struct {
     SaveDtype save_dtype;   /* f32 */
     int bf16;               /* --precision bf16: bf16 products, float32 master weights (model/matmul.h) */
     int gradient_checkpointing; /* keep each layer's input only, recompute in the backward */
+    int low_memory;             /* hand dead buffers back to the system within each step */
     int lora_r;             /* LoRA rank; 0 = no adapter (model/lora.h); use_peft: true in a recipe gives 16 */
     double lora_alpha;      /* 32 (TRL's ModelConfig) */
     double lora_dropout;    /* 0 (a recipe's use_peft: true gives TRL's 0.05) */

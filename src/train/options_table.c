@@ -85,6 +85,8 @@ const OptSpec OPT[TOPT_COUNT] = {
       "fp32 | bf16: matrix products in bf16, sums and the rest in float32"),
     F(TOPT_GRADIENT_CHECKPOINTING, "gradient_checkpointing", "gradient-checkpointing", T_BOOL, gradient_checkpointing,
       TRAINING | CMD_GRAD, 0, S_RUN, NULL, "keep each layer's input only; recompute it in the backward"),
+    F(TOPT_LOW_MEMORY, "low_memory", "low-memory", T_BOOL, low_memory, TRAINING | CMD_GRAD, 0, S_RUN, NULL,
+      "no gradients in the forward, activations freed layer by layer: a lower peak, page faults every step"),
     F(TOPT_LORA_R, "lora_r", "lora-r", T_INT, lora_r, LORA_CMDS, 0, S_LORA, "R",
       "train a LoRA adapter of rank R on the frozen --model (0: every parameter)"),
     F(TOPT_LORA_ALPHA, "lora_alpha", "lora-alpha", T_DOUBLE, lora_alpha, LORA_CMDS, 0, S_LORA, "A",

@@ -231,7 +231,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
         return -1;
     }
     size_t n_params = model_n_params(policy);
-    unsigned char *decay = model_decay_mask(policy);
+    Spans decay = model_decay(policy);
     AdamWConfig ac = {0.9, 0.999, 1e-8, p->weight_decay};
     double t0 = timer_now();
     long first = st->step;
@@ -258,7 +258,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             size_t lo = 0, hi = n_params;
             if (p->zero) trainer_zero_share(n_params, &lo, &hi);
             adamw_step(opt, model_params(policy) + lo, model_grads(policy) + lo, clip_scale(gnorm, p->clip_grad),
-                       decay + lo, lr, &ac);
+                       &decay, lo, lr, &ac);
             if (p->zero) gather_shares(model_params(policy), n_params);
             model_bf16_refresh(policy); /* the products' bf16 copy follows the float32 master weights */
             st->step++;
@@ -287,7 +287,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
         }
         free(sl.lambdas), free(sl.lam_k);
     }
-    free(decay);
+    spans_free(&decay);
     if (!rc && (!weights_finite(policy, st->step, err, errlen) || !same_weights(policy, err, errlen))) rc = -1;
     return rc;
 }
