@@ -316,7 +316,7 @@ typedef struct {
 } Peaks;
 
 static void step_report(const char *name, const Model *m, int K, int P, int R, const StepTime *st, Peaks pk,
-                        int adamw, int gc, int json) {
+                        int adamw, int gc, int low, int json) {
     long tokens = (long)K * (P + R);
     int bf = model_precision(m) == MODEL_BF16;
     double gf = st->gemm_flops / st->gemm_sec / 1e9, bgf = bf ? st->bf16_flops / st->bf16_sec / 1e9 : 0;
@@ -329,7 +329,7 @@ static void step_report(const char *name, const Model *m, int K, int P, int R, c
                "\"gemm_bf16\": \"%s\", \"gemm_rows\": \"%s\", \"lora_r\": %d}\n",
                name, bf ? "bf16" : "fp32", K, P, R, tokens, 1e3 * st->sec, tokens / st->sec,
                st->gemm_flops / st->sec / 1e9, st->gemm_sec / st->sec, gf, pk.sgemm, st->bf16_sec / st->sec, bgf,
-               pk.bf16, peak_rss_mb(), model_n_params(m), adamw ? "true" : "false", gc ? "true" : "false", model_low_memory_on(m) ? "true" : "false",
+               pk.bf16, peak_rss_mb(), model_n_params(m), adamw ? "true" : "false", gc ? "true" : "false", low ? "true" : "false",
                gemm_threads(), gemm_backend(), bf ? gemm_bf16_backend() : "", gemm_rows_kernel(),
                model_lora(m) ? model_lora(m)->r : 0);
     else {
@@ -421,7 +421,7 @@ static int bench_step(int argc, char **argv) {
         train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, &decay); /* warm-up */
         for (int s = 0; s < steps; s++) st[s] = train_step(m, pass ? separate : &shared, pass ? K : 1, adamw ? &opt : NULL, &decay);
         qsort(st, (size_t)steps, sizeof(StepTime), cmp_step);
-        step_report(name, m, K, P, R, &st[steps / 2], pk, adamw, gc, json);
+        step_report(name, m, K, P, R, &st[steps / 2], pk, adamw, gc, low, json);
         free(st);
     }
     if (adamw) adamw_free(&opt);

@@ -74,7 +74,7 @@ void gemm_rows(int M, int N, int K, const float *A, int lda, const float *B, int
  * Haswell and Zen kernels, the AVX2 CPUs' choice, sum a row's products in an
  * order that depends on its position in the call: probed once, on first use),
  * gemm_rows runs gemm_seq (gemm_seq.h) instead: in-order fma chains, the
- * promise by construction, at about two thirds of those kernels' speed. Only
+ * promise by construction, at 70-90% of those kernels' speed. Only
  * these forward products change kernel; gemm() stays the library's.
  * gemm_rows_invariant(): 1 when gemm_rows keeps the promise (probed end to end
  * on a few shapes; a self-check). gemm_rows_kernel(): "the library's" or

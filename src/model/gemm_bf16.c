@@ -90,12 +90,8 @@ static pthread_mutex_t b_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- built-in kernel ---- */
 
-/* C[i, j] (+)= sum_k op(A)[i, k] op(B)[k, j], k in order, in float32: gemm_seq's fma chains, and each product of
- * two bf16 is exact (8-bit mantissas), so only the sums round. The same bytes for any M and thread count. */
-static void builtin(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *Bm, int ldb,
-                    float beta, float *C, int ldc) {
-    gemm_seq_bf16(transA, transB, M, N, K, A, lda, Bm, ldb, beta, C, ldc);
-}
+/* gemm_seq_bf16: C[i, j] (+)= sum_k op(A)[i, k] op(B)[k, j], k in order, in float32 (fma chains; each product of
+ * two bf16 is exact, so only the sums round). The same bytes for any M and thread count. */
 
 /* ---- oneDNN ---- */
 
@@ -207,7 +203,7 @@ static int self_check(char *why, size_t nwhy) {
             }
             for (size_t i = 0; i < nc; i++) C[i] = R[i] = (float)(i % 7) - 3.0f;
             run_dnnl(ta, tb, M, N, K, A, lda, A + na, ldb, beta, C, ldc);
-            builtin(ta, tb, M, N, K, A, lda, A + na, ldb, beta, R, ldc);
+            gemm_seq_bf16(ta, tb, M, N, K, A, lda, A + na, ldb, beta, R, ldc);
             int bad = 0;
             for (int i = 0; i < M && !bad; i++)
                 for (int j = 0; j < N && !bad; j++) {
@@ -233,7 +229,7 @@ static int load_dnnl(char *why, size_t nwhy) {
     void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         snprintf(why, nwhy, "oneDNN is not installed (libdnnl.so.2: %s); install libdnnl2 (Debian), or set "
-                 "PPA_BF16=builtin for the slow built-in kernel", dlerror());
+                 "PPA_BF16=builtin for the built-in kernel (bf16 memory, below float32 speed)", dlerror());
         return -1;
     }
 #define RESOLVE(name, ret, args)                                                                                         \
@@ -272,7 +268,7 @@ static void init_once(void) {
     else if (!cpu_has_bf16())
         B.ready = -1, snprintf(B.why, sizeof B.why,
                                "this CPU has no AVX512-BF16, so bf16 products would run slower than float32: use "
-                               "--precision fp32 (or set PPA_BF16=builtin to run bf16 with the slow built-in kernel)");
+                               "--precision fp32 (or set PPA_BF16=builtin: the built-in kernel, bf16 memory below float32 speed)");
     else
         B.ready = load_dnnl(B.why, sizeof B.why) == 0 ? 1 : -1;
 }
@@ -304,7 +300,7 @@ void gemm_bf16(int transA, int transB, int M, int N, int K, const bf16 *A, int l
     int timed = gemm_stats_on();
     double t0 = timed ? timer_now() : 0.0;
     if (B.ready == 2)
-        builtin(transA, transB, M, N, K, A, lda, Bm, ldb, beta, C, ldc);
+        gemm_seq_bf16(transA, transB, M, N, K, A, lda, Bm, ldb, beta, C, ldc);
     else {
         pthread_mutex_lock(&b_lock);
         run_dnnl(transA, transB, M, N, K, A, lda, Bm, ldb, beta, C, ldc);

@@ -81,6 +81,17 @@ static int count_rows(const Model *m, const Row *rows, int n_rows, int *T, int *
 
 #define ALLOC(p, n) ((p) = xcalloc((size_t)(n), sizeof *(p))) /* xcalloc takes 0 */
 
+/* A mapped buffer of the model (core/common.h's xmap: low memory hands its pages back within a step), grown to n
+ * floats when needed and kept between batches. */
+static float *grow_mapped(float **buf, size_t *have, size_t n) {
+    if (n > *have) {
+        ppa_unmap(*buf, sizeof(float) * *have);
+        *buf = xmap(sizeof(float) * n);
+        *have = n;
+    }
+    return *buf;
+}
+
 /* Carves the activations out of the model's arena (grown when needed; the
  * forward writes every element before it is read, so nothing is cleared). */
 static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
@@ -111,12 +122,7 @@ static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
                  have / 1e9);
         return -1;
     }
-    if (total > m->arena_n) { /* mapped: the backward hands each layer's pages back (release_layer) */
-        ppa_unmap(m->arena, sizeof(float) * m->arena_n);
-        m->arena = xmap(sizeof(float) * total);
-        m->arena_n = total;
-    }
-    float *at = m->arena;
+    float *at = grow_mapped(&m->arena, &m->arena_n, total); /* release_layer hands each layer's pages back */
     for (size_t i = 0; i < PPA_ARRAY_LEN(parts); i++) {
         *parts[i].p = at;
         at += (parts[i].n + 15) & ~(size_t)15;
@@ -323,13 +329,7 @@ static LmKeep lmkeep(Model *m, const Batch *b) {
     int bf = model_lm_weight(m).b != NULL;
     size_t bytes = (size_t)b->n_tgt * m->c.vocab_size * (bf ? sizeof(bf16) : sizeof(float));
     if (!model_trains(m) || m->gc || !b->n_tgt || bytes > m->lmkeep_max) return (LmKeep){NULL, NULL};
-    size_t n = (bytes + sizeof(float) - 1) / sizeof(float);
-    if (n > m->lmkeep_n) { /* mapped: released once the backward is done with it */
-        ppa_unmap(m->lmkeep, sizeof(float) * m->lmkeep_n);
-        m->lmkeep = xmap(sizeof(float) * n);
-        m->lmkeep_n = n;
-    }
-    float *p = m->lmkeep;
+    float *p = grow_mapped(&m->lmkeep, &m->lmkeep_n, (bytes + sizeof(float) - 1) / sizeof(float));
     return bf ? (LmKeep){NULL, (bf16 *)p} : (LmKeep){p, NULL};
 }
 
@@ -516,15 +516,18 @@ static void trunk_backward(Model *m, Batch *b, float *at) {
     }
 }
 
-/* The embeddings' gradient from d loss / d x_0 (dx [T, H], the scratch's second buffer), added last: after the
- * tied LM head's share in every path, so both add in the same order. */
-static void embed_backward(Model *m, const Batch *b, const float *dx) {
+/* The end of every backward: the embeddings' gradient from d loss / d x_0 (the scratch's second [T, H] buffer),
+ * added last, after the tied LM head's share in every path, so both add in the same order; then, with low memory,
+ * the scratch's pages go back (the forward needs less of it). */
+static void embed_backward(Model *m, const Batch *b) {
     int H = m->c.hidden_size;
+    const float *dx = m->scratch + (size_t)b->T * H;
     float *dE = tensor_at(m, m->grads, "model.embed_tokens.weight");
     for (int t = 0; dE && t < b->T; t++) { /* in token order: deterministic */
         float *d = dE + (size_t)b->tokens[t] * H;
         for (int h = 0; h < H; h++) d[h] += dx[(size_t)t * H + h];
     }
+    if (m->low_memory) ppa_release(m->scratch, sizeof(float) * m->scratch_n, 0);
 }
 
 /* the gradients a backward adds into: the model's, or its adapter's (lora.h: the base frozen) */
@@ -556,8 +559,7 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
         lmhead_backward_weights(dW, b->xf, model_lm_weight(m), b->src, b->n_tgt, H, V, lmwork(m, b), kept, bt);
         if (m->low_memory) ppa_release(m->lmkeep, sizeof(float) * m->lmkeep_n, 0);
     }
-    embed_backward(m, b, at + (size_t)b->T * H);
-    if (m->low_memory) ppa_release(m->scratch, sizeof(float) * m->scratch_n, 0); /* the forward needs less of it */
+    embed_backward(m, b);
 }
 
 void model_backward_rewards(Model *m, Batch *b, const double *drewards) {
@@ -578,5 +580,5 @@ void model_backward_rewards(Model *m, Batch *b, const double *drewards) {
         }
     }
     trunk_backward(m, b, dxf);
-    embed_backward(m, b, dxf + (size_t)b->T * H);
+    embed_backward(m, b);
 }

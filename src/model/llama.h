@@ -52,7 +52,6 @@ void model_gradient_checkpointing(Model *m, int on);
  * the gradients. The same bytes; the price is page faults on that memory in
  * every step (core/common.h's ppa_release). */
 void model_low_memory(Model *m, int on);
-int model_low_memory_on(const Model *m);
 /* The kernel families the products run on, for the state file and resume
  * checks: gemm_kernel(), or "<gemm_kernel()>+<gemm_bf16_kernel()>" for bf16. */
 void model_kernel_name(const Model *m, char *buf, size_t n);

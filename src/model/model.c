@@ -298,7 +298,6 @@ void model_kernel_name(const Model *m, char *buf, size_t n) {
 
 void model_gradient_checkpointing(Model *m, int on) { m->gc = on != 0; }
 void model_low_memory(Model *m, int on) { m->low_memory = on != 0; }
-int model_low_memory_on(const Model *m) { return m->low_memory; }
 
 /* the weights the passes read: bf16 matrices of a bf16 model (frozen or not: the same hash for the same
  * log-probs), float32 for the rest, the embedding row by row as embed_row reads it */
