@@ -282,6 +282,37 @@ static void test_keep(const char *dir, const GoldenRows *g, const double *lp, Mo
     model_free(k);
 }
 
+/* What a training batch keeps, in bytes (64-byte steps aside): float32 keeps every activation in float32; bf16
+ * keeps the residual stream (the layers' inputs, xmid), the norms' rstd and attention's lse in float32 and what only
+ * feeds products in bf16: the normalised inputs, q, k, v, attention's output, gate and up. */
+static void test_activation_bytes(const char *dir, const GoldenRows *g, const char *name) {
+    char err[512];
+    for (int p = 0; p < 2; p++) {
+        Model *m = load(dir, p ? MODEL_BF16 : MODEL_FP32, 0);
+        if (!m) return;
+        model_grads(m);
+        Batch *b = batch_new(m, g->rows, g->n, err, sizeof err);
+        CHECK(b != NULL, "%s: batch: %s", name, b ? "" : err);
+        if (b) {
+            const ModelConfig *c = model_config(m);
+            double T = batch_n_tokens(b), L = c->num_hidden_layers, H = c->hidden_size, I = c->intermediate_size;
+            double QD = (double)c->num_attention_heads * c->head_dim, KD = (double)c->num_key_value_heads * c->head_dim;
+            double e = p ? 2 : 4, tgt = 0, pos = 0;
+            for (int r = 0; r < g->n; r++)
+                for (int k = 0; k < g->rows[r].n_resp; k++) {
+                    tgt += g->rows[r].resp_len[k];
+                    pos = fmax(pos, g->rows[r].prompt_len + g->rows[r].resp_len[k]);
+                }
+            double layer = 4 * (2 * H + 2 + c->num_attention_heads) + e * (2 * H + 2 * QD + 2 * KD + 2 * I);
+            double want = L * T * layer + 4 * (T * H + T * H + T + tgt + pos * c->head_dim), got = (double)batch_activation_bytes(b);
+            CHECK(got >= want && got <= want + 64.0 * 32, "%s %s: a batch keeps %.0f bytes of activations, want %.0f",
+                  name, p ? "bf16" : "fp32", got, want);
+        }
+        batch_free(b);
+        model_free(m);
+    }
+}
+
 static void test_golden(const char *name) {
     char f32dir[160], bfdir[160], path[256];
     if (write_golden_model(tmpdir, name, ST_F32, f32dir, sizeof f32dir) || write_golden_model(tmpdir, name, ST_BF16, bfdir, sizeof bfdir))
@@ -293,6 +324,7 @@ static void test_golden(const char *name) {
     double *want = golden_logps(name, "logps.jsonl", n), *torch = golden_logps(name, "logps_autocast_bf16.jsonl", n);
     double lp[64], lp2[64], lp3[64], *wts = g.w, eo[64], et[64];
 
+    test_activation_bytes(f32dir, &g, name);
     Model *m = load(f32dir, MODEL_BF16, 0);
     if (!m) return;
     run(m, &g, 0, g.n, lp, wts);

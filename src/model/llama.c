@@ -19,6 +19,7 @@
 
 struct Batch {
     int n_rows, T, n_resp, n_tgt, n_pos;
+    size_t act_bytes;   /* of the model's arena */
     int slots;          /* layers whose activations are kept: L, or 1 (recomputed in the backward) */
     int *tokens, *pos, *pstart, *plen, *sstart, *rows; /* [T], rows [n_rows + 1] */
     int *src, *tgt, *tgt_resp;                         /* [n_tgt] scored targets */
@@ -29,8 +30,9 @@ struct Batch {
     float *xn1, *xn2;   /* [L, T, H] normalised inputs of attention and MLP (float32 models) */
     bf16 *xn1b, *xn2b;  /* the same in bf16 (bf16 models: they only feed products) */
     float *rstd1, *rstd2;
-    float *q, *k, *v;   /* [L, T, NH*HS], [L, T, NKV*HS] after RoPE */
-    float *att, *lse;   /* [L, T, NH*HS], [L, T, NH] */
+    float *q, *k, *v;   /* [L, T, NH*HS], [L, T, NKV*HS] after RoPE (float32 models) */
+    float *att, *lse;   /* [L, T, NH*HS] (float32 models), [L, T, NH] */
+    bf16 *qb, *kb, *vb, *attb; /* q, k, v and att in bf16 (bf16 models: attention's products and o_proj round them) */
     float *xmid;        /* [L, T, H] after attention */
     float *gate, *up;   /* [L, T, I] the MLP's gate and up projections (float32 models) */
     bf16 *gateb, *upb;  /* the same in bf16 (bf16 models) */
@@ -106,8 +108,10 @@ static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
     } parts[] = {
         {&b->x, X * T * H}, {&b->xn1, f32 * L * T * H}, {&b->xn2, f32 * L * T * H}, {&b->rstd1, L * T},
         {(float **)&b->xn1b, bf * (L * T * H + 1) / 2},  {(float **)&b->xn2b, bf * (L * T * H + 1) / 2},
-        {&b->rstd2, L * T},       {&b->q, L * T * QD},    {&b->k, L * T * KD},   {&b->v, L * T * KD},
-        {&b->att, L * T * QD},    {&b->lse, L * T * (size_t)c->num_attention_heads},
+        {&b->rstd2, L * T},       {&b->q, f32 * L * T * QD},    {&b->k, f32 * L * T * KD},   {&b->v, f32 * L * T * KD},
+        {&b->att, f32 * L * T * QD},    {&b->lse, L * T * (size_t)c->num_attention_heads},
+        {(float **)&b->qb, bf * (L * T * QD + 1) / 2},   {(float **)&b->kb, bf * (L * T * KD + 1) / 2},
+        {(float **)&b->vb, bf * (L * T * KD + 1) / 2},   {(float **)&b->attb, bf * (L * T * QD + 1) / 2},
         {&b->xmid, L * T * H},    {&b->gate, f32 * L * T * I},  {&b->up, f32 * L * T * I},
         {(float **)&b->gateb, bf * (L * T * I + 1) / 2},          {(float **)&b->upb, bf * (L * T * I + 1) / 2},
         {&b->xf, T * H},
@@ -123,6 +127,7 @@ static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
         return -1;
     }
     float *at = grow_mapped(&m->arena, &m->arena_n, total); /* release_layer hands each layer's pages back */
+    b->act_bytes = sizeof(float) * total;
     for (size_t i = 0; i < PPA_ARRAY_LEN(parts); i++) {
         *parts[i].p = at;
         at += (parts[i].n + 15) & ~(size_t)15;
@@ -191,6 +196,7 @@ void batch_free(Batch *b) {
 
 int batch_n_responses(const Batch *b) { return b->n_resp; }
 int batch_n_tokens(const Batch *b) { return b->T; }
+size_t batch_activation_bytes(const Batch *b) { return b->act_bytes; }
 
 /* ---- forward ---- */
 
@@ -218,7 +224,7 @@ static AttnShape attn_shape(const Model *m, const Batch *b) {
 /* layer l's activations: its slot (l, or 0 when the batch keeps one layer) */
 typedef struct {
     float *x, *xn1, *xn2, *xmid, *q, *k, *v, *att, *lse, *gate, *up, *rstd1, *rstd2;
-    bf16 *xn1b, *xn2b, *gateb, *upb;
+    bf16 *xn1b, *xn2b, *gateb, *upb, *qb, *kb, *vb, *attb;
 } Acts;
 
 static Acts acts(const Model *m, const Batch *b, int l) {
@@ -228,12 +234,15 @@ static Acts acts(const Model *m, const Batch *b, int l) {
     size_t s = b->slots > 1 ? (size_t)l : 0;
     int bf = m->bf16;
     return (Acts){b->x + l * T * H,     bf ? NULL : b->xn1 + s * T * H, bf ? NULL : b->xn2 + s * T * H,
-                  b->xmid + s * T * H,  b->q + s * T * QD,   b->k + s * T * KD,    b->v + s * T * KD,
-                  b->att + s * T * QD,  b->lse + s * T * c->num_attention_heads,
+                  b->xmid + s * T * H,  bf ? NULL : b->q + s * T * QD,   bf ? NULL : b->k + s * T * KD,
+                  bf ? NULL : b->v + s * T * KD,             bf ? NULL : b->att + s * T * QD,
+                  b->lse + s * T * c->num_attention_heads,
                   bf ? NULL : b->gate + s * T * I,           bf ? NULL : b->up + s * T * I,
                   b->rstd1 + s * T,     b->rstd2 + s * T,
                   bf ? b->xn1b + s * T * H : NULL,           bf ? b->xn2b + s * T * H : NULL,
-                  bf ? b->gateb + s * T * I : NULL,          bf ? b->upb + s * T * I : NULL};
+                  bf ? b->gateb + s * T * I : NULL,          bf ? b->upb + s * T * I : NULL,
+                  bf ? b->qb + s * T * QD : NULL,            bf ? b->kb + s * T * KD : NULL,
+                  bf ? b->vb + s * T * KD : NULL,            bf ? b->attb + s * T * QD : NULL};
 }
 
 /* xn = rmsnorm(x) w, stored as the model keeps it (bf16 models: through tmp [T, H] into xnb); the product operand */
@@ -245,10 +254,17 @@ static Act norm(const Model *m, float *xn, bf16 *xnb, float *rstd, const float *
     return (Act){NULL, xnb};
 }
 
-/* the forward's scratch, hbuf: h [T, I] (bf16 models: a norm's [T, H] output, then the float32 gate and up) */
+/* floats of the attention's float32 q, k, v and att [T, 2 (NH + NKV) HS] in a bf16 model's scratch (none in a float32 one) */
+static size_t attn_wide(const Model *m, size_t T) {
+    return m->bf16 ? 2 * T * (size_t)(m->c.num_attention_heads + m->c.num_key_value_heads) * (size_t)m->c.head_dim : 0;
+}
+
+/* the forward's scratch, hbuf: h [T, I] (bf16 models: a norm's [T, H] output, then the float32 q, k, v and att,
+ * then the float32 gate and up) */
 static size_t mlp_scratch(const Model *m, size_t T) {
     size_t H = (size_t)m->c.hidden_size, I = (size_t)m->c.intermediate_size * (m->bf16 ? 2 : 1);
-    return T * (I > H ? I : H);
+    size_t n = T * (I > H ? I : H), a = attn_wide(m, T);
+    return n > a ? n : a;
 }
 
 /* gate and up = xn2's projections (+ LoRA), kept for the backward as the model keeps them: bf16 models round them
@@ -272,6 +288,37 @@ static Act mlp_hidden(Model *m, Acts *a, Act xn2, const LayerW *w, const LayerM 
     return (Act){NULL, h};
 }
 
+/* attention's q, k, v and att [T, QD | KD] in float32: the kept ones (float32 models) or wide's (bf16 models) */
+typedef struct {
+    float *q, *k, *v, *att;
+} QKV;
+
+static QKV attn_f32(const Acts *a, float *wide, int T, int QD, int KD) {
+    if (!a->qb) return (QKV){a->q, a->k, a->v, a->att};
+    size_t TQ = (size_t)T * QD, TK = (size_t)T * KD;
+    return (QKV){wide, wide + TQ, wide + TQ + TK, wide + TQ + 2 * TK};
+}
+
+/* bf16 models keep q, k, v and att rounded, as attention's products and o_proj take them (the same bytes as
+ * rounding them there): half the memory. Returns att as o_proj and its adapter take it. */
+static Act attn_keep(const Acts *a, const QKV *f, int T, int QD, int KD) {
+    if (!a->qb) return act_f32(a->att);
+    size_t TQ = (size_t)T * QD, TK = (size_t)T * KD;
+    bf16_from_f32(a->qb, f->q, TQ), bf16_from_f32(a->kb, f->k, TK);
+    bf16_from_f32(a->vb, f->v, TK), bf16_from_f32(a->attb, f->att, TQ);
+    return (Act){NULL, a->attb};
+}
+
+/* the same widened back to float32 into wide (bf16 models) for attention's backward */
+static QKV attn_widen(const Acts *a, float *wide, int T, int QD, int KD) {
+    QKV f = attn_f32(a, wide, T, QD, KD);
+    if (!a->qb) return f;
+    size_t TQ = (size_t)T * QD, TK = (size_t)T * KD;
+    bf16_to_f32(f.q, a->qb, TQ), bf16_to_f32(f.k, a->kb, TK);
+    bf16_to_f32(f.v, a->vb, TK), bf16_to_f32(f.att, a->attb, TQ);
+    return f;
+}
+
 /* hbuf: [mlp_scratch(m, T)] */
 static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     const ModelConfig *c = &m->c;
@@ -282,20 +329,22 @@ static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     LayerM W = model_layer_mats(m, l);
     Acts a = acts(m, b, l);
     Act xn1 = norm(m, a.xn1, a.xn1b, a.rstd1, a.x, w.attn_norm, T, hbuf);
-    linear(m, a.q, xn1, W.q, w.bq, T, H, QD);
-    linear(m, a.k, xn1, W.k, w.bk, T, H, KD);
-    linear(m, a.v, xn1, W.v, w.bv, T, H, KD);
-    lora_forward(m, l, 0, a.q, xn1, T);
-    lora_forward(m, l, 1, a.k, xn1, T);
-    lora_forward(m, l, 2, a.v, xn1, T);
-    rope_apply(a.q, b->pos, b->cs, T, NH, HS, 0);
-    rope_apply(a.k, b->pos, b->cs, T, NKV, HS, 0);
+    QKV f = attn_f32(&a, hbuf, T, QD, KD); /* bf16 models: float32 in hbuf, then kept in bf16 */
+    linear(m, f.q, xn1, W.q, w.bq, T, H, QD);
+    linear(m, f.k, xn1, W.k, w.bk, T, H, KD);
+    linear(m, f.v, xn1, W.v, w.bv, T, H, KD);
+    lora_forward(m, l, 0, f.q, xn1, T);
+    lora_forward(m, l, 1, f.k, xn1, T);
+    lora_forward(m, l, 2, f.v, xn1, T);
+    rope_apply(f.q, b->pos, b->cs, T, NH, HS, 0);
+    rope_apply(f.k, b->pos, b->cs, T, NKV, HS, 0);
     AttnShape s = attn_shape(m, b);
-    attention_forward(a.att, a.lse, a.q, a.k, a.v, &s);
+    attention_forward(f.att, a.lse, f.q, f.k, f.v, &s);
+    Act att = attn_keep(&a, &f, T, QD, KD);
     memcpy(a.xmid, a.x, sizeof(float) * TH); /* residual, then += o_proj(att) */
-    mm_forward(a.xmid, 1.0f, act_f32(a.att), QD, W.o, T, QD, H, btmp_for(m, W.o, (size_t)T * QD));
+    mm_forward(a.xmid, 1.0f, att, QD, W.o, T, QD, H, att.b ? NULL : btmp_for(m, W.o, (size_t)T * QD));
     add_bias(a.xmid, w.bo, T, H);
-    lora_forward(m, l, 3, a.xmid, act_f32(a.att), T);
+    lora_forward(m, l, 3, a.xmid, att, T);
     Act xn2 = norm(m, a.xn2, a.xn2b, a.rstd2, a.xmid, w.mlp_norm, T, hbuf);
     Act h = mlp_hidden(m, &a, xn2, &w, &W, l, T, hbuf);
     float *xout = a.x + TH;
@@ -358,6 +407,8 @@ void model_forward(Model *m, Batch *b, double *logps, int *n_scored) {
     b->lmkeep = lmkeep(m, b);
     lmhead_forward(b->logp_t, b->lse_t, b->xf, model_lm_weight(m), b->src, b->tgt, b->n_tgt, H, V, lmwork(m, b),
                    b->lmkeep, bt);
+    if (m->low_memory && b->lmkeep.b) /* the backward reads the kept softmax, not the work's logits chunk */
+        ppa_release(m->lmwork, sizeof(float) * (size_t)lmhead_chunk(b->n_tgt, V) * (size_t)V, 0);
     for (int g = 0; g < b->n_resp; g++) logps[g] = 0.0;
     for (int i = 0; i < b->n_tgt; i++) logps[b->tgt_resp[i]] += b->logp_t[i];
     if (n_scored) memcpy(n_scored, b->n_scored, sizeof(int) * (size_t)b->n_resp);
@@ -442,13 +493,15 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     rmsnorm_backward(dx, dw.mlp_norm, s->dxn, a.xmid, w.mlp_norm, a.rstd2, T, H); /* dx: d xmid */
 
     /* attention: xmid = x + o_proj(att) */
-    linear_backward(m, s->datt, 0.0f, dw.wo, dw.bo, act_f32(dx), act_f32(a.att), W.o, T, QD, H);
-    lora_backward(m, l, 3, s->datt, dx, act_f32(a.att), T);
+    Act att = a.attb ? (Act){NULL, a.attb} : act_f32(a.att);
+    linear_backward(m, s->datt, 0.0f, dw.wo, dw.bo, act_f32(dx), att, W.o, T, QD, H);
+    lora_backward(m, l, 3, s->datt, dx, att, T);
     memset(s->dq, 0, sizeof(float) * (size_t)T * QD);
     memset(s->dk, 0, sizeof(float) * (size_t)T * KD);
     memset(s->dv, 0, sizeof(float) * (size_t)T * KD);
     AttnShape sh = attn_shape(m, b);
-    attention_backward(s->dq, s->dk, s->dv, s->datt, a.att, a.lse, a.q, a.k, a.v, &sh);
+    QKV f = attn_widen(&a, s->dh, T, QD, KD); /* the MLP's buffers are free from here */
+    attention_backward(s->dq, s->dk, s->dv, s->datt, f.att, a.lse, f.q, f.k, f.v, &sh);
     rope_apply(s->dq, b->pos, b->cs, T, NH, HS, 1); /* the rotation's transpose is its inverse */
     rope_apply(s->dk, b->pos, b->cs, T, NKV, HS, 1);
     linear_backward(m, s->dxn, 0.0f, dw.wq, dw.bq, act_f32(s->dq), xn1, W.q, T, H, QD);
@@ -476,6 +529,7 @@ static void release_layer(const Model *m, const Batch *b, int l) {
         size_t bytes;
     } parts[] = {{a.xn1, T * H * f}, {a.xn2, T * H * f}, {a.xn1b, T * H * 2}, {a.xn2b, T * H * 2},
                  {a.q, T * QD * f},  {a.k, T * KD * f}, {a.v, T * KD * f},   {a.att, T * QD * f},
+                 {a.qb, T * QD * 2}, {a.kb, T * KD * 2}, {a.vb, T * KD * 2}, {a.attb, T * QD * 2},
                  {a.xmid, T * H * f}}; /* gate and up: as soon as the MLP's backward has read them */
     for (size_t i = 0; i < PPA_ARRAY_LEN(parts); i++)
         if (parts[i].p) ppa_release(parts[i].p, parts[i].bytes, 0);
@@ -487,7 +541,8 @@ static float *backward_scratch(Model *m, const Batch *b) {
     size_t T = (size_t)b->T, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
     size_t TW = b->slots == 1 ? mlp_scratch(m, T) : T * I; /* h; with checkpointing, the recomputing forward's hbuf */
-    float *at = scratch(m, 3 * T * H + 2 * T * QD + 2 * T * KD + 3 * T * I + TW);
+    size_t mlp = 3 * T * I + TW, wide = attn_wide(m, T); /* d h, d gate, d up and h; then attention's float32 q .. */
+    float *at = scratch(m, 3 * T * H + 2 * T * QD + 2 * T * KD + (mlp > wide ? mlp : wide));
     memset(at, 0, sizeof(float) * 2 * T * H); /* dxf and dx accumulate */
     return at;
 }

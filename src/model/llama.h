@@ -112,6 +112,7 @@ Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen
 void batch_free(Batch *b);
 int batch_n_responses(const Batch *b);
 int batch_n_tokens(const Batch *b); /* packed tokens, the prompt counted once per row */
+size_t batch_activation_bytes(const Batch *b); /* what the forward keeps for the backward (and the layers' work) */
 
 /* logps: [n_responses] summed log-probabilities of each response, in row
  * order; n_scored: [n_responses] (may be NULL). Caches activations in b. */
