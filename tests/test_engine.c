@@ -239,7 +239,10 @@ static void test_keep_softmax(Model *m, const char *name) {
     double worst_lp = 0;
     for (int i = 0; i < 12; i++) worst_lp = fmax(worst_lp, fabs(a[i] - b[i]));
     CHECK(worst_lp <= 1e-5, "%s: kept and recomputed LM head: log-probs agree (%.3g)", name, worst_lp);
-    CHECK(worst <= 1e-6 && worst > 0, "%s: kept and recomputed (5-row chunks) LM head: gradients agree (%.3g)", name, worst);
+    /* the head's weight gradient sums the same terms over other pieces (all rows, or 5-row chunks): float32 sums with
+     * cancellation, 2e-7 to 1e-6 of the largest entry measured (scalar and libmvec exp); a lost or doubled piece is
+     * off by whole terms */
+    CHECK(worst <= 4e-6 && worst > 0, "%s: kept and recomputed (5-row chunks) LM head: gradients agree (%.3g)", name, worst);
     free(g);
 }
 

@@ -43,6 +43,16 @@ static inline float dot(const float *a, const float *b, int n) {
 #ifdef __AVX512F__
 F16 _ZGVeN16v_expf(F16 x);
 static inline F16 exp16(F16 x) { return _ZGVeN16v_expf(x); }
+#elif defined(__AVX2__)
+typedef float F8 __attribute__((vector_size(32)));
+F8 _ZGVdN8v_expf(F8 x); /* libmvec's AVX2 expf, as _ZGVeN16v_expf is its AVX-512 one */
+static inline F16 exp16(F16 x) {
+    F8 h[2];
+    memcpy(h, &x, sizeof x);
+    h[0] = _ZGVdN8v_expf(h[0]), h[1] = _ZGVdN8v_expf(h[1]);
+    memcpy(&x, h, sizeof x);
+    return x;
+}
 #else
 static inline F16 exp16(F16 x) {
     for (int i = 0; i < 16; i++) x[i] = expf(x[i]);
