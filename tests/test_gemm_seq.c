@@ -82,6 +82,11 @@ static void test_patterns(void) {
     /* K long enough to split the rows into blocks (2 MB of packed rows), and few panels (rows split among threads) */
     one(0, 1, 70, 20, 9000, 1.0f, 0);
     one(1, 0, 131, 5, 4100, 0.0f, 1);
+    /* chains longer than a piece (2048) in every transpose pattern, one just over it */
+    one(0, 0, 9, 21, 4500, 1.0f, 1);
+    one(1, 1, 10, 18, 2049, 0.0f, 0);
+    one(1, 1, 8, 35, 6145, 1.0f, 1);
+    one(0, 0, 13, 7, 2049, 0.0f, 0);
     /* op(B) over 64 MB: packed per block of rows instead of once */
     one(0, 1, 7, 4097, 4100, 1.0f, 1);
 }

@@ -3,7 +3,12 @@
  * panel of NR columns at a time into [K][NR] (bf16 widened on the way, which
  * is exact), both zero-padded at the edges; every tile then runs the whole
  * chain over k with its MR x NR sums in registers. The padding adds zeros
- * to nothing that is stored, so edges cost no second code path. */
+ * to nothing that is stored, so edges cost no second code path. A chain
+ * longer than K_BLOCK runs in pieces of K_BLOCK: its float32 partial sums
+ * wait in a [M, N] buffer between pieces, stored and reloaded exactly, so
+ * the chain and its bits are those of one piece, while the packed tiles of
+ * a piece stay in cache (an LM head's dx = dlogits W sums over the whole
+ * vocabulary: 14 GFLOP/s in one piece, streaming its tiles from memory). */
 #include "model/gemm_seq.h"
 
 #include <math.h>
@@ -23,6 +28,7 @@
 #define A_BLOCK_FLOATS (1u << 19) /* 2 MB of packed rows per block: they stay in cache across the panels */
 #define B_ONCE_FLOATS (1u << 24)  /* op(B) up to 64 MB packed once for all blocks; a larger one per block, in */
 #define A_BIG_FLOATS (1u << 23)   /* blocks of 32 MB of rows so that its repacking is spread over many */
+#define K_BLOCK 2048              /* k per piece of a longer chain */
 
 typedef struct {
     const void *p;
@@ -53,9 +59,9 @@ static void pack_a(float *ap, const Opnd *A, int i0, int rows, int K) { pack(ap,
 /* bp[K][NR] = op(B)[0 .. K, j0 .. j0 + cols], zero columns past `cols` */
 static void pack_b(float *bp, const Opnd *B, int j0, int cols, int K) { pack(bp, NR, B, j0, cols, K, B->trans); }
 
-/* acc[MR][NR] = the chains over k of one tile */
-static void tile_scalar(int K, const float *ap, const float *bp, float *acc) {
-    for (int i = 0; i < MR * NR; i++) acc[i] = 0.0f;
+/* acc[MR][NR] = the chains over k of one tile, from 0 or (cont) from acc's sums */
+static void tile_scalar(int K, const float *ap, const float *bp, float *acc, int cont) {
+    for (int i = 0; !cont && i < MR * NR; i++) acc[i] = 0.0f;
     for (int k = 0; k < K; k++)
         for (int r = 0; r < MR; r++)
             for (int c = 0; c < NR; c++)
@@ -66,9 +72,11 @@ static void tile_scalar(int K, const float *ap, const float *bp, float *acc) {
 /* named accumulators: an array of them is stored back to the stack every k by GCC 12 */
 #define FMA_ROW(r, c0, c1)                                                                                             \
     a = _mm256_broadcast_ss(ap + (r)), c0 = _mm256_fmadd_ps(a, b0, c0), c1 = _mm256_fmadd_ps(a, b1, c1)
-__attribute__((target("avx2,fma"))) static void tile_avx2(int K, const float *ap, const float *bp, float *acc) {
-    __m256 z = _mm256_setzero_ps(), c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z,
-           c41 = z, c50 = z, c51 = z, a;
+#define LOAD(i) (cont ? _mm256_loadu_ps(acc + 8 * (i)) : _mm256_setzero_ps())
+__attribute__((target("avx2,fma"))) static void tile_avx2(int K, const float *ap, const float *bp, float *acc,
+                                                          int cont) {
+    __m256 c00 = LOAD(0), c01 = LOAD(1), c10 = LOAD(2), c11 = LOAD(3), c20 = LOAD(4), c21 = LOAD(5), c30 = LOAD(6),
+           c31 = LOAD(7), c40 = LOAD(8), c41 = LOAD(9), c50 = LOAD(10), c51 = LOAD(11), a;
     for (int k = 0; k < K; k++, ap += MR, bp += NR) {
         __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
         FMA_ROW(0, c00, c01), FMA_ROW(1, c10, c11), FMA_ROW(2, c20, c21);
@@ -78,6 +86,7 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(int K, const float *ap
     for (int i = 0; i < MR * 2; i++) _mm256_storeu_ps(acc + 8 * i, out[i]);
 }
 #undef FMA_ROW
+#undef LOAD
 
 static int has_avx2(void) {
     __builtin_cpu_init();
@@ -85,7 +94,7 @@ static int has_avx2(void) {
 }
 #endif
 
-typedef void (*TileFn)(int, const float *, const float *, float *);
+typedef void (*TileFn)(int, const float *, const float *, float *, int);
 
 static TileFn tile_fn(void) {
 #ifdef SEQ_X86
@@ -120,10 +129,23 @@ static void store(float *C, int ldc, int i0, int rows, int j0, int cols, const f
     }
 }
 
+/* acc = the partial sums of a tile in S [., N] (the padding 0) */
+static void load(float *acc, const float *S, int N, int i0, int rows, int j0, int cols) {
+    for (int i = 0; i < MR * NR; i++) acc[i] = 0.0f;
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < cols; j++) acc[r * NR + j] = S[(size_t)(i0 + r) * N + j0 + j];
+}
+
+/* where a piece of the chains starts and ends: sin (NULL: at 0) and sout (NULL: the last piece, into C) [M, N] */
+typedef struct {
+    const float *sin;
+    float *sout;
+} Piece;
+
 /* rows [i0, i0 + mb) of C, their tiles packed in ap; the panels of op(B) packed in ball (all of them), or else each
  * into the thread's part of bps as needed */
 static void block(const Opnd *A, const Opnd *B, int i0, int mb, int N, int K, float beta, float *C, int ldc,
-                  float *ap, const float *ball, float *bps, TileFn tile) {
+                  float *ap, const float *ball, float *bps, TileFn tile, Piece pc) {
     int tiles = (mb + MR - 1) / MR, panels = (N + NR - 1) / NR, team = max_threads();
     /* enough work items for every thread: split the rows when there are few panels */
     int chunks = panels >= 4 * team ? 1 : (4 * team + panels - 1) / panels;
@@ -145,16 +167,16 @@ static void block(const Opnd *A, const Opnd *B, int i0, int mb, int N, int K, fl
             if (!ball) pack_b(own, B, j0, cols, K);
             for (int t = t0; t < t1; t++) {
                 int r = mb - t * MR < MR ? mb - t * MR : MR;
-                tile(K, ap + (size_t)t * tsz, bp, acc);
-                store(C, ldc, i0 + t * MR, r, j0, cols, acc, beta);
+                if (pc.sin) load(acc, pc.sin, N, i0 + t * MR, r, j0, cols);
+                tile(K, ap + (size_t)t * tsz, bp, acc, pc.sin != NULL);
+                if (pc.sout) store(pc.sout, N, i0 + t * MR, r, j0, cols, acc, 0.0f);
+                else store(C, ldc, i0 + t * MR, r, j0, cols, acc, beta);
             }
         }
     }
 }
 
-static void run(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, float *C, int ldc) {
-    if (M <= 0 || N <= 0) return;
-    if (beta != 0.0f && beta != 1.0f) ppa_die(70, "gemm_seq: beta %g (0 or 1 only)", (double)beta);
+static void piece(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, float *C, int ldc, Piece pc) {
     size_t k1 = K > 0 ? (size_t)K : 1, panels = (size_t)(N + NR - 1) / NR;
     int once = panels * NR * k1 <= B_ONCE_FLOATS;
     size_t rows = (once ? A_BLOCK_FLOATS : A_BIG_FLOATS) / k1 / MR * MR;
@@ -170,8 +192,32 @@ static void run(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, f
     }
     TileFn tile = tile_fn();
     for (int i0 = 0; i0 < M; i0 += mb)
-        block(A, B, i0, M - i0 < mb ? M - i0 : mb, N, K, beta, C, ldc, ap, once ? b : NULL, b, tile);
+        block(A, B, i0, M - i0 < mb ? M - i0 : mb, N, K, beta, C, ldc, ap, once ? b : NULL, b, tile, pc);
     free(ap), free(b);
+}
+
+/* o from its k-th element on: A's k runs along its rows unless transposed, B's down its columns unless transposed */
+static Opnd from_k(const Opnd *o, int k, int is_b) {
+    size_t step = (is_b ? !o->trans : o->trans) ? (size_t)o->ld : 1;
+    Opnd r = *o;
+    r.p = (const char *)o->p + (size_t)k * step * (o->bf ? sizeof(bf16) : sizeof(float));
+    return r;
+}
+
+static void run(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, float *C, int ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (beta != 0.0f && beta != 1.0f) ppa_die(70, "gemm_seq: beta %g (0 or 1 only)", (double)beta);
+    if (K <= K_BLOCK) {
+        piece(A, B, M, N, K, beta, C, ldc, (Piece){NULL, NULL});
+        return;
+    }
+    float *S = xmalloc(sizeof(float) * (size_t)M * N); /* the chains' partial sums between pieces */
+    for (int k0 = 0; k0 < K; k0 += K_BLOCK) {
+        Opnd a = from_k(A, k0, 0), b = from_k(B, k0, 1);
+        int kc = K - k0 < K_BLOCK ? K - k0 : K_BLOCK;
+        piece(&a, &b, M, N, kc, beta, C, ldc, (Piece){k0 ? S : NULL, k0 + kc < K ? S : NULL});
+    }
+    free(S);
 }
 
 void gemm_seq_f32(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
