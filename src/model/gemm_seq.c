@@ -176,24 +176,37 @@ static void block(const Opnd *A, const Opnd *B, int i0, int mb, int N, int K, fl
     }
 }
 
-static void piece(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, float *C, int ldc, Piece pc) {
+/* the packing buffers of a product's pieces, sized for chains of up to K (every piece uses the same blocking) */
+typedef struct {
+    int once, mb; /* op(B) packed once for all row blocks; rows per block */
+    float *ap, *b;
+} Bufs;
+
+static Bufs bufs_new(int M, int N, int K) {
     size_t k1 = K > 0 ? (size_t)K : 1, panels = (size_t)(N + NR - 1) / NR;
-    int once = panels * NR * k1 <= B_ONCE_FLOATS;
-    size_t rows = (once ? A_BLOCK_FLOATS : A_BIG_FLOATS) / k1 / MR * MR;
-    int mb = rows < MR ? MR : rows > (size_t)M ? M : (int)rows;
-    float *ap = xmalloc(sizeof(float) * (size_t)((mb + MR - 1) / MR) * MR * k1);
-    float *b = xmalloc(sizeof(float) * (once ? panels : (size_t)max_threads()) * NR * k1);
-    if (once) {
+    Bufs w;
+    w.once = panels * NR * k1 <= B_ONCE_FLOATS;
+    size_t rows = (w.once ? A_BLOCK_FLOATS : A_BIG_FLOATS) / k1 / MR * MR;
+    w.mb = rows < MR ? MR : rows > (size_t)M ? M : (int)rows;
+    w.ap = xmalloc(sizeof(float) * (size_t)((w.mb + MR - 1) / MR) * MR * k1);
+    w.b = xmalloc(sizeof(float) * (w.once ? panels : (size_t)max_threads()) * NR * k1);
+    return w;
+}
+
+static void piece(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, float *C, int ldc, Piece pc,
+                  const Bufs *w) {
+    size_t k1 = K > 0 ? (size_t)K : 1, panels = (size_t)(N + NR - 1) / NR;
+    if (w->once) {
 #pragma omp parallel for schedule(static)
         for (size_t p = 0; p < panels; p++) {
             int j0 = (int)p * NR;
-            pack_b(b + p * k1 * NR, B, j0, N - j0 < NR ? N - j0 : NR, K);
+            pack_b(w->b + p * k1 * NR, B, j0, N - j0 < NR ? N - j0 : NR, K);
         }
     }
     TileFn tile = tile_fn();
-    for (int i0 = 0; i0 < M; i0 += mb)
-        block(A, B, i0, M - i0 < mb ? M - i0 : mb, N, K, beta, C, ldc, ap, once ? b : NULL, b, tile, pc);
-    free(ap), free(b);
+    for (int i0 = 0; i0 < M; i0 += w->mb)
+        block(A, B, i0, M - i0 < w->mb ? M - i0 : w->mb, N, K, beta, C, ldc, w->ap, w->once ? w->b : NULL, w->b,
+              tile, pc);
 }
 
 /* o from its k-th element on: A's k runs along its rows unless transposed, B's down its columns unless transposed */
@@ -207,17 +220,19 @@ static Opnd from_k(const Opnd *o, int k, int is_b) {
 static void run(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, float *C, int ldc) {
     if (M <= 0 || N <= 0) return;
     if (beta != 0.0f && beta != 1.0f) ppa_die(70, "gemm_seq: beta %g (0 or 1 only)", (double)beta);
+    Bufs w = bufs_new(M, N, K < K_BLOCK ? K : K_BLOCK); /* allocated once: fresh buffers per piece would fault */
     if (K <= K_BLOCK) {
-        piece(A, B, M, N, K, beta, C, ldc, (Piece){NULL, NULL});
-        return;
+        piece(A, B, M, N, K, beta, C, ldc, (Piece){NULL, NULL}, &w);
+    } else {
+        float *S = xmalloc(sizeof(float) * (size_t)M * N); /* the chains' partial sums between pieces */
+        for (int k0 = 0; k0 < K; k0 += K_BLOCK) {
+            Opnd a = from_k(A, k0, 0), b = from_k(B, k0, 1);
+            int kc = K - k0 < K_BLOCK ? K - k0 : K_BLOCK;
+            piece(&a, &b, M, N, kc, beta, C, ldc, (Piece){k0 ? S : NULL, k0 + kc < K ? S : NULL}, &w);
+        }
+        free(S);
     }
-    float *S = xmalloc(sizeof(float) * (size_t)M * N); /* the chains' partial sums between pieces */
-    for (int k0 = 0; k0 < K; k0 += K_BLOCK) {
-        Opnd a = from_k(A, k0, 0), b = from_k(B, k0, 1);
-        int kc = K - k0 < K_BLOCK ? K - k0 : K_BLOCK;
-        piece(&a, &b, M, N, kc, beta, C, ldc, (Piece){k0 ? S : NULL, k0 + kc < K ? S : NULL});
-    }
-    free(S);
+    free(w.ap), free(w.b);
 }
 
 void gemm_seq_f32(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
