@@ -17,6 +17,52 @@
 
 /* ---- batches ---- */
 
+/* A layer's activations, listed once: alloc_activations carves them, acts() finds a layer's, release_layer hands
+ * them back. Each: its name, element, width per token (Widths) and the models that keep it (F32: float32 models,
+ * BF: bf16 models, which keep in bf16 what only feeds products, ALL: both). */
+#define LAYER_ACTS(X)                                                                                                  \
+    X(xn1, float, H, F32) /* the normalised inputs of attention and the MLP */                                        \
+    X(xn2, float, H, F32)                                                                                              \
+    X(xn1b, bf16, H, BF)                                                                                               \
+    X(xn2b, bf16, H, BF)                                                                                               \
+    X(rstd1, float, one, ALL)                                                                                          \
+    X(rstd2, float, one, ALL)                                                                                          \
+    X(q, float, QD, F32) /* q, k, v after RoPE, and attention's output */                                             \
+    X(k, float, KD, F32)                                                                                               \
+    X(v, float, KD, F32)                                                                                               \
+    X(att, float, QD, F32)                                                                                             \
+    X(qb, bf16, QD, BF)                                                                                                \
+    X(kb, bf16, KD, BF)                                                                                                \
+    X(vb, bf16, KD, BF)                                                                                                \
+    X(attb, bf16, QD, BF)                                                                                              \
+    X(lse, float, NH, ALL)                                                                                             \
+    X(xmid, float, H, ALL) /* the residual after attention */                                                          \
+    X(gate, float, I, F32) /* the MLP's gate and up projections */                                                     \
+    X(up, float, I, F32)                                                                                               \
+    X(gateb, bf16, I, BF)                                                                                              \
+    X(upb, bf16, I, BF)
+
+enum { ALL, F32, BF };
+static int kept(int keep, int bf) { return keep == ALL || (keep == BF) == (bf != 0); }
+
+typedef struct {
+    size_t H, QD, KD, I, NH, one;
+} Widths;
+
+static Widths widths(const ModelConfig *c) {
+    return (Widths){(size_t)c->hidden_size, (size_t)c->num_attention_heads * c->head_dim,
+                    (size_t)c->num_key_value_heads * c->head_dim, (size_t)c->intermediate_size,
+                    (size_t)c->num_attention_heads, 1};
+}
+
+/* a layer's activations [T, width] (NULL: not kept by this model), and its input x [T, H] */
+#define ACT_FIELD(name, type, wd, keep) type *name;
+typedef struct {
+    float *x;
+    LAYER_ACTS(ACT_FIELD)
+} Acts;
+#undef ACT_FIELD
+
 struct Batch {
     int n_rows, T, n_resp, n_tgt, n_pos;
     size_t act_bytes;   /* of the model's arena */
@@ -25,17 +71,8 @@ struct Batch {
     int *src, *tgt, *tgt_resp;                         /* [n_tgt] scored targets */
     int *n_scored;                                     /* [n_resp] */
     int *last;                                         /* [n_resp] where a reward head reads each response */
-    /* activations, per layer l: [slots, T, ...] (layer l in slot l, or all in slot 0) */
-    float *x;           /* [L + 1, T, H] input of each layer, then the last residual */
-    float *xn1, *xn2;   /* [L, T, H] normalised inputs of attention and MLP (float32 models) */
-    bf16 *xn1b, *xn2b;  /* the same in bf16 (bf16 models: they only feed products) */
-    float *rstd1, *rstd2;
-    float *q, *k, *v;   /* [L, T, NH*HS], [L, T, NKV*HS] after RoPE (float32 models) */
-    float *att, *lse;   /* [L, T, NH*HS] (float32 models), [L, T, NH] */
-    bf16 *qb, *kb, *vb, *attb; /* q, k, v and att in bf16 (bf16 models: attention's products and o_proj round them) */
-    float *xmid;        /* [L, T, H] after attention */
-    float *gate, *up;   /* [L, T, I] the MLP's gate and up projections (float32 models) */
-    bf16 *gateb, *upb;  /* the same in bf16 (bf16 models) */
+    Acts act;           /* slot 0 of each [slots, T, width] (layer l in slot l, or all in slot 0); x: [L + 1, T, H],
+                         * every layer's input, then the last residual */
     float *xf, *rstdf;  /* [T, H], [T] */
     float *lse_t;       /* [n_tgt] */
     double *logp_t;     /* [n_tgt] */
@@ -94,46 +131,44 @@ static float *grow_mapped(float **buf, size_t *have, size_t n) {
     return *buf;
 }
 
+/* bytes at *off of base (NULL, or nothing to place: NULL), the offset moved on in 64-byte steps */
+static void *place(char *base, size_t *off, size_t bytes) {
+    void *p = base && bytes ? base + *off : NULL;
+    *off += (bytes + 63) & ~(size_t)63;
+    return p;
+}
+
+/* Points the batch's activations into base (NULL: only measures); returns their bytes. */
+static size_t carve(const Model *m, Batch *b, char *base) {
+    const ModelConfig *c = &m->c;
+    Widths w = widths(c);
+    size_t T = (size_t)b->T, L = (size_t)b->slots, f = sizeof(float), off = 0;
+    int bf = m->bf16;
+    b->act.x = place(base, &off, ((size_t)c->num_hidden_layers + 1) * T * w.H * f); /* every layer's input is kept */
+#define ACT_PLACE(name, type, wd, keep) b->act.name = place(base, &off, kept(keep, bf) * L * T * w.wd * sizeof(type));
+    LAYER_ACTS(ACT_PLACE)
+#undef ACT_PLACE
+    b->xf = place(base, &off, T * w.H * f), b->rstdf = place(base, &off, T * f);
+    b->lse_t = place(base, &off, (size_t)b->n_tgt * f), b->cs = place(base, &off, (size_t)b->n_pos * c->head_dim * f);
+    return off;
+}
+
 /* Carves the activations out of the model's arena (grown when needed; the
  * forward writes every element before it is read, so nothing is cleared). */
 static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
-    const ModelConfig *c = &m->c;
-    size_t T = (size_t)b->T, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
-    size_t L = (size_t)b->slots, X = (size_t)c->num_hidden_layers + 1; /* every layer's input is kept */
-    size_t bf = m->bf16 != 0, f32 = !bf;
-    size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
-    struct {
-        float **p;
-        size_t n;
-    } parts[] = {
-        {&b->x, X * T * H}, {&b->xn1, f32 * L * T * H}, {&b->xn2, f32 * L * T * H}, {&b->rstd1, L * T},
-        {(float **)&b->xn1b, bf * (L * T * H + 1) / 2},  {(float **)&b->xn2b, bf * (L * T * H + 1) / 2},
-        {&b->rstd2, L * T},       {&b->q, f32 * L * T * QD},    {&b->k, f32 * L * T * KD},   {&b->v, f32 * L * T * KD},
-        {&b->att, f32 * L * T * QD},    {&b->lse, L * T * (size_t)c->num_attention_heads},
-        {(float **)&b->qb, bf * (L * T * QD + 1) / 2},   {(float **)&b->kb, bf * (L * T * KD + 1) / 2},
-        {(float **)&b->vb, bf * (L * T * KD + 1) / 2},   {(float **)&b->attb, bf * (L * T * QD + 1) / 2},
-        {&b->xmid, L * T * H},    {&b->gate, f32 * L * T * I},  {&b->up, f32 * L * T * I},
-        {(float **)&b->gateb, bf * (L * T * I + 1) / 2},          {(float **)&b->upb, bf * (L * T * I + 1) / 2},
-        {&b->xf, T * H},
-        {&b->rstdf, T},           {&b->lse_t, (size_t)b->n_tgt}, {&b->cs, (size_t)b->n_pos * c->head_dim},
-    };
-    size_t total = 0;
-    for (size_t i = 0; i < PPA_ARRAY_LEN(parts); i++) total += (parts[i].n + 15) & ~(size_t)15; /* 64-byte steps */
-    double need = 4.0 * (double)total, have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    size_t total = carve(m, b, NULL);
+    double need = (double)total, have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (have > 0 && need > have) { /* refused before xmalloc dies on it */
         snprintf(err, errlen, "a batch of %d tokens needs %.1f GB of activations, more than this machine's %.1f GB: "
                  "use fewer lists per micro-batch, a shorter --max-length or a smaller list size", b->T, need / 1e9,
                  have / 1e9);
         return -1;
     }
-    float *at = grow_mapped(&m->arena, &m->arena_n, total); /* release_layer hands each layer's pages back */
-    b->act_bytes = sizeof(float) * total;
-    for (size_t i = 0; i < PPA_ARRAY_LEN(parts); i++) {
-        *parts[i].p = at;
-        at += (parts[i].n + 15) & ~(size_t)15;
-    }
+    /* release_layer hands each layer's pages back */
+    carve(m, b, (char *)grow_mapped(&m->arena, &m->arena_n, total / sizeof(float)));
+    b->act_bytes = total;
     ALLOC(b->logp_t, b->n_tgt);
-    rope_table(b->cs, m->inv_freq, b->n_pos, c->head_dim);
+    rope_table(b->cs, m->inv_freq, b->n_pos, m->c.head_dim);
     return 0;
 }
 
@@ -222,27 +257,15 @@ static AttnShape attn_shape(const Model *m, const Batch *b) {
 }
 
 /* layer l's activations: its slot (l, or 0 when the batch keeps one layer) */
-typedef struct {
-    float *x, *xn1, *xn2, *xmid, *q, *k, *v, *att, *lse, *gate, *up, *rstd1, *rstd2;
-    bf16 *xn1b, *xn2b, *gateb, *upb, *qb, *kb, *vb, *attb;
-} Acts;
-
 static Acts acts(const Model *m, const Batch *b, int l) {
-    const ModelConfig *c = &m->c;
-    size_t T = (size_t)b->T, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
-    size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
-    size_t s = b->slots > 1 ? (size_t)l : 0;
-    int bf = m->bf16;
-    return (Acts){b->x + l * T * H,     bf ? NULL : b->xn1 + s * T * H, bf ? NULL : b->xn2 + s * T * H,
-                  b->xmid + s * T * H,  bf ? NULL : b->q + s * T * QD,   bf ? NULL : b->k + s * T * KD,
-                  bf ? NULL : b->v + s * T * KD,             bf ? NULL : b->att + s * T * QD,
-                  b->lse + s * T * c->num_attention_heads,
-                  bf ? NULL : b->gate + s * T * I,           bf ? NULL : b->up + s * T * I,
-                  b->rstd1 + s * T,     b->rstd2 + s * T,
-                  bf ? b->xn1b + s * T * H : NULL,           bf ? b->xn2b + s * T * H : NULL,
-                  bf ? b->gateb + s * T * I : NULL,          bf ? b->upb + s * T * I : NULL,
-                  bf ? b->qb + s * T * QD : NULL,            bf ? b->kb + s * T * KD : NULL,
-                  bf ? b->vb + s * T * KD : NULL,            bf ? b->attb + s * T * QD : NULL};
+    Widths w = widths(&m->c);
+    size_t T = (size_t)b->T, s = b->slots > 1 ? (size_t)l : 0;
+    Acts a = b->act;
+    a.x += (size_t)l * T * w.H;
+#define ACT_AT(name, type, wd, keep) if (a.name) a.name += s * T * w.wd;
+    LAYER_ACTS(ACT_AT)
+#undef ACT_AT
+    return a;
 }
 
 /* xn = rmsnorm(x) w, stored as the model keeps it (bf16 models: through tmp [T, H] into xnb); the product operand */
@@ -386,10 +409,10 @@ static LmKeep lmkeep(Model *m, const Batch *b) {
 static void trunk_forward(Model *m, Batch *b) {
     const ModelConfig *c = &m->c;
     int T = b->T, H = c->hidden_size, L = c->num_hidden_layers;
-    model_embed(m, b->tokens, T, b->x);
+    model_embed(m, b->tokens, T, b->act.x);
     float *hbuf = scratch(m, mlp_scratch(m, (size_t)T)); /* reused by the backward */
     for (int l = 0; l < L; l++) layer_forward(m, b, l, hbuf);
-    rmsnorm_forward(b->xf, b->rstdf, b->x + (size_t)L * T * H, tensor_at(m, m->params, "model.norm.weight"), T, H,
+    rmsnorm_forward(b->xf, b->rstdf, b->act.x + (size_t)L * T * H, tensor_at(m, m->params, "model.norm.weight"), T, H,
                     (float)c->rms_norm_eps);
 }
 
@@ -518,21 +541,14 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
  * fill. With one kept slot (checkpointing) only the layer's input is the layer's own. */
 static void release_layer(const Model *m, const Batch *b, int l) {
     if (!m->low_memory) return;
-    const ModelConfig *c = &m->c;
-    size_t T = (size_t)b->T, H = (size_t)c->hidden_size, f = sizeof(float);
-    size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
+    Widths w = widths(&m->c);
+    size_t T = (size_t)b->T;
     Acts a = acts(m, b, l);
-    ppa_release(a.x, T * H * f, 0);
+    ppa_release(a.x, T * w.H * sizeof(float), 0);
     if (b->slots == 1) return;
-    const struct {
-        void *p;
-        size_t bytes;
-    } parts[] = {{a.xn1, T * H * f}, {a.xn2, T * H * f}, {a.xn1b, T * H * 2}, {a.xn2b, T * H * 2},
-                 {a.q, T * QD * f},  {a.k, T * KD * f}, {a.v, T * KD * f},   {a.att, T * QD * f},
-                 {a.qb, T * QD * 2}, {a.kb, T * KD * 2}, {a.vb, T * KD * 2}, {a.attb, T * QD * 2},
-                 {a.xmid, T * H * f}}; /* gate and up: as soon as the MLP's backward has read them */
-    for (size_t i = 0; i < PPA_ARRAY_LEN(parts); i++)
-        if (parts[i].p) ppa_release(parts[i].p, parts[i].bytes, 0);
+#define ACT_RELEASE(name, type, wd, keep) if (a.name) ppa_release(a.name, T * w.wd * sizeof(type), 0);
+    LAYER_ACTS(ACT_RELEASE) /* gate and up again: layer_backward released them as soon as it had read them */
+#undef ACT_RELEASE
 }
 
 /* The scratch of the backward: dxf and dx [T, H] zeroed, the layer buffers after them */
@@ -555,9 +571,9 @@ static void trunk_backward(Model *m, Batch *b, float *at) {
     size_t TH = (size_t)T * H, TQ = (size_t)T * QD, TK = (size_t)T * KD, TI = (size_t)T * I;
     float *dxf = at, *dx = at + TH;
     at += 2 * TH;
-    rmsnorm_backward(dx, tensor_at(m, m->grads, "model.norm.weight"), dxf, b->x + (size_t)L * T * H,
+    rmsnorm_backward(dx, tensor_at(m, m->grads, "model.norm.weight"), dxf, b->act.x + (size_t)L * T * H,
                      tensor_at(m, m->params, "model.norm.weight"), b->rstdf, T, H);
-    if (m->low_memory) ppa_release(b->x + (size_t)L * T * H, sizeof(float) * T * H, 0);
+    if (m->low_memory) ppa_release(b->act.x + (size_t)L * T * H, sizeof(float) * T * H, 0);
     Scratch s; /* every buffer is written before it is read */
     s.dxn = at, at += TH;
     s.dq = at, at += TQ, s.datt = at, at += TQ;
