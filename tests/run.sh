@@ -45,6 +45,8 @@ done
 # the bf16 products' built-in fallback (what runs where oneDNN is missing, by choice)
 [ -x "$build/tests/test_bf16" ] && run env PPA_BF16=builtin "$build/tests/test_bf16"
 [ -x "$build/tests/test_attn_bf16" ] && run env PPA_BF16=builtin "$build/tests/test_attn_bf16"
+# gemm_seq's portable packing and tile loops (what runs on a CPU without AVX2)
+[ -x "$build/tests/test_gemm_seq" ] && run env PPA_GEMM_SEQ=scalar "$build/tests/test_gemm_seq"
 run bash tests/test_cli.sh "$ppa"
 run bash tests/test_train_cli.sh "$ppa"
 run bash tests/test_judge.sh "$ppa"

@@ -12,7 +12,10 @@
 #include "model/gemm_seq.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -32,7 +35,7 @@
 
 typedef struct {
     const void *p;
-    int ld, trans, bf; /* bf: elements are bf16 */
+    int ld, trans, bf, avx2; /* bf: elements are bf16; avx2: packed by pack_avx2 */
 } Opnd;
 
 static inline float elem(const Opnd *o, size_t idx) {
@@ -41,7 +44,7 @@ static inline float elem(const Opnd *o, size_t idx) {
 
 /* out[K][W] = w lines of a stored matrix, line l at l * ld, element k at k (by_line: read along the lines) or the
  * transpose (line l's element k at k * ld + l); zero past w. The loops run along memory either way. */
-static void pack(float *out, int W, const Opnd *o, int l0, int w, int K, int by_line) {
+static void pack_scalar(float *out, int W, const Opnd *o, int l0, int w, int K, int by_line) {
     if (by_line) {
         for (int l = 0; l < W; l++)
             for (int k = 0; k < K; k++)
@@ -51,6 +54,88 @@ static void pack(float *out, int W, const Opnd *o, int l0, int w, int K, int by_
             for (int l = 0; l < W; l++)
                 out[(size_t)k * W + l] = l < w ? elem(o, (size_t)k * o->ld + (size_t)(l0 + l)) : 0.0f;
     }
+}
+
+#ifdef SEQ_X86
+static int has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+/* the n <= 8 elements at idx as 8 floats (bf16 widened, which is exact), zero past n; nothing read past n */
+AVX2 static inline __m256 load8(const Opnd *o, size_t idx, int n) {
+    if (o->bf) {
+        const bf16 *p = (const bf16 *)o->p + idx;
+        __m128i h;
+        if (n == 8) {
+            h = _mm_loadu_si128((const __m128i *)p);
+        } else {
+            uint16_t t[8] = {0};
+            for (int i = 0; i < n; i++) t[i] = p[i];
+            h = _mm_loadu_si128((const __m128i *)t);
+        }
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    const float *p = (const float *)o->p + idx;
+    if (n == 8) return _mm256_loadu_ps(p);
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
+}
+
+/* r[i][j] <- r[j][i] */
+AVX2 static inline void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44), u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44), u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++)
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20), r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+}
+
+/* the first n lanes of v at d */
+AVX2 static inline void store8(float *d, __m256 v, int n) {
+    if (n == 8)
+        _mm256_storeu_ps(d, v);
+    else
+        _mm256_maskstore_ps(d, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), v);
+}
+
+/* pack_scalar's out, 8 lines by 8 elements at a time: read along the lines and transposed in registers, or copied
+ * 8 at a time across them */
+AVX2 static void pack_avx2(float *out, int W, const Opnd *o, int l0, int w, int K, int by_line) {
+    for (int g = 0; g < W; g += 8) {
+        int gw = W - g < 8 ? W - g : 8, have = w - g < 0 ? 0 : w - g < gw ? w - g : gw; /* stored, read */
+        if (!by_line) {
+            for (int k = 0; k < K; k++)
+                store8(out + (size_t)k * W + g, have ? load8(o, (size_t)k * o->ld + (size_t)(l0 + g), have)
+                                                     : _mm256_setzero_ps(), gw);
+            continue;
+        }
+        for (int k0 = 0; k0 < K; k0 += 8) {
+            int kn = K - k0 < 8 ? K - k0 : 8;
+            __m256 r[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = i < have ? load8(o, (size_t)(l0 + g + i) * o->ld + (size_t)k0, kn) : _mm256_setzero_ps();
+            transpose8(r);
+            for (int i = 0; i < kn; i++) store8(out + (size_t)(k0 + i) * W + g, r[i], gw);
+        }
+    }
+}
+#undef AVX2
+#endif
+
+static void pack(float *out, int W, const Opnd *o, int l0, int w, int K, int by_line) {
+#ifdef SEQ_X86
+    if (o->avx2) {
+        pack_avx2(out, W, o, l0, w, K, by_line);
+        return;
+    }
+#endif
+    pack_scalar(out, W, o, l0, w, K, by_line);
 }
 
 /* ap[K][MR] = op(A)[i0 .. i0 + rows, 0 .. K], zero rows past `rows` */
@@ -88,19 +173,26 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(int K, const float *ap
 #undef FMA_ROW
 #undef LOAD
 
-static int has_avx2(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
 #endif
 
 typedef void (*TileFn)(int, const float *, const float *, float *, int);
 
-static TileFn tile_fn(void) {
+static TileFn g_tile;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void choose(void) { /* PPA_GEMM_SEQ=scalar: the portable loops, as on a CPU without AVX2 (tests run both) */
+    const char *e = getenv("PPA_GEMM_SEQ");
+    g_tile = tile_scalar;
 #ifdef SEQ_X86
-    if (has_avx2()) return tile_avx2;
+    if (!(e && !strcmp(e, "scalar")) && has_avx2()) g_tile = tile_avx2;
+#else
+    (void)e;
 #endif
-    return tile_scalar;
+}
+
+static TileFn tile_fn(void) {
+    pthread_once(&g_once, choose);
+    return g_tile;
 }
 
 const char *gemm_seq_isa(void) { return tile_fn() == tile_scalar ? "scalar" : "avx2"; }
@@ -217,6 +309,8 @@ static Opnd from_k(const Opnd *o, int k, int is_b) {
     return r;
 }
 
+static int simd(void) { return tile_fn() != tile_scalar; }
+
 static void run(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, float *C, int ldc) {
     if (M <= 0 || N <= 0) return;
     if (beta != 0.0f && beta != 1.0f) ppa_die(70, "gemm_seq: beta %g (0 or 1 only)", (double)beta);
@@ -237,12 +331,12 @@ static void run(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, f
 
 void gemm_seq_f32(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc) {
-    Opnd a = {A, lda, transA, 0}, b = {B, ldb, transB, 0};
+    Opnd a = {A, lda, transA, 0, simd()}, b = {B, ldb, transB, 0, simd()};
     run(&a, &b, M, N, K, beta, C, ldc);
 }
 
 void gemm_seq_bf16(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *B, int ldb,
                    float beta, float *C, int ldc) {
-    Opnd a = {A, lda, transA, 1}, b = {B, ldb, transB, 1};
+    Opnd a = {A, lda, transA, 1, simd()}, b = {B, ldb, transB, 1, simd()};
     run(&a, &b, M, N, K, beta, C, ldc);
 }

@@ -21,7 +21,8 @@ void gemm_seq_f32(int transA, int transB, int M, int N, int K, const float *A, i
                   float beta, float *C, int ldc);
 void gemm_seq_bf16(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *B, int ldb,
                    float beta, float *C, int ldc);
-/* "avx2" or "scalar": which loop runs the tiles (the same bits either way) */
+/* "avx2" or "scalar": which loops pack and run the tiles (the same bits either way); PPA_GEMM_SEQ=scalar in the
+ * environment chooses the portable loops on any CPU (tests/run.sh runs test_gemm_seq both ways) */
 const char *gemm_seq_isa(void);
 
 #endif
