@@ -83,12 +83,66 @@ static void tile_c(int K2, const W2 *A, size_t sr, size_t sk, const W2 *B, int l
         }
 }
 
+/* tile_c's chains on AVX2, a block of 4 rows by 16 columns at a time: its 8 sums stay in registers (tile_c's
+ * [8][32] do not fit), each element's adds in tile_c's order: the same bits */
+#define AVX2 __attribute__((target("avx2,fma")))
+
+AVX2 static inline __m256 hi_of(__m256i w) { return _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32((int)0xffff0000u))); }
+AVX2 static inline __m256 lo_of(__m256i w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); }
+
+AVX2 static void block_avx2(int K2, const W2 *A, size_t sr, size_t sk, const W2 *B, int ldb, float alpha, float beta,
+                            float *C, int ldc, int mr, int nr) {
+    __m256 acc[4][2];
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int kp = 0; kp < K2; kp++) {
+        const W2 *b = B + (size_t)kp * ldb;
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)b), w1 = _mm256_loadu_si256((const __m256i *)(b + 8));
+        __m256 bh0 = hi_of(w0), bl0 = lo_of(w0), bh1 = hi_of(w1), bl1 = lo_of(w1);
+        const W2 *a = A + (size_t)kp * sk;
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            __m256i ar = _mm256_set1_epi32((int)a[r * sr]);
+            __m256 ah = hi_of(ar), al = lo_of(ar);
+            acc[r][0] = _mm256_fmadd_ps(al, bl0, _mm256_fmadd_ps(ah, bh0, acc[r][0]));
+            acc[r][1] = _mm256_fmadd_ps(al, bl1, _mm256_fmadd_ps(ah, bh1, acc[r][1]));
+        }
+    }
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 va = _mm256_set1_ps(alpha);
+    for (int h = 0; h < 2; h++) {
+        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8 * h), lane);
+        for (int r = 0; r < mr; r++) {
+            float *c = C + (size_t)r * ldc + 8 * h;
+            __m256 v = _mm256_mul_ps(va, acc[r][h]);
+            if (beta != 0.0f) v = _mm256_add_ps(v, _mm256_maskload_ps(c, m));
+            _mm256_maskstore_ps(c, m, v);
+        }
+    }
+}
+
+/* tile_c on AVX2: rows in blocks of 4, columns in blocks of 16 (the packed operands hold whole tiles: A rows up to
+ * MR, B columns up to NR, so the blocks read only packed memory) */
+AVX2 static void tile_avx2(int K2, const W2 *A, size_t sr, size_t sk, const W2 *B, int ldb, float alpha, float beta,
+                           float *C, int ldc, int mr, int nr) {
+    for (int r0 = 0; r0 < mr; r0 += 4)
+        for (int c0 = 0; c0 < nr; c0 += 16)
+            block_avx2(K2, A + (size_t)r0 * sr, sr, sk, B + c0, ldb, alpha, beta, C + (size_t)r0 * ldc + c0, ldc,
+                       mr - r0 < 4 ? mr - r0 : 4, nr - c0 < 16 ? nr - c0 : 16);
+}
+#undef AVX2
+
+typedef void (*TileFn)(int, const W2 *, size_t, size_t, const W2 *, int, float, float, float *, int, int, int);
+
 static int g_native;
+static TileFn g_tile;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void native_once(void) { /* gemm_bf16's choice: its C kernel under PPA_BF16=builtin (and sanitizers) */
     __builtin_cpu_init();
     g_native = __builtin_cpu_supports("avx512bf16") && strcmp(gemm_bf16_kernel(), "oneDNN") == 0;
+    const char *e = getenv("PPA_GEMM_SEQ"); /* scalar: the portable loop, as gemm_seq's (tests run both) */
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !(e && !strcmp(e, "scalar"));
+    g_tile = g_native ? tile_native : avx2 ? tile_avx2 : tile_c;
 }
 
 int ab_native(void) {
@@ -104,15 +158,15 @@ enum { DENSE, CAUSAL_N, CAUSAL_K };
 
 static void ab_gemm(int M, int N, int K2, const W2 *A, size_t sr, size_t sk, const W2 *B, int ldb, float alpha,
                     float beta, float *C, int ldc, int causal, int pl) {
-    int native = ab_native();
+    ab_native();
+    TileFn tile = g_tile;
     for (int i0 = 0; i0 < M; i0 += MR) {
         int mr = M - i0 < MR ? M - i0 : MR, seen = pl + i0 + mr, n = N, k2 = K2;
         if (causal == CAUSAL_N && seen < n) n = seen;
         if (causal == CAUSAL_K && half(seen) < k2) k2 = half(seen);
         for (int j0 = 0; j0 < n; j0 += NR) {
             int nr = n - j0 < NR ? n - j0 : NR;
-            (native ? tile_native : tile_c)(k2, A + (size_t)i0 * sr, sr, sk, B + j0, ldb, alpha, beta,
-                                            C + (size_t)i0 * ldc + j0, ldc, mr, nr);
+            tile(k2, A + (size_t)i0 * sr, sr, sk, B + j0, ldb, alpha, beta, C + (size_t)i0 * ldc + j0, ldc, mr, nr);
         }
     }
 }
@@ -159,7 +213,9 @@ static void row_pairs(W2 *w, int words, const float *x, int K) {
         row_native(w, words, x, K);
         return;
     }
-    for (int i = 0; i < words; i++) w[i] = pair(2 * i < K ? x[2 * i] : 0.0f, 2 * i + 1 < K ? x[2 * i + 1] : 0.0f);
+    int i = 0, whole = K / 2 < words ? K / 2 : words;
+    for (; i < whole; i++) w[i] = pair(x[2 * i], x[2 * i + 1]); /* no branch: the compiler vectorises it */
+    for (; i < words; i++) w[i] = pair(2 * i < K ? x[2 * i] : 0.0f, 0.0f);
 }
 
 TARGET static void interleave_native(W2 *w, const float *lo, const float *hi, int N, int words) {
@@ -176,7 +232,12 @@ static void interleave(W2 *w, const float *lo, const float *hi, int N, int words
         interleave_native(w, lo, hi, N, words);
         return;
     }
-    for (int j = 0; j < words; j++) w[j] = j < N ? pair(lo[j], hi ? hi[j] : 0.0f) : 0;
+    int j = 0, n = N < words ? N : words;
+    if (hi)
+        for (; j < n; j++) w[j] = pair(lo[j], hi[j]);
+    else
+        for (; j < n; j++) w[j] = pair(lo[j], 0.0f);
+    for (; j < words; j++) w[j] = 0;
 }
 
 /* A form: A [up(n, MR), half(K)], row i = the pairs of rows[i] (zero rows past n) */
