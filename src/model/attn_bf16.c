@@ -1,6 +1,7 @@
 /* attn_bf16.c: attention's products in bf16 with float32 sums, one segment
  * and head at a time (attn_bf16.h): packing into bf16 pairs, an 8 x 32 tile
- * kernel on vdpbf16ps (or a C loop), and the five products of a segment. */
+ * kernel on vdpbf16ps (or the same chains on AVX2, or a C loop), and the five
+ * products of a segment. */
 #include "model/attn_bf16.h"
 
 #include <immintrin.h>
