@@ -71,6 +71,11 @@ AVX2 static inline __m256 load8(const Opnd *o, size_t idx, int n) {
         __m128i h;
         if (n == 8) {
             h = _mm_loadu_si128((const __m128i *)p);
+        } else if (n == MR) { /* an A tile's row of op(A) = A^T: 12 bytes */
+            uint64_t lo;
+            uint32_t hi;
+            memcpy(&lo, p, 8), memcpy(&hi, p + 4, 4);
+            h = _mm_set_epi64x((long long)hi, (long long)lo);
         } else {
             uint16_t t[8] = {0};
             for (int i = 0; i < n; i++) t[i] = p[i];
