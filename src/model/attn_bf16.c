@@ -14,6 +14,7 @@
 #include "core/common.h"
 #include "model/bf16.h"
 #include "model/gemm_bf16.h"
+#include "model/gemm_seq.h"
 
 /* two bf16 of the summed dimension: index 2i in the low half, 2i + 1 in the high half */
 typedef uint32_t W2;
@@ -141,8 +142,7 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static void native_once(void) { /* gemm_bf16's choice: its C kernel under PPA_BF16=builtin (and sanitizers) */
     __builtin_cpu_init();
     g_native = __builtin_cpu_supports("avx512bf16") && strcmp(gemm_bf16_kernel(), "oneDNN") == 0;
-    const char *e = getenv("PPA_GEMM_SEQ"); /* scalar: the portable loop, as gemm_seq's (tests run both) */
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && !(e && !strcmp(e, "scalar"));
+    int avx2 = !strcmp(gemm_seq_isa(), "avx2"); /* the built-in products' choice (PPA_GEMM_SEQ=scalar: portable) */
     g_tile = g_native ? tile_native : avx2 ? tile_avx2 : tile_c;
 }
 

@@ -35,7 +35,7 @@
 
 typedef struct {
     const void *p;
-    int ld, trans, bf, avx2; /* bf: elements are bf16; avx2: packed by pack_avx2 */
+    int ld, trans, bf; /* bf: elements are bf16 */
 } Opnd;
 
 static inline float elem(const Opnd *o, size_t idx) {
@@ -133,21 +133,14 @@ AVX2 static void pack_avx2(float *out, int W, const Opnd *o, int l0, int w, int 
 #undef AVX2
 #endif
 
-static void pack(float *out, int W, const Opnd *o, int l0, int w, int K, int by_line) {
-#ifdef SEQ_X86
-    if (o->avx2) {
-        pack_avx2(out, W, o, l0, w, K, by_line);
-        return;
-    }
-#endif
-    pack_scalar(out, W, o, l0, w, K, by_line);
-}
+typedef void (*PackFn)(float *, int, const Opnd *, int, int, int, int);
+static PackFn g_pack; /* pack_avx2 or pack_scalar: chosen with the tiles (choose, below) */
 
 /* ap[K][MR] = op(A)[i0 .. i0 + rows, 0 .. K], zero rows past `rows` */
-static void pack_a(float *ap, const Opnd *A, int i0, int rows, int K) { pack(ap, MR, A, i0, rows, K, !A->trans); }
+static void pack_a(float *ap, const Opnd *A, int i0, int rows, int K) { g_pack(ap, MR, A, i0, rows, K, !A->trans); }
 
 /* bp[K][NR] = op(B)[0 .. K, j0 .. j0 + cols], zero columns past `cols` */
-static void pack_b(float *bp, const Opnd *B, int j0, int cols, int K) { pack(bp, NR, B, j0, cols, K, B->trans); }
+static void pack_b(float *bp, const Opnd *B, int j0, int cols, int K) { g_pack(bp, NR, B, j0, cols, K, B->trans); }
 
 /* acc[MR][NR] = the chains over k of one tile, from 0 or (cont) from acc's sums */
 static void tile_scalar(int K, const float *ap, const float *bp, float *acc, int cont) {
@@ -187,9 +180,9 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void choose(void) { /* PPA_GEMM_SEQ=scalar: the portable loops, as on a CPU without AVX2 (tests run both) */
     const char *e = getenv("PPA_GEMM_SEQ");
-    g_tile = tile_scalar;
+    g_tile = tile_scalar, g_pack = pack_scalar;
 #ifdef SEQ_X86
-    if (!(e && !strcmp(e, "scalar")) && has_avx2()) g_tile = tile_avx2;
+    if (!(e && !strcmp(e, "scalar")) && has_avx2()) g_tile = tile_avx2, g_pack = pack_avx2;
 #else
     (void)e;
 #endif
@@ -314,11 +307,10 @@ static Opnd from_k(const Opnd *o, int k, int is_b) {
     return r;
 }
 
-static int simd(void) { return tile_fn() != tile_scalar; }
-
 static void run(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, float *C, int ldc) {
     if (M <= 0 || N <= 0) return;
     if (beta != 0.0f && beta != 1.0f) ppa_die(70, "gemm_seq: beta %g (0 or 1 only)", (double)beta);
+    tile_fn(); /* the kernels, chosen before any thread packs */
     Bufs w = bufs_new(M, N, K < K_BLOCK ? K : K_BLOCK); /* allocated once: fresh buffers per piece would fault */
     if (K <= K_BLOCK) {
         piece(A, B, M, N, K, beta, C, ldc, (Piece){NULL, NULL}, &w);
@@ -336,12 +328,12 @@ static void run(const Opnd *A, const Opnd *B, int M, int N, int K, float beta, f
 
 void gemm_seq_f32(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc) {
-    Opnd a = {A, lda, transA, 0, simd()}, b = {B, ldb, transB, 0, simd()};
+    Opnd a = {A, lda, transA, 0}, b = {B, ldb, transB, 0};
     run(&a, &b, M, N, K, beta, C, ldc);
 }
 
 void gemm_seq_bf16(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *B, int ldb,
                    float beta, float *C, int ldc) {
-    Opnd a = {A, lda, transA, 1, simd()}, b = {B, ldb, transB, 1, simd()};
+    Opnd a = {A, lda, transA, 1}, b = {B, ldb, transB, 1};
     run(&a, &b, M, N, K, beta, C, ldc);
 }

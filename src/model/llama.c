@@ -516,7 +516,7 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     rmsnorm_backward(dx, dw.mlp_norm, s->dxn, a.xmid, w.mlp_norm, a.rstd2, T, H); /* dx: d xmid */
 
     /* attention: xmid = x + o_proj(att) */
-    Act att = a.attb ? (Act){NULL, a.attb} : act_f32(a.att);
+    Act att = {a.att, a.attb}; /* one of them, as the model keeps it */
     linear_backward(m, s->datt, 0.0f, dw.wo, dw.bo, act_f32(dx), att, W.o, T, QD, H);
     lora_backward(m, l, 3, s->datt, dx, att, T);
     memset(s->dq, 0, sizeof(float) * (size_t)T * QD);
