@@ -2,6 +2,7 @@
  * text rows or prompt/response rows (the prompt masked), writing a model
  * folder. The loss of a step is the mean negative log-probability over all
  * scored tokens of the step, so micro-batching changes nothing but memory. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/prep.h"
+#include "cli/run_folder.h"
 #include "core/common.h"
 #include "dist/dist.h"
 #include "core/hash.h"
@@ -20,6 +22,7 @@
 #include "model/llama.h"
 #include "model/lora.h"
 #include "optim/optim.h"
+#include "train/state.h" /* remove_tree */
 
 static const char USAGE[] =
     "usage: ppa sft --model DIR --data FILE.jsonl --out DIR [options]\n"
@@ -84,8 +87,9 @@ int cmd_sft(int argc, char **argv) {
     prep_options(CMD_SFT, USAGE, argc, argv, &opts);
     SftArgs a = sft_args(&opts);
     char err[4096];
-    Model *m = prep_model(&opts, a.model, 1);
     int lead = dist_rank() == 0; /* the one rank that writes (src/dist) */
+    if (lead) run_folder_open(a.out, 0, "sft");
+    Model *m = prep_model(&opts, a.model, 1);
     Tokenizer *tok = tokenizer_load_folder(a.model, err, sizeof err);
     if (!tok && err[0]) ppa_die(2, "sft: %s", err);
     const ModelConfig *cfg = model_config(m);
@@ -162,7 +166,11 @@ int cmd_sft(int argc, char **argv) {
         double dt = timer_now() - ts;
         if (lead) printf("{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
                "\"tokens_per_s\": %.1f}\n", step + 1, epoch + 1, nll / tokens, lr, gnorm, tokens, tokens / dt);
-        fflush(stdout);
+        if (lead && (fflush(stdout) || ferror(stdout))) { /* the log is the run's record: a lost line stops it */
+            snprintf(err, sizeof err, "sft: step %ld: cannot write the log (standard output): %s", step + 1, strerror(errno));
+            failed = 1;
+            break;
+        }
     }
     if (!failed && first_nonfinite(model_params(m), n_params) >= 0) {
         snprintf(err, sizeof err, "sft: the weights are not finite after the last step: nothing was saved");
@@ -177,8 +185,12 @@ int cmd_sft(int argc, char **argv) {
     struct stat sb;
     char tokjson[4200];
     snprintf(tokjson, sizeof tokjson, "%s/tokenizer.json", a.model);
-    if (lead) {
-        if (model_save(m, a.out, a.bf16, stat(tokjson, &sb) ? NULL : a.model, err, sizeof err)) ppa_die(1, "%s", err);
+    if (lead) { /* made whole beside the run's files, then moved into place */
+        char *tmp = ppa_path_join(a.out, ".final.partial");
+        if (!stat(tmp, &sb)) remove_tree(tmp);
+        if (model_save(m, tmp, a.bf16, stat(tokjson, &sb) ? NULL : a.model, err, sizeof err)) ppa_die(1, "%s", err);
+        run_folder_publish(tmp, a.out, "sft");
+        free(tmp);
         fprintf(stderr, "ppa sft: wrote %s\n", a.out);
     }
     free(perm), spans_free(&decay);

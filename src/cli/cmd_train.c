@@ -2,7 +2,6 @@
  * `ppa reward` (the same loop training a reward model on its own scores) and
  * `ppa score` (the reference cache alone). */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +12,9 @@
 
 #include "cli/commands.h"
 #include "cli/prep.h"
+#include "cli/run_folder.h"
 #include "core/common.h"
+#include "core/hash.h"
 #include "dist/dist.h"
 #include "io/atomic.h"
 #include "model/gemm.h"
@@ -29,41 +30,27 @@ static int exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path) {
-    char *p = strdup(path);
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            if (mkdir(p, 0755) && errno != EEXIST) return free(p), -1;
-            *s = '/';
-        }
-    int rc = mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
-    free(p);
-    return rc;
+/* "%016llx" of a folder's weights (hash64_folder); dies when they cannot be read */
+static void add_folder_hash(cJSON *j, const char *key, const char *dir, const char *flag) {
+    int ok;
+    uint64_t h = hash64_folder(dir, &ok);
+    if (!ok) ppa_die(2, "%s: %s %s: cannot read its weights to record them in the run's checkpoints", WHO, flag, dir);
+    char t[32];
+    snprintf(t, sizeof t, "%016llx", (unsigned long long)h);
+    cJSON_AddStringToObject(j, key, t);
 }
 
-/* OUT may be new or hold a reference cache; a model or checkpoints there need --resume */
-static void check_out(const char *out, int resuming) {
-    if (make_dirs(out)) ppa_die(2, "%s: cannot create --out %s: %s", WHO, out, strerror(errno));
-    if (resuming) return;
-    DIR *d = opendir(out);
-    if (!d) ppa_die(2, "%s: cannot open --out %s: %s", WHO, out, strerror(errno));
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (!strcmp(e->d_name, "config.json") || !strcmp(e->d_name, "adapter_config.json") ||
-            !strncmp(e->d_name, "checkpoint-", 11))
-            ppa_die(2, "%s: %s already holds a model or checkpoints (%s): continue with --resume %s/checkpoint-STEP, "
-                       "or choose another --out", WHO, out, e->d_name, out);
-    closedir(d);
-}
-
-/* the options that must not change when a run is resumed, as one JSON object */
-static char *fingerprint(const TrainOptions *o, const Prepared *p) {
+/* The options that must not change when a run is resumed, as one JSON object, with the run's identity: the weights
+ * it started from (--model, --adapter) and its reference (the hash its cache is keyed by; NULL: none). */
+static char *fingerprint(const TrainOptions *o, const Prepared *p, const RefCache *ref) {
     cJSON *j = cJSON_CreateObject();
     char h[32];
     snprintf(h, sizeof h, "%016llx", (unsigned long long)p->data_hash);
     cJSON_AddStringToObject(j, "data_hash", h);
+    add_folder_hash(j, "model", o->model, "--model");
+    if (o->adapter) add_folder_hash(j, "adapter", o->adapter, "--adapter");
+    snprintf(h, sizeof h, "%016llx", ref ? (unsigned long long)ref->key.weights : 0ULL);
+    cJSON_AddStringToObject(j, "reference", ref ? h : "none");
     cJSON_AddStringToObject(j, "objective", ppa_objective_name(o->objective));
     const PpaLossOptions *l = &o->loss;
     double nums[] = {o->beta, l->tau, l->alpha, l->k, l->gain, l->discount, l->sinkhorn, l->sinkhorn_iters, l->sinkhorn_tol,
@@ -98,9 +85,25 @@ static void check_resume_options(const char *dir, const char *saved, const char 
     for (cJSON *x = b ? b->child : NULL; x && !msg[0]; x = x->next) {
         cJSON *y = cJSON_GetObjectItemCaseSensitive(a, x->string);
         if (y && cJSON_Compare(x, y, 1)) continue;
+        static const char *const WHAT[][2] = {{"model", "started from other weights than this --model"},
+                                              {"adapter", "started from another --adapter"},
+                                              {"reference", "has another reference model (--ref, or --model as the reference)"},
+                                              {"data_hash", "read another --data file"}};
+        const char *what = NULL;
+        for (size_t i = 0; i < PPA_ARRAY_LEN(WHAT); i++)
+            if (!strcmp(x->string, WHAT[i][0])) what = WHAT[i][1];
+        if (what && !y && strcmp(x->string, "data_hash")) { /* written before ppa recorded it: nothing to compare */
+            fprintf(stderr, "ppa %s: note: --resume %s: the checkpoint does not record its %s; it is not checked\n", WHO,
+                    dir, x->string);
+            continue;
+        }
         char *vx = cJSON_PrintUnformatted(x), *vy = y ? cJSON_PrintUnformatted(y) : strdup("(absent)");
-        snprintf(msg, sizeof msg, "--resume %s: the checkpoint was made with %s = %s, this run has %s; an exact resume needs "
-                 "the same options and data", dir, x->string, vy, vx);
+        if (what)
+            snprintf(msg, sizeof msg, "--resume %s: the checkpoint's run %s (%s %s, this run %s); resume with the "
+                     "files the run started with", dir, what, x->string, vy, vx);
+        else
+            snprintf(msg, sizeof msg, "--resume %s: the checkpoint was made with %s = %s, this run has %s; an exact "
+                     "resume needs the same options and data", dir, x->string, vy, vx);
         free(vx), free(vy);
     }
     cJSON_Delete(a), cJSON_Delete(b);
@@ -115,6 +118,20 @@ static void check_resume_position(const char *dir, const TrainState *st, const T
         ppa_die(2, "%s: --resume %s: step %ld, epoch %ld and list %ld are not a position of this run (%ld lists, %ld "
                    "per step, %ld steps): the state was edited or belongs to another run", WHO, dir, st->step, st->epoch,
                 st->cursor, lists, pl->batch_size, pl->total_steps);
+}
+
+/* a checkpoint the resumed run would write again is refused now, not at its step */
+static void check_resume_saves(const char *out, const TrainState *st, const TrainPlan *pl) {
+    if (pl->save_every <= 0) return;
+    for (long step = (st->step / pl->save_every + 1) * pl->save_every; step < pl->total_steps; step += pl->save_every) {
+        char name[64];
+        snprintf(name, sizeof name, "checkpoint-%ld", step);
+        char *path = ppa_path_join(out, name);
+        if (exists(path))
+            ppa_die(2, "%s: --out %s already holds %s, which this run resumed at step %ld would write again: resume "
+                       "from the latest checkpoint, or move the later ones away", WHO, out, name, st->step);
+        free(path);
+    }
 }
 
 /* keeps the log lines of steps <= step (a resumed run rewrites what came after its checkpoint) */
@@ -140,27 +157,6 @@ static FILE *open_log(const char *path, long step) {
     return f;
 }
 
-/* the final model's files moved from a finished folder into OUT, config.json (an adapter's config) last */
-static void publish(const char *from, const char *out) {
-    char *probe = ppa_path_join(from, "config.json");
-    const char *last = exists(probe) ? "config.json" : "adapter_config.json";
-    free(probe);
-    DIR *d = opendir(from);
-    if (!d) ppa_die(1, "%s: %s: %s", WHO, from, strerror(errno));
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || !strcmp(e->d_name, last)) continue;
-        char *a = ppa_path_join(from, e->d_name), *b = ppa_path_join(out, e->d_name);
-        if (rename(a, b)) ppa_die(1, "%s: cannot move %s to %s: %s", WHO, a, b, strerror(errno));
-        free(a), free(b);
-    }
-    closedir(d);
-    char *a = ppa_path_join(from, last), *b = ppa_path_join(out, last), err[512];
-    if (rename(a, b) || rmdir(from)) ppa_die(1, "%s: cannot finish %s: %s", WHO, out, strerror(errno));
-    if (fsync_parent(b, err, sizeof err)) ppa_die(1, "%s", err);
-    free(a), free(b);
-}
-
 static void plan_of(TrainPlan *pl, const TrainOptions *o, long lists) {
     memset(pl, 0, sizeof *pl);
     int reward = o->cmd == CMD_REWARD;
@@ -183,6 +179,7 @@ typedef struct {
     PpaLossOptions lo;
     int reward, index; /* a reward model: s = its output index, no reference */
     const char *who;
+    const char *log_path;
 } EvalSet;
 
 /* one JSON line {"step": S, "eval": {...}} in the log, and a summary on stderr */
@@ -201,7 +198,8 @@ static void eval_hook(Model *policy, long step, FILE *log, void *ctx) {
         fprintf(log, "{\"step\": %ld, \"eval\": ", step);
         eval_print_json(log, &sums);
         fputs("}\n", log);
-        fflush(log);
+        if (fflush(log) || ferror(log)) ppa_die(1, "%s: step %ld: cannot write the log %s: %s", e->who, step, e->log_path,
+                                                strerror(errno));
     }
     fprintf(stderr, "ppa %s: held-out at step %ld: ranking accuracy %.4f, ndcg %.4f, rank flips +%ld -%ld (%ld lists)\n",
             e->who, step, sums.lists_with_pairs ? sums.acc / (double)sums.lists_with_pairs : NAN,
@@ -224,7 +222,7 @@ static int train_main(TrainOptions *o) {
     char err[4096];
     WHO = options_command_name(o->cmd);
     int lead = dist_rank() == 0; /* the one rank that writes files and reports (src/dist) */
-    check_out(o->out, o->resume != NULL);
+    if (lead) run_folder_open(o->out, o->resume != NULL, WHO);
     if (lead && state_clean_partials(o->out, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err); /* a killed save's leftovers */
     char *opath = ppa_path_join(o->out, "train_options.json"); /* the resolved options, and where each came from */
     if (lead && atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err);
@@ -255,7 +253,7 @@ static int train_main(TrainOptions *o) {
         ev.beta = reward ? 1.0 : o->beta, ev.lo = o->loss, ev.reward = reward, ev.index = o->reward_index, ev.who = who;
         if (lead) plan.eval = eval_hook, plan.eval_ctx = &ev, plan.eval_every = o->eval_every;
     }
-    char *fp = fingerprint(o, &p);
+    char *fp = fingerprint(o, &p, need_ref ? &ref : NULL);
     plan.options_json = fp;
     plan.tokenizer_dir = p.tok ? o->model : NULL;
     AdamW opt;
@@ -274,6 +272,7 @@ static int train_main(TrainOptions *o) {
         }
         check_resume_options(o->resume, st.options, fp);
         check_resume_position(o->resume, &st, &plan, p.data.n);
+        check_resume_saves(o->out, &st, &plan);
         char kern[48];
         model_kernel_name(policy, kern, sizeof kern);
         if (lead && st.ranks != dist_size())
@@ -286,6 +285,7 @@ static int train_main(TrainOptions *o) {
     }
     char *logp = o->log ? strdup(o->log) : ppa_path_join(o->out, "train_log.jsonl");
     plan.log = lead ? open_log(logp, st.step) : NULL;
+    plan.log_path = ev.log_path = logp;
     plan.progress = lead;
     TrainData *td = train_data_new(&p.data, o->list_size, o->seed);
     char scored[64];
@@ -303,10 +303,10 @@ static int train_main(TrainOptions *o) {
     if (train_run(policy, td, need_ref ? &ref : NULL, &opt, &st, &plan, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
     char *tmp = ppa_path_join(o->out, ".final.partial");
     if (lead) {
-        fclose(plan.log);
+        if (fclose(plan.log)) ppa_die(1, "%s: cannot write the log %s: %s", who, logp, strerror(errno));
         if (exists(tmp)) remove_tree(tmp);
         if (model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err)) ppa_die(1, "%s", err);
-        publish(tmp, o->out);
+        run_folder_publish(tmp, o->out, WHO);
         fprintf(stderr, "ppa %s: wrote %s (log %s)\n", who, o->out, logp);
     }
     free(tmp), free(logp), free(cache), free(fp);

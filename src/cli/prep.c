@@ -16,6 +16,7 @@
 #include "core/hash.h"
 #include "core/timer.h"
 #include "io/atomic.h"
+#include "io/file.h"
 #include "io/jsonl.h"
 #include "model/adapter.h"
 #include "model/gemm.h"
@@ -45,6 +46,10 @@ void prep_options(OptCommand cmd, const char *usage, int argc, char **argv, Trai
     if (s != TRAIN_OPTIONS_OK) {
         train_options_free(o);
         exit(0);
+    }
+    if (options_check_paths(o, err, sizeof err)) {
+        train_options_free(o);
+        ppa_die(2, "%s: %s", options_command_name(cmd), err);
     }
     prep_threads(o->threads);
     jsonl_set_max_line((size_t)o->max_line_bytes);
@@ -187,6 +192,8 @@ void prep_read(Prepared *p, const PrepArgs *a, const char *who) {
     char err[4096];
     DataOptions o = prep_data_options(p, a, who);
     int ok;
+    if (file_check_regular(a->data, err, sizeof err)) /* hashed, then read: a pipe would be empty the second time */
+        ppa_die(2, "%s: --data %s", who, err);
     p->data_hash = hash64_file(a->data, &ok);
     if (!ok) ppa_die(2, "%s: cannot read %s", who, a->data);
     if (data_read(&p->data, a->data, &o, err, sizeof err)) ppa_die(2, "%s", err);

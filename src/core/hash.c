@@ -1,6 +1,10 @@
 /* hash.c: hash64, hash64_file. */
 #include "core/hash.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +36,15 @@ uint64_t hash64(const void *p, size_t n, uint64_t seed) {
 }
 
 uint64_t hash64_file(const char *path, int *ok) {
-    FILE *f = fopen(path, "rb");
+    /* a regular file only, opened without blocking: a FIFO in a folder must not hang a hash */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    FILE *f = fd >= 0 && !fstat(fd, &sb) && S_ISREG(sb.st_mode) ? fdopen(fd, "rb") : NULL;
     *ok = 0;
-    if (!f) return 0;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
     enum { CHUNK = 1 << 20 };
     unsigned char *buf = malloc(CHUNK);
     uint64_t h = 0;
@@ -45,5 +55,32 @@ uint64_t hash64_file(const char *path, int *ok) {
     fclose(f);
     free(buf);
     *ok = fine;
+    return h;
+}
+
+static int weights_file(const struct dirent *e) {
+    size_t n = strlen(e->d_name);
+    return !strcmp(e->d_name, "config.json") || !strcmp(e->d_name, "adapter_config.json") ||
+           (n > 12 && !strcmp(e->d_name + n - 12, ".safetensors"));
+}
+
+uint64_t hash64_folder(const char *dir, int *ok) {
+    struct dirent **names;
+    int n = scandir(dir, &names, weights_file, alphasort); /* sorted: the same folder, the same hash */
+    uint64_t h = 0x666f6c646572ULL;
+    *ok = n > 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(dir) + strlen(names[i]->d_name) + 2;
+        char *path = malloc(len);
+        int fine = 0;
+        if (path) {
+            snprintf(path, len, "%s/%s", dir, names[i]->d_name);
+            h = hash64(names[i]->d_name, strlen(names[i]->d_name), h);
+            h = hash64_more(h, &(uint64_t){hash64_file(path, &fine)}, sizeof(uint64_t));
+        }
+        *ok = *ok && fine;
+        free(path), free(names[i]);
+    }
+    if (n >= 0) free(names);
     return h;
 }

@@ -12,6 +12,10 @@ uint64_t hash64(const void *p, size_t n, uint64_t seed);
 /* hash of a file read in 1 MiB blocks, chained (not equal to hash64 of
  * the whole); *ok = 0 if it cannot be read */
 uint64_t hash64_file(const char *path, int *ok);
+/* hash of a model or adapter folder's weights and config: config.json,
+ * adapter_config.json and every *.safetensors file in it, by name (sorted)
+ * and content; *ok = 0 if one cannot be read or there is none */
+uint64_t hash64_folder(const char *dir, int *ok);
 /* hash64 chained: h = hash64(p, n, h) */
 static inline uint64_t hash64_more(uint64_t h, const void *p, size_t n) { return hash64(p, n, h); }
 

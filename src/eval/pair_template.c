@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "eval/pair_judge.h"
 
 enum { SLOT_PROMPT, SLOT_A, SLOT_B, N_SLOTS };
@@ -150,8 +151,8 @@ PairTemplate *pair_template_parse(const char *text, size_t len, const char *name
 }
 
 PairTemplate *pair_template_load(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return ppa_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno)), NULL;
+    FILE *f = file_open_regular(path, err, errlen);
+    if (!f) return NULL;
     size_t cap = 1 << 12, n = 0, k;
     char *buf = xmalloc(cap);
     while ((k = fread(buf + n, 1, cap - n, f)) > 0)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "io/file.h"
 
 typedef struct {
     const char *p; /* the key as written, between its quotes */
@@ -225,11 +226,8 @@ cJSON *json_number_exact(double v) {
 }
 
 cJSON *json_load_file(const char *path, size_t max_bytes, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f = file_open_regular(path, err, errlen);
+    if (!f) return NULL;
     size_t cap = 4096, n = 0, got;
     char *buf = xmalloc(cap + 1);
     while ((got = fread(buf + n, 1, cap - n, f)) > 0)

@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "io/safetensors_internal.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -444,7 +445,7 @@ static int map_file(const char *path, unsigned char **map, size_t *size, char *e
     *map = NULL;
     *size = 0;
     if (fstat(fd, &sb) != 0) rc = ppa_fail(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
-    else if (!S_ISREG(sb.st_mode)) rc = ppa_fail(err, errlen, "%s: not a regular file", path);
+    else if (!S_ISREG(sb.st_mode)) rc = ppa_fail(err, errlen, "%s: is %s, not a regular file", path, file_kind(sb.st_mode));
     else if (sb.st_size > 0) {
         void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) rc = ppa_fail(err, errlen, "%s: cannot mmap: %s", path, strerror(errno));

@@ -21,6 +21,7 @@
 #include <yaml.h> /* libyaml's, from /usr/include: angle brackets skip src/io/ */
 
 #include "core/common.h"
+#include "io/file.h"
 #include "core/hash.h"
 
 #define YAML_MAX_BYTES (16L << 20) /* a recipe is a few kB */
@@ -468,11 +469,8 @@ YamlNode *yaml_parse(const char *text, size_t len, const char *name, char *err, 
 }
 
 YamlNode *yaml_load(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f = file_open_regular(path, err, errlen);
+    if (!f) return NULL;
     /* grown as needed: a recipe is a few kB, and a 16 MB buffer per load
      * made the fuzzer (and any caller in a loop) page-fault its time away */
     size_t cap = 1 << 16, n = 0, got;

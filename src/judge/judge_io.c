@@ -5,14 +5,12 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "judge/internal.h"
 
 char *judge_read_file(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f = file_open_regular(path, err, errlen);
+    if (!f) return NULL;
     size_t cap = 1 << 16, n = 0, k;
     char *buf = xmalloc(cap);
     while ((k = fread(buf + n, 1, cap - 1 - n, f)) > 0) {

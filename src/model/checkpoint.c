@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "core/rng.h"
 #include "tokenizer/tokenizer.h"
 
@@ -90,8 +91,10 @@ static int write_text(const char *path, const char *text, char *err, size_t errl
     return 0;
 }
 
+/* NULL when path is absent or no regular file (a FIFO must not hang a save) */
 static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
+    char err[64];
+    FILE *f = file_open_regular(path, err, sizeof err);
     if (!f) return NULL;
     size_t cap = 1 << 16, len = 0, k;
     char *buf = xmalloc(cap + 1);

@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "io/json.h"
 #include "model/config_internal.h"
 
@@ -452,9 +453,11 @@ int model_config_parse(ModelConfig *c, const char *json_text, const char *name, 
 
 /* The whole file as a NUL-terminated string; NULL with a message. */
 static char *read_text(const Ctx *x, const char *path) {
-    FILE *f = fopen(path, "rb");
+    char why[4400];
+    FILE *f = file_open_regular(path, why, sizeof why);
     if (!f) {
-        config_fail(x, "cannot open (%s)", strerror(errno));
+        size_t n = strlen(path); /* config_fail names the file itself */
+        config_fail(x, "%s", strncmp(why, path, n) || strncmp(why + n, ": ", 2) ? why : why + n + 2);
         return NULL;
     }
     size_t cap = 1 << 16, n = 0;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "io/json.h"
 #include "tokenizer/internal.h"
 
@@ -56,11 +57,8 @@ static const char *jtype(const cJSON *j) {
 }
 
 static char *read_file(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f = file_open_regular(path, err, errlen);
+    if (!f) return NULL;
     ByteBuf b = {0};
     char chunk[1 << 16];
     size_t n;

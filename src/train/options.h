@@ -248,6 +248,11 @@ void options_default(OptCommand cmd, TrainOptions *o);
  * command must be given. */
 TrainOptionsStatus options_parse(OptCommand cmd, int argc, char **argv, TrainOptions *o, char *err, size_t errlen);
 
+/* Refuses, before any work, an output of the command (--out, --log, the
+ * reference cache, a shell redirection of standard output) that resolves to
+ * one of its inputs (io/paths.h); 0, or -1 with both options named in err. */
+int options_check_paths(const TrainOptions *o, char *err, size_t errlen);
+
 /* 1 if the command takes the option. */
 int options_takes(OptCommand cmd, TrainOptId id);
 

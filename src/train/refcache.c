@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "dist/dist.h"
 #include "io/json.h"
 #include "core/hash.h"
@@ -221,8 +222,9 @@ static int read_payload(RefCache *c, FILE *f, int n_resp) {
 
 int refcache_load(RefCache *c, const char *path, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
-    FILE *f = fopen(path, "rb");
-    if (!f) return ppa_fail(err, errlen, "%s: cannot open the reference cache: %s", path, strerror(errno));
+    char why[4400];
+    FILE *f = file_open_regular(path, why, sizeof why);
+    if (!f) return ppa_fail(err, errlen, "the reference cache %s", why);
     char magic[sizeof MAGIC] = {0}, line[4096];
     int n_resp = 0, rc = 0;
     if (fread(magic, 1, sizeof MAGIC - 1, f) != sizeof MAGIC - 1 || strcmp(magic, MAGIC))

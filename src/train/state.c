@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "core/hash.h"
 #include "io/atomic.h"
 #include "io/json.h"
@@ -256,10 +257,10 @@ static int parse_state(const char *path, const char *text, TrainState *st, char 
 int state_load(const char *dir, AdamW *opt, TrainState *st, char *err, size_t errlen) {
     memset(st, 0, sizeof *st);
     char *path = ppa_path_join(dir, "ppa_state.json");
-    FILE *f = fopen(path, "rb");
+    char why[4400];
+    FILE *f = file_open_regular(path, why, sizeof why);
     if (!f) {
-        ppa_fail(err, errlen, "%s: cannot open: %s (is %s a checkpoint-STEP folder written by ppa train?)", path,
-             strerror(errno), dir);
+        ppa_fail(err, errlen, "%s (is %s a checkpoint-STEP folder written by ppa train?)", why, dir);
         free(path);
         return -1;
     }

@@ -1,6 +1,7 @@
 /* trainer.c: train_run (trainer.h). */
 #include "train/trainer.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,8 @@ static void print_num(FILE *f, const char *key, double v) {
     else fprintf(f, ", \"%s\": null", key);
 }
 
-static void log_line(FILE *f, long step, double epoch, const StepLog *s, double lr, double gnorm, double sec,
+/* 0, or -1 (errno) when the line could not be written */
+static int log_line(FILE *f, long step, double epoch, const StepLog *s, double lr, double gnorm, double sec,
                      double elapsed) {
     const StepSums *u = &s->sums;
     double n = (double)u->lists;
@@ -62,7 +64,7 @@ static void log_line(FILE *f, long step, double epoch, const StepLog *s, double 
     if (dist_size() > 1) fprintf(f, ", \"comm_s\": %.3f, \"comm_bytes\": %.0f, \"wait_s\": %.3f", s->comm_s, s->comm_bytes,
                                 s->wait_s);
     fprintf(f, ", \"tokens_per_s\": %.1f, \"elapsed_s\": %.3f}\n", sec > 0 ? (double)s->tokens / sec : 0.0, elapsed);
-    fflush(f);
+    return fflush(f) || ferror(f) ? -1 : 0;
 }
 
 /* a line per step on a terminal (rewritten in place), else the first, one
@@ -263,7 +265,13 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             model_bf16_refresh(policy); /* the products' bf16 copy follows the float32 master weights */
             st->step++;
             double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
-            if (p->log) log_line(p->log, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0);
+            if (p->log && log_line(p->log, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0)) {
+                snprintf(err, errlen, "step %ld: cannot write the log %s: %s", st->step, p->log_path ? p->log_path : "",
+                         strerror(errno));
+                rc = -1;
+                free(sl.lambdas), free(sl.lam_k);
+                break;
+            }
             if (p->progress) progress(p->who, st->step, p->total_steps, &sl, timer_now() - ts, t0, first);
             if (p->eval && ((p->eval_every > 0 && st->step % p->eval_every == 0) || st->step == p->total_steps)) {
                 if (p->progress && isatty(2)) fputc('\n', stderr);

@@ -36,7 +36,8 @@ typedef struct {
     const char *out;          /* checkpoints go to OUT/checkpoint-STEP */
     const char *tokenizer_dir; /* copied into checkpoints (may be NULL) */
     const char *options_json;  /* stored in checkpoints, compared on resume */
-    FILE *log;                 /* JSON lines (may be NULL) */
+    FILE *log;                 /* JSON lines (may be NULL); a failed write stops the run */
+    const char *log_path;      /* its name, for that message */
     int progress;              /* print progress to stderr */
     const char *who;           /* the command, in progress lines ("train" when NULL) */
     /* held-out evaluation (eval may be NULL): after every eval_every steps

@@ -1,0 +1,88 @@
+/* file.c: regular-file opening and the output folder's lock (file.h). */
+#include "io/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/common.h"
+
+const char *file_kind(unsigned mode) {
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    default: return "a special file";
+    }
+}
+
+int file_check_regular(const char *path, char *err, size_t errlen) {
+    struct stat sb;
+    if (stat(path, &sb)) return ppa_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode)) return ppa_fail(err, errlen, "%s: is %s, not a regular file", path, file_kind(sb.st_mode));
+    return 0;
+}
+
+FILE *file_open_regular(const char *path, char *err, size_t errlen) {
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the mode is checked on the open file, not the name */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return ppa_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno)), NULL;
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        int e = errno;
+        if (!S_ISREG(sb.st_mode)) ppa_fail(err, errlen, "%s: is %s, not a regular file", path, file_kind(sb.st_mode));
+        else ppa_fail(err, errlen, "%s: cannot open: %s", path, strerror(e));
+        close(fd);
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl >= 0 && !fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        ppa_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+int file_lock_folder(const char *dir, const char *who, char *err, size_t errlen) {
+    char *path = ppa_path_join(dir, ".ppa.lock");
+    /* kept open (and so locked) until the process exits; O_CLOEXEC: no child inherits it */
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        ppa_fail(err, errlen, "%s: cannot create the folder's lock %s: %s", dir, path, strerror(errno));
+        free(path);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB)) {
+        int e = errno;
+        char text[128] = "";
+        ssize_t n = e == EWOULDBLOCK ? pread(fd, text, sizeof text - 1, 0) : -1;
+        text[n > 0 ? n : 0] = 0;
+        text[strcspn(text, "\n")] = 0;
+        if (e == EWOULDBLOCK)
+            ppa_fail(err, errlen, "%s is in use by %s (%s holds %s): one run writes a folder at a time; wait for it to "
+                     "finish, or choose another --out", dir, text[0] ? text : "another ppa process",
+                     text[0] ? "it" : "that process", path);
+        else
+            ppa_fail(err, errlen, "%s: cannot lock %s: %s", dir, path, strerror(e));
+        close(fd), free(path);
+        return -1;
+    }
+    /* the holder's name for a second run's message; a stale one from a dead process is simply overwritten */
+    char text[128];
+    int n = snprintf(text, sizeof text, "ppa %s (pid %ld)\n", who, (long)getpid());
+    if (ftruncate(fd, 0) || pwrite(fd, text, (size_t)n, 0) != n) {
+        ppa_fail(err, errlen, "%s: cannot write the folder's lock %s: %s", dir, path, strerror(errno));
+        close(fd), free(path);
+        return -1;
+    }
+    free(path);
+    return 0;
+}

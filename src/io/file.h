@@ -1,0 +1,33 @@
+/* file.h: the checked ways ppa opens what a user gives it.
+ *
+ * Model, tokenizer, config, recipe, template and checkpoint files are opened
+ * only when they are regular files: a FIFO, a device or a socket in their
+ * place is refused at once (the open itself never blocks), so that a special
+ * file never hangs a command. Data files that the README says may be a pipe
+ * (ppa loss --input, ppa judge --data -) are opened by their commands as
+ * they are.
+ *
+ * One writer per output folder: a run that writes into a folder holds an
+ * flock on FOLDER/.ppa.lock for its whole life; a second run on the same
+ * folder is refused naming the first one's pid; the kernel drops the lock
+ * when its process dies, so a stale lock file is simply taken over. */
+#ifndef PPA_FILE_H
+#define PPA_FILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* fopen(path, "rb") for a regular file; NULL with "PATH: why" in err (also
+ * "PATH: is a FIFO, not a regular file"). */
+FILE *file_open_regular(const char *path, char *err, size_t errlen);
+/* 0 if path is a regular file (following links), else -1 with "PATH: why" in err */
+int file_check_regular(const char *path, char *err, size_t errlen);
+/* "a FIFO", "a directory", "a character device", ... for a stat mode */
+const char *file_kind(unsigned mode);
+
+/* Takes dir's lock (dir must exist) for `who` ("train"); the lock lasts until
+ * the process exits. 0, or -1 with the reason in err (held by another
+ * process: "DIR is in use by ppa train (pid N) ..."). */
+int file_lock_folder(const char *dir, const char *who, char *err, size_t errlen);
+
+#endif

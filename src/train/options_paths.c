@@ -1,0 +1,48 @@
+/* options_paths.c: what each command does with the paths its options name,
+ * for paths_check (io/paths.h): an output never replaces an input. */
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/common.h"
+#include "io/paths.h"
+#include "train/options_internal.h"
+
+/* what a training command writes into --out: the model folder (model_save), the run's files and caches */
+static const char *const RUN_WRITES[] = {"config.json", "generation_config.json", "*.safetensors",
+                                         "model.safetensors.index.json", "adapter_config.json", "tokenizer.json",
+                                         "tokenizer_config.json", "train_options.json", "train_log.jsonl",
+                                         "reference.cache", "reference.eval.cache", ".ppa.lock", NULL};
+
+static const struct {
+    TrainOptId id;
+    PathRole role; /* TOPT_OUT: decided by the command */
+} ROLES[] = {
+    {TOPT_MODEL, PATH_IN_DIR},       {TOPT_DATA, PATH_IN_FILE},         {TOPT_REF, PATH_IN_DIR},
+    {TOPT_RESUME, PATH_IN_DIR},      {TOPT_EVAL_DATA, PATH_IN_FILE},    {TOPT_ADAPTER, PATH_IN_DIR},
+    {TOPT_PROMPTS, PATH_IN_FILE},    {TOPT_REWARD_MODEL, PATH_IN_DIR},  {TOPT_PAIR_MODEL, PATH_IN_DIR},
+    {TOPT_PAIR_TEMPLATE, PATH_IN_FILE}, {TOPT_A, PATH_IN_FILE},         {TOPT_B, PATH_IN_FILE},
+    {TOPT_NPM_CACHE, PATH_IN_DIR},   {TOPT_OUT, PATH_OUT_FILE},         {TOPT_LOG, PATH_OUT_FILE},
+    {TOPT_REF_CACHE, PATH_OUT_FILE}, /* read when it exists, written when not: checked as an output */
+};
+
+int options_check_paths(const TrainOptions *o, char *err, size_t errlen) {
+    enum { N = PPA_ARRAY_LEN(ROLES) };
+    PathUse use[N + 2];
+    char flags[N][64];
+    int n = 0;
+    for (size_t i = 0; i < N; i++) {
+        TrainOptId id = ROLES[i].id;
+        if (!opt_takes(o->cmd, id)) continue;
+        PathUse u = {opt_flag(id, flags[i], sizeof flags[i]), *(char *const *)((const char *)o + OPT[id].off),
+                     ROLES[i].role, NULL};
+        if (id == TOPT_OUT && (o->cmd & (CMD_TRAIN | CMD_REWARD | CMD_SFT))) u.role = PATH_OUT_DIR, u.writes = RUN_WRITES;
+        use[n++] = u;
+    }
+    if (o->cmd == CMD_TRAIN) use[n++] = (PathUse){"--config", o->config, PATH_IN_FILE, NULL};
+    /* a shell redirection onto an input: `>` has emptied it already, `>>` would append to it */
+    struct stat sb;
+    if (!fstat(STDOUT_FILENO, &sb) && S_ISREG(sb.st_mode)) use[n++] = (PathUse){"standard output", "/dev/stdout", PATH_OUT_FILE, NULL};
+    return paths_check(use, n, err, errlen);
+}
