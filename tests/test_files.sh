@@ -62,6 +62,9 @@ refused "judge --out = --data" "--out ./D.jsonl is the same file as --data D.jso
   "$ppa" judge --judge afinn --npm-cache "$tmp" --data D.jsonl --out ./D.jsonl
 refused "logprobs >> its own data" "standard output is the same file as --data D.jsonl" \
   sh -c "'$ppa' logprobs --model m --template none --data D.jsonl >> D.jsonl"
+echo '{"scores": [1, 2], "labels": [1, 0]}' > L.jsonl && cp L.jsonl L.orig
+"$ppa" loss --objective dpo --input L.jsonl >> L.jsonl 2> err.txt
+expect "loss >> its own --input: refused, the input intact" sh -c "test $? -eq 2 && cmp -s L.jsonl L.orig && grep -qF 'standard output is the same file as --input L.jsonl' err.txt"
 # the same names elsewhere are fine
 "$ppa" train --model m "${T[@]}" --data D.jsonl --out o3 --log o3.log > /dev/null 2>&1
 expect "a log beside the inputs is fine" test -s o3.log -a -s o3/config.json

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/objective_flags.h"
 #include "core/common.h"
+#include "io/paths.h"
 #include "io/json.h"
 #include "io/jsonl.h"
 
@@ -118,6 +119,8 @@ int cmd_loss(int argc, char **argv) {
     if (optind < argc) ppa_die(2, "loss: unexpected argument '%s' (lists are read from stdin or --input)", argv[optind]);
     if (obj == PPA_N_OBJECTIVES) ppa_die(2, "loss: --objective is required (see 'ppa loss --help')");
 
+    char perr[4400];
+    if (paths_check_stdout("--input", input, perr, sizeof perr)) ppa_die(2, "loss: %s", perr);
     FILE *in = stdin;
     if (input && !(in = fopen(input, "r"))) ppa_die(2, "loss: cannot open %s: %m", input);
     JsonlReader rd;

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "core/common.h"
+#include "io/paths.h"
 #include "io/json.h"
 #include "io/jsonl.h"
 #include "tokenizer/template.h"
@@ -164,6 +165,8 @@ int cmd_tokenize(int argc, char **argv) {
         o.template = template_detect(o.tok, chat);
         free(chat);
     }
+    char perr[4400];
+    if (paths_check_stdout("--input", input, perr, sizeof perr)) ppa_die(2, "tokenize: %s", perr);
     FILE *in = stdin;
     if (input && !(in = fopen(input, "r"))) ppa_die(2, "tokenize: cannot open %s: %m", input);
     JsonlReader rd;

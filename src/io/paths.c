@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/common.h"
 
@@ -83,4 +84,17 @@ int paths_check(const PathUse *uses, int n, char *err, size_t errlen) {
                     return -1;
         }
     return 0;
+}
+
+void paths_add_stdout(PathUse *uses, int *n) {
+    struct stat sb; /* `>` has emptied such a file already, `>>` would append to it */
+    if (!fstat(STDOUT_FILENO, &sb) && S_ISREG(sb.st_mode))
+        uses[(*n)++] = (PathUse){"standard output", "/dev/stdout", PATH_OUT_FILE, NULL};
+}
+
+int paths_check_stdout(const char *option, const char *path, char *err, size_t errlen) {
+    PathUse use[2] = {{option, path, PATH_IN_FILE, NULL}};
+    int n = 1;
+    paths_add_stdout(use, &n);
+    return paths_check(use, n, err, errlen);
 }

@@ -29,4 +29,11 @@ typedef struct {
 /* 0, or -1 with "--log D.jsonl is the same file as --data D.jsonl: ..." in err. */
 int paths_check(const PathUse *uses, int n, char *err, size_t errlen);
 
+/* Adds standard output, when it is a regular file (a shell redirection), to uses[*n] as an output (uses must have
+ * room for one more). */
+void paths_add_stdout(PathUse *uses, int *n);
+/* paths_check of one input file (option, path; NULL: stdin) against standard output: for the commands that read one
+ * file and print (ppa loss, ppa tokenize). */
+int paths_check_stdout(const char *option, const char *path, char *err, size_t errlen);
+
 #endif

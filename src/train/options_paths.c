@@ -2,8 +2,6 @@
  * for paths_check (io/paths.h): an output never replaces an input. */
 #include <stddef.h>
 #include <stdio.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/common.h"
 #include "io/paths.h"
@@ -41,8 +39,6 @@ int options_check_paths(const TrainOptions *o, char *err, size_t errlen) {
         use[n++] = u;
     }
     if (o->cmd == CMD_TRAIN) use[n++] = (PathUse){"--config", o->config, PATH_IN_FILE, NULL};
-    /* a shell redirection onto an input: `>` has emptied it already, `>>` would append to it */
-    struct stat sb;
-    if (!fstat(STDOUT_FILENO, &sb) && S_ISREG(sb.st_mode)) use[n++] = (PathUse){"standard output", "/dev/stdout", PATH_OUT_FILE, NULL};
+    paths_add_stdout(use, &n);
     return paths_check(use, n, err, errlen);
 }
