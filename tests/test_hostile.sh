@@ -46,6 +46,33 @@ sed "4s/0.4, 0.5/-1, 0.5/" "$tmp/good.jsonl" > "$tmp/bad.jsonl"
 train --data "$tmp/bad.jsonl" --out "$tmp/o_dpo" --objective dpo > /dev/null 2> "$tmp/err"
 expect "train: a negative label is fine for dpo" test -s "$tmp/o_dpo/config.json"
 
+# -- ranks: whole numbers forming a standard competition ranking of the row's K responses (1, 2, 2, 4), refused
+# otherwise with FILE:LINE and the entry (rank 7 of 3 became "label -2"); scores given as well must agree
+rank_row() { sed "4s/\"scores\": \[0.4, 0.5, 0.1\]/$1/" "$tmp/good.jsonl" > "$tmp/ranks.jsonl"; }
+rank_row '"ranks": [1, 1, 7]'
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_r7" > /dev/null 2> "$tmp/err"
+expect "ranks [1, 1, 7] refused (exit 2)" test $? -eq 2
+expect "... with FILE:LINE and the entry" grep -q "ranks.jsonl:4: ranks\[2\] = 7: a rank must be a whole number from 1 (best) to 3" "$tmp/err"
+expect "... never as a label the user did not write" sh -c "! grep -q 'label -2' '$tmp/err'"
+expect "... and no model" test ! -e "$tmp/o_r7/config.json"
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_r7s" --skip-invalid > /dev/null 2> "$tmp/err"
+expect "--skip-invalid: the row is skipped and training goes on" test $? -eq 0 -a -s "$tmp/o_r7s/config.json"
+expect "... named and counted as other bad lines" grep -q "ranks.jsonl:4: skipped: ranks\[2\] = 7" "$tmp/err"
+expect "... in the count" grep -q "skipped 1 invalid lines of $tmp/ranks.jsonl" "$tmp/err"
+rank_row '"ranks": [1, 1, 2]'
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_dense" > /dev/null 2> "$tmp/err"
+expect "dense ranks [1, 1, 2] refused, with the rank they mean" grep -q "ranks.jsonl:4: ranks\[2\] = 2: 2 responses rank better, so its rank is 3" "$tmp/err"
+rank_row '"scores": [0.4, 0.5, 0.1], "ranks": [1, 2, 3]'
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_dis" > /dev/null 2> "$tmp/err"
+expect "scores and ranks that disagree are refused (exit 2)" test $? -eq 2
+expect "... naming both" grep -q 'ranks.jsonl:4: scores\[0\] = 0.4 and scores\[1\] = 0.5 but ranks\[0\] = 1 and ranks\[1\] = 2: "scores" and "ranks" disagree' "$tmp/err"
+rank_row '"scores": [0.4, 0.5, 0.1], "ranks": [2, 1, 3]'
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_agree" > /dev/null 2> "$tmp/err"
+expect "scores and ranks that agree train" test -s "$tmp/o_agree/config.json"
+rank_row '"ranks": [1, 3, 1]'
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_tie" > /dev/null 2> "$tmp/err"
+expect "competition ranks with a tie [1, 3, 1] train" test -s "$tmp/o_tie/config.json"
+
 # -- a NaN in the weights: train stops before the update, saves nothing; logprobs refuses
 cp -r "$tmp/m" "$tmp/nan"
 size=$(stat -c %s "$tmp/nan/model.safetensors")
