@@ -73,6 +73,21 @@ rank_row '"ranks": [1, 3, 1]'
 train --data "$tmp/ranks.jsonl" --out "$tmp/o_tie" > /dev/null 2> "$tmp/err"
 expect "competition ranks with a tie [1, 3, 1] train" test -s "$tmp/o_tie/config.json"
 
+# -- values whose arithmetic overflows are refused before anything runs, naming the option and the bound
+# (they were reported as "the weights or the data hold NaN or Inf", or trained: --lr 1e30)
+opt_refused() { # opt_refused DESCRIPTION EXPECTED COMMAND...
+  local d=$1 want=$2; shift 2
+  "$@" > /dev/null 2> "$tmp/err"
+  local st=$?
+  if [ $st -eq 2 ] && grep -qF -- "$want" "$tmp/err" && ! grep -q "NaN or Inf" "$tmp/err"; then ok; else bad "$d (status $st: $(tail -1 "$tmp/err"))"; fi
+}
+opt_refused "train --beta 1e300" "--beta 1e+300 is above 1e+20: beta scales the scores" train --data "$tmp/good.jsonl" --out "$tmp/o_b" --beta 1e300
+opt_refused "train --tau 1e-300" "--tau 1e-300 is too small for beta 0.1 (the default): beta / tau above 1e+20" train --data "$tmp/good.jsonl" --out "$tmp/o_t" --tau 1e-300
+opt_refused "train --lr 1e30" "--lr 1e+30 is above 1e+18: one AdamW step moves a weight by about lr" train --data "$tmp/good.jsonl" --out "$tmp/o_l" --lr 1e30
+opt_refused "sft --lr 1e30" "--lr 1e+30 is above 1e+18" "$ppa" sft --model "$tmp/m" --data "$tmp/good.jsonl" --template none --out "$tmp/s_l" --lr 1e30
+opt_refused "reward --tau 1e-30" "--tau 1e-30 is below 1e-20" "$ppa" reward --model "$tmp/m" --data "$tmp/good.jsonl" --template none --out "$tmp/r_t" --objective neural_ndcg --tau 1e-30
+expect "no output folder for a refused option" test ! -e "$tmp/o_b" -a ! -e "$tmp/o_l" -a ! -e "$tmp/s_l"
+
 # -- a NaN in the weights: train stops before the update, saves nothing; logprobs refuses
 cp -r "$tmp/m" "$tmp/nan"
 size=$(stat -c %s "$tmp/nan/model.safetensors")
