@@ -136,6 +136,35 @@ expect "sft: the last update diverged: exit 2" test $? -eq 2
 expect "... found after the update" grep -q "sft: step 1: after its update the log-probabilities of its rows are not finite: the model diverged in that update; likely cause: the learning rate 1e+10" "$tmp/err"
 expect "sft: ... and no model" test ! -e "$tmp/sdv1/config.json" -a ! -e "$tmp/sdv/config.json"
 
+# -- messages name the real cause
+: > "$tmp/empty.jsonl"
+train --data "$tmp/empty.jsonl" --out "$tmp/o_empty" > /dev/null 2> "$tmp/err"
+expect "train: an empty data file exits 2" test $? -eq 2
+expect "... and says so, not 'all labels equal'" sh -c "grep -q 'empty.jsonl holds no rows: nothing to train on' '$tmp/err' && ! grep -q 'labels equal' '$tmp/err'"
+"$ppa" eval --model "$tmp/m" --ref "$tmp/m" --template none --data "$tmp/empty.jsonl" > /dev/null 2> "$tmp/err"
+expect "eval: an empty data file: nothing to evaluate (not 'train on')" sh -c "grep -q 'eval: .*empty.jsonl holds no rows: nothing to evaluate' '$tmp/err' && ! grep -q 'train on' '$tmp/err'"
+printf '{"prompt": "q", "responses": ["a", "b"], "scores": [1, 1]}\n' > "$tmp/equal.jsonl"
+"$ppa" eval --model "$tmp/m" --ref "$tmp/m" --template none --data "$tmp/equal.jsonl" > /dev/null 2> "$tmp/err"
+expect "eval: rows that give no list are counted" grep -q "equal.jsonl gives no list: of its 1 row, 1 has all labels equal and 0 have fewer than 2 labelled, distinct responses: nothing to evaluate" "$tmp/err"
+cp -r "$tmp/m" "$tmp/theta"
+sed -i -E 's/"rope_theta": [0-9.e+]+/"rope_theta": 1e400/' "$tmp/theta/config.json"
+"$ppa" logprobs --template none --model "$tmp/theta" --data "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
+expect "config.json rope_theta 1e400: the key and the overflow named, not null" grep -q 'config.json: rope_theta = a number that overflows a double (expected a number > 0)' "$tmp/err"
+# finite weights too large for float32 products (a model diverged by an earlier run): not called NaN or Inf
+cp -r "$tmp/m" "$tmp/huge"
+/usr/bin/python3 - "$tmp/huge/model.safetensors" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+for o in range(8 + n, len(b), 4):
+    b[o:o + 4] = struct.pack("<f", 1e12 if struct.unpack("<f", b[o:o + 4])[0] >= 0 else -1e12)
+open(sys.argv[1], "wb").write(b)
+PY
+"$ppa" logprobs --template none --model "$tmp/huge" --data "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
+expect "logprobs: huge finite weights named as such" grep -q "the log-probability is not finite (.*nan): the model's weights are finite, so their float32 products overflow" "$tmp/err"
+train --data "$tmp/good.jsonl" --model "$tmp/huge" --ref "$tmp/m" --out "$tmp/o_huge" > /dev/null 2> "$tmp/err"
+expect "train: huge loaded weights named as the cause at step 1" grep -q "step 1: the list of data line [0-9]*: response [0-9]*: the log-probability is not finite (.*nan): the weights as loaded are finite, so their float32 products overflow: weights too large; nothing was updated" "$tmp/err"
+
 # -- checkpoints: their files are checksummed and verified on resume; a killed save's leftovers are cleaned
 ck=(--data "$tmp/good.jsonl" --list-size 3 --batch-size 2 --lr 0.01 --max-steps 2 --save-every 1)
 train "${ck[@]}" --out "$tmp/ck" > /dev/null 2>&1

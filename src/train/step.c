@@ -112,7 +112,7 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
                 ppa_fail(err, errlen, "%s: response %d: the score is not finite (%g; %s %g%s%.6g)", where, i + 1, s[i], what,
                          lp[at + i], mb->ref ? ", reference " : "", mb->ref ? mb->ref[r][i] : 0.0);
             else ppa_fail(err, errlen, "%s: response %d: %s is not finite (%g)", where, i + 1, what, lp[at + i]);
-            rc = MICRO_NONFINITE;
+            rc = isfinite(lp[at + i]) ? MICRO_NONFINITE_LOSS : MICRO_NONFINITE_LOGP;
             break;
         }
         PpaListResult res;
@@ -123,7 +123,7 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
         }
         if (!finite_list(K, &res.loss, g, s)) { /* finite scores: the objective's arithmetic overflowed */
             ppa_fail(err, errlen, "%s: the loss or its gradient is not finite (loss %g)", where, res.loss);
-            rc = MICRO_NONFINITE;
+            rc = MICRO_NONFINITE_LOSS;
             break;
         }
         sums->loss += res.loss, sums->lists++;

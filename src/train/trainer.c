@@ -219,22 +219,26 @@ void train_hint(const Model *m, double lr, const ScoreSpec *sp, char *buf, size_
     }
 #undef ADD
     if (nl) snprintf(buf, n, "likely cause: %s (settings: %s)", likely, all);
-    else snprintf(buf, n, "no setting is extreme (%s): a smaller learning rate may help", na ? all : "none");
+    else snprintf(buf, n, "no setting is extreme (%s)%s", na ? all : "none", lr > 0 ? ": a smaller learning rate may help" : "");
 }
 
-/* ": why" for a non-finite number met at step `step` after `updates` updates of this run (lr: the last one's) */
-static void nonfinite_cause(Model *m, const TrainPlan *p, long updates, long step, double lr, char *buf, size_t n) {
+/* ": why" for a non-finite number met at step `step` after `updates` updates of this run (lr: the last one's); kind:
+ * MICRO_NONFINITE_LOGP (a log-prob: the model), else the scores, loss or gradient */
+static void nonfinite_cause(Model *m, const TrainPlan *p, long updates, long step, double lr, int kind, char *buf,
+                            size_t n) {
     long i = first_nonfinite(model_params(m), model_n_params(m));
     char hint[1200];
     train_hint(m, updates ? lr : 0, &p->score, hint, sizeof hint);
     if (!updates && i >= 0) snprintf(buf, n, ": parameter %ld of the weights is not finite (NaN or Inf as loaded)", i);
+    else if (!updates && kind == MICRO_NONFINITE_LOGP)
+        snprintf(buf, n, ": the weights as loaded are finite, so their float32 products overflow: weights too large");
     else if (!updates)
-        snprintf(buf, n, ": the weights are finite, so their products overflow float32 (weights too large) or the "
-                 "objective's arithmetic does; %s", hint);
+        snprintf(buf, n, ": the weights are finite, so the objective's or the backward's arithmetic overflows (weights too "
+                 "large, or the settings); %s", hint);
     else if (i >= 0) snprintf(buf, n, ": the model diverged in the update of step %ld (parameter %ld is not finite); %s", step,
                               i, hint);
-    else snprintf(buf, n, ": the model diverged in the update of step %ld (its weights are finite, their float32 products overflow); %s",
-                  step, hint);
+    else snprintf(buf, n, ": the model diverged in the update of step %ld (its weights are finite, their float32 products "
+                  "overflow); %s", step, hint);
 }
 
 /* a NaN model is never saved as a success: the weights are checked before every checkpoint and at the end */
@@ -263,15 +267,15 @@ static int step_lists_finite(Model *m, TrainData *data, const RefCache *ref, con
         int mb = (int)(hi - done < p->micro_batch ? hi - done : p->micro_batch);
         MicroLists ml;
         train_data_take(data, epoch, cursor + done, mb, p->score.reference_free ? NULL : ref, &ml);
-        bad = micro_step(m, &ml, &p->score, 1.0, 0, &sums, NULL, why, sizeof why) != 0;
+        bad = micro_step(m, &ml, &p->score, 1.0, 0, &sums, NULL, why, sizeof why);
         done += mb;
     }
-    double any = bad;
+    double any = bad != 0;
     dist_sum_f64(&any, 1);
     if (!any) return 1;
     if (!bad) snprintf(why, sizeof why, "another rank's lists are not finite");
     char cause[1600];
-    nonfinite_cause(m, p, 1, step, lr, cause, sizeof cause);
+    nonfinite_cause(m, p, 1, step, lr, bad, cause, sizeof cause);
     snprintf(err, errlen, "step %ld: after its update, %s%s; nothing was saved", step, why, cause);
     return 0;
 }
@@ -344,14 +348,15 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
         if (bad) {
             char why[1024], cause[1600] = "";
             snprintf(why, sizeof why, "%s", err);
-            if (bad == MICRO_NONFINITE) nonfinite_cause(policy, p, st->step - first, st->step, last_lr, cause, sizeof cause);
-            snprintf(err, errlen, "step %ld: %s%s%s", st->step + 1, why, cause, bad == MICRO_NONFINITE ? "; nothing was updated" : "");
+            int nonfinite = bad == MICRO_NONFINITE_LOGP || bad == MICRO_NONFINITE_LOSS;
+            if (nonfinite) nonfinite_cause(policy, p, st->step - first, st->step, last_lr, bad, cause, sizeof cause);
+            snprintf(err, errlen, "step %ld: %s%s%s", st->step + 1, why, cause, nonfinite ? "; nothing was updated" : "");
             rc = -1;
         } else {
             double gnorm = grad_norm(model_grads(policy), n_params); /* clipping happens inside the AdamW pass */
             if (!isfinite(gnorm)) {
                 char cause[1600];
-                nonfinite_cause(policy, p, st->step - first, st->step, last_lr, cause, sizeof cause);
+                nonfinite_cause(policy, p, st->step - first, st->step, last_lr, MICRO_NONFINITE_LOSS, cause, sizeof cause);
                 snprintf(err, errlen, "step %ld: the gradient norm is not finite (%g)%s; nothing was updated", st->step + 1,
                          gnorm, cause);
                 rc = -1;
