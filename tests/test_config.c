@@ -621,6 +621,12 @@ static void test_refusals(void) {
            "rope_parameters.full_attention", "per-layer");
     refuse(json_with("rope_theta", "\"10000\"", NULL), "rope_theta = \"10000\" is not a number", NULL);
     refuse(json_with("rope_theta", "-1", NULL), "rope_theta = -1", "> 0");
+    /* cJSON reads 1e400 as inf and prints it as null: the message says what the file holds */
+    refuse(json_with("rope_theta", "1e400", NULL), "rope_theta = a number that overflows a double (expected a number > 0)",
+           NULL);
+    refuse(json_with("num_hidden_layers", "-1e400", NULL), "num_hidden_layers = a number that overflows a double", NULL);
+    refuse(json_with("tie_word_embeddings", "1e400", NULL), "tie_word_embeddings = a number that overflows a double "
+           "(expected true or false)", NULL);
     refuse(json_with("partial_rotary_factor", "0.5", NULL), "partial_rotary_factor", "expected 1");
     /* activation, norm, flags */
     refuse(json_with("hidden_act", "\"gelu\"", NULL), "hidden_act = \"gelu\"", "silu");

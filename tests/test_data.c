@@ -32,7 +32,8 @@ static DataRow make_row(int np, int n, const int *lens, const double *scores) {
 }
 
 static void set(DataSet *ds, DataRow *rows, int n) {
-    ds->rows = xmalloc(sizeof(DataRow) * (size_t)n);
+    memset(ds, 0, sizeof *ds);
+    ds->rows = xmalloc(sizeof(DataRow) * (size_t)(n ? n : 1));
     memcpy(ds->rows, rows, sizeof(DataRow) * (size_t)n);
     ds->n = n;
 }
@@ -87,7 +88,19 @@ static void test_prepare(void) {
 
     rows[0] = make_row(2, 2, (int[]){1, 1}, (double[]){1, 1});
     set(&ds, rows, 1);
-    CHECK(data_prepare(&ds, 12, 4, &st, err, sizeof err) == -1 && strstr(err, "no list is left"), "nothing left: %s", err);
+    CHECK(data_prepare(&ds, 12, 4, &st, err, sizeof err) == -1 &&
+              !strcmp(err, "gives no list: of its 1 row, 1 has all labels equal and 0 have fewer than 2 labelled, distinct "
+                           "responses"),
+          "nothing left, with the counts: %s", err);
+    data_free(&ds);
+    set(&ds, rows, 0); /* an empty file is not "all labels equal" */
+    CHECK(data_prepare(&ds, 12, 4, &st, err, sizeof err) == -1 && !strcmp(err, "holds no rows"), "no rows at all: %s", err);
+    data_free(&ds);
+    set(&ds, rows, 0);
+    ds.skipped = 3;
+    CHECK(data_prepare(&ds, 12, 4, &st, err, sizeof err) == -1 &&
+              !strcmp(err, "holds no valid rows: its 3 lines were all skipped (--skip-invalid)"),
+          "every line skipped: %s", err);
     data_free(&ds);
     rows[0] = make_row(2, 2, (int[]){1, 1}, (double[]){1, 0});
     set(&ds, rows, 1);

@@ -46,6 +46,48 @@ sed "4s/0.4, 0.5/-1, 0.5/" "$tmp/good.jsonl" > "$tmp/bad.jsonl"
 train --data "$tmp/bad.jsonl" --out "$tmp/o_dpo" --objective dpo > /dev/null 2> "$tmp/err"
 expect "train: a negative label is fine for dpo" test -s "$tmp/o_dpo/config.json"
 
+# -- ranks: whole numbers forming a standard competition ranking of the row's K responses (1, 2, 2, 4), refused
+# otherwise with FILE:LINE and the entry (rank 7 of 3 became "label -2"); scores given as well must agree
+rank_row() { sed "4s/\"scores\": \[0.4, 0.5, 0.1\]/$1/" "$tmp/good.jsonl" > "$tmp/ranks.jsonl"; }
+rank_row '"ranks": [1, 1, 7]'
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_r7" > /dev/null 2> "$tmp/err"
+expect "ranks [1, 1, 7] refused (exit 2)" test $? -eq 2
+expect "... with FILE:LINE and the entry" grep -q "ranks.jsonl:4: ranks\[2\] = 7: a rank must be a whole number from 1 (best) to 3" "$tmp/err"
+expect "... never as a label the user did not write" sh -c "! grep -q 'label -2' '$tmp/err'"
+expect "... and no model" test ! -e "$tmp/o_r7/config.json"
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_r7s" --skip-invalid > /dev/null 2> "$tmp/err"
+expect "--skip-invalid: the row is skipped and training goes on" test $? -eq 0 -a -s "$tmp/o_r7s/config.json"
+expect "... named and counted as other bad lines" grep -q "ranks.jsonl:4: skipped: ranks\[2\] = 7" "$tmp/err"
+expect "... in the count" grep -q "skipped 1 invalid lines of $tmp/ranks.jsonl" "$tmp/err"
+rank_row '"ranks": [1, 1, 2]'
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_dense" > /dev/null 2> "$tmp/err"
+expect "dense ranks [1, 1, 2] refused, with the rank they mean" grep -q "ranks.jsonl:4: ranks\[2\] = 2: 2 responses rank better, so its rank is 3" "$tmp/err"
+rank_row '"scores": [0.4, 0.5, 0.1], "ranks": [1, 2, 3]'
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_dis" > /dev/null 2> "$tmp/err"
+expect "scores and ranks that disagree are refused (exit 2)" test $? -eq 2
+expect "... naming both" grep -q 'ranks.jsonl:4: scores\[0\] = 0.4 and scores\[1\] = 0.5 but ranks\[0\] = 1 and ranks\[1\] = 2: "scores" and "ranks" disagree' "$tmp/err"
+rank_row '"scores": [0.4, 0.5, 0.1], "ranks": [2, 1, 3]'
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_agree" > /dev/null 2> "$tmp/err"
+expect "scores and ranks that agree train" test -s "$tmp/o_agree/config.json"
+rank_row '"ranks": [1, 3, 1]'
+train --data "$tmp/ranks.jsonl" --out "$tmp/o_tie" > /dev/null 2> "$tmp/err"
+expect "competition ranks with a tie [1, 3, 1] train" test -s "$tmp/o_tie/config.json"
+
+# -- values whose arithmetic overflows are refused before anything runs, naming the option and the bound
+# (they were reported as "the weights or the data hold NaN or Inf", or trained: --lr 1e30)
+opt_refused() { # opt_refused DESCRIPTION EXPECTED COMMAND...
+  local d=$1 want=$2; shift 2
+  "$@" > /dev/null 2> "$tmp/err"
+  local st=$?
+  if [ $st -eq 2 ] && grep -qF -- "$want" "$tmp/err" && ! grep -q "NaN or Inf" "$tmp/err"; then ok; else bad "$d (status $st: $(tail -1 "$tmp/err"))"; fi
+}
+opt_refused "train --beta 1e300" "--beta 1e+300 is above 1e+20: beta scales the scores" train --data "$tmp/good.jsonl" --out "$tmp/o_b" --beta 1e300
+opt_refused "train --tau 1e-300" "--tau 1e-300 is too small for beta 0.1 (the default): beta / tau above 1e+20" train --data "$tmp/good.jsonl" --out "$tmp/o_t" --tau 1e-300
+opt_refused "train --lr 1e30" "--lr 1e+30 is above 1e+18: one AdamW step moves a weight by about lr" train --data "$tmp/good.jsonl" --out "$tmp/o_l" --lr 1e30
+opt_refused "sft --lr 1e30" "--lr 1e+30 is above 1e+18" "$ppa" sft --model "$tmp/m" --data "$tmp/good.jsonl" --template none --out "$tmp/s_l" --lr 1e30
+opt_refused "reward --tau 1e-30" "--tau 1e-30 is below 1e-20" "$ppa" reward --model "$tmp/m" --data "$tmp/good.jsonl" --template none --out "$tmp/r_t" --objective neural_ndcg --tau 1e-30
+expect "no output folder for a refused option" test ! -e "$tmp/o_b" -a ! -e "$tmp/o_l" -a ! -e "$tmp/s_l"
+
 # -- a NaN in the weights: train stops before the update, saves nothing; logprobs refuses
 cp -r "$tmp/m" "$tmp/nan"
 size=$(stat -c %s "$tmp/nan/model.safetensors")
@@ -58,13 +100,70 @@ expect "logprobs: says which row and why" grep -q "good.jsonl:1: response 1: the
 train --data "$tmp/good.jsonl" --model "$tmp/nan" --ref "$tmp/m" --out "$tmp/o_nan" > /dev/null 2> "$tmp/err"
 expect "train: NaN weights exit 2" test $? -eq 2
 expect "train: names the step and the list" grep -q "step 1: the list of data line [0-9]*: " "$tmp/err"
+expect "train: and that the loaded weights are the cause" grep -q "step 1: the list of data line [0-9]*: response [0-9]*: the log-probability is not finite (.*nan): parameter [0-9]* of the weights is not finite (NaN or Inf as loaded); nothing was updated" "$tmp/err"
 expect "train: no model written" test ! -e "$tmp/o_nan/config.json" -a ! -e "$tmp/o_nan/model.safetensors"
 expect "train: no log line for the failed step" test ! -s "$tmp/o_nan/train_log.jsonl"
 
 "$ppa" sft --model "$tmp/nan" --data "$tmp/good.jsonl" --template none --out "$tmp/sft_nan" --max-steps 1 > "$tmp/out" 2> "$tmp/err"
 expect "sft: NaN weights exit 2" test $? -eq 2
 expect "sft: names the step" grep -q "sft: step 1: the loss is not finite" "$tmp/err"
+expect "sft: and the loaded weights as the cause" grep -q "sft: step 1: the loss is not finite (.*nan): parameter [0-9]* of the weights is not finite (NaN or Inf as loaded)" "$tmp/err"
 expect "sft: no model and no nan in its log" sh -c "test ! -e '$tmp/sft_nan/config.json' && ! grep -qi nan '$tmp/out'"
+
+# -- divergence: a model whose log-probs stop being finite after an update stops the run (non-zero, the step, the
+# likely cause with its value), and is never saved: not as the final model, not as a checkpoint (--lr 1e10 is below
+# the bound of certain overflow, but on this model one step of 1e10 overflows float32)
+train --data "$tmp/good.jsonl" --out "$tmp/dv" --lr 1e10 --warmup-ratio 0 --max-steps 3 > /dev/null 2> "$tmp/err"
+expect "diverged at step 2: exit 2" test $? -eq 2
+expect "... naming the step, the list and the non-finite log-prob" grep -q "step 2: the list of data line [0-9]*: response [0-9]*: the log-probability is not finite" "$tmp/err"
+expect "... the update that diverged and the likely cause with its value" grep -q "the model diverged in the update of step 1 (its weights are finite, their float32 products overflow); likely cause: the learning rate 1e+10" "$tmp/err"
+expect "... not blaming the data" sh -c "! grep -q 'NaN or Inf' '$tmp/err'"
+expect "... and no model" test ! -e "$tmp/dv/config.json" -a ! -e "$tmp/dv/model.safetensors"
+expect "... the log has the one step that ran" test "$(wc -l < "$tmp/dv/train_log.jsonl")" -eq 1
+train --data "$tmp/good.jsonl" --out "$tmp/dv1" --lr 1e10 --warmup-ratio 0 --max-steps 1 > /dev/null 2> "$tmp/err"
+expect "the last update diverged: exit 2" test $? -eq 2
+expect "... found on the step's own lists after the update" grep -q "step 1: after its update, the list of data line [0-9]*: response [0-9]*: the log-probability is not finite.*likely cause: the learning rate 1e+10.*; nothing was saved" "$tmp/err"
+expect "... and the diverged model is not written" test ! -e "$tmp/dv1/config.json" -a ! -e "$tmp/dv1/model.safetensors"
+train --data "$tmp/good.jsonl" --out "$tmp/dvc" --lr 1e10 --warmup-ratio 0 --max-steps 3 --save-every 1 > /dev/null 2> "$tmp/err"
+expect "a diverged checkpoint is not written either" sh -c "test $? -eq 2 && ! ls -d '$tmp/dvc'/checkpoint-* > /dev/null 2>&1"
+train --data "$tmp/good.jsonl" --out "$tmp/dvl" --lr 0.01 --warmup-ratio 0 --max-steps 3 --lora-r 2 --lora-alpha 1e15 > /dev/null 2> "$tmp/err"
+expect "an adapter's extreme scale is named as the likely cause" grep -q "the model diverged in the update of step 1.*likely cause: the adapter's scale alpha / r = 5e+14" "$tmp/err"
+"$ppa" sft --model "$tmp/m" --data "$tmp/good.jsonl" --template none --out "$tmp/sdv" --lr 1e10 --warmup-ratio 0 --max-steps 3 --batch-size 2 > "$tmp/out" 2> "$tmp/err"
+expect "sft: diverged at step 2: exit 2" test $? -eq 2
+expect "... naming the step, the update and the likely cause" grep -q "sft: step 2: the loss is not finite (.*nan): the model diverged in the update of step 1; likely cause: the learning rate 1e+10" "$tmp/err"
+"$ppa" sft --model "$tmp/m" --data "$tmp/good.jsonl" --template none --out "$tmp/sdv1" --lr 1e10 --warmup-ratio 0 --max-steps 1 --batch-size 2 > "$tmp/out" 2> "$tmp/err"
+expect "sft: the last update diverged: exit 2" test $? -eq 2
+expect "... found after the update" grep -q "sft: step 1: after its update the log-probabilities of its rows are not finite: the model diverged in that update; likely cause: the learning rate 1e+10" "$tmp/err"
+expect "sft: ... and no model" test ! -e "$tmp/sdv1/config.json" -a ! -e "$tmp/sdv/config.json"
+
+# -- messages name the real cause
+: > "$tmp/empty.jsonl"
+train --data "$tmp/empty.jsonl" --out "$tmp/o_empty" > /dev/null 2> "$tmp/err"
+expect "train: an empty data file exits 2" test $? -eq 2
+expect "... and says so, not 'all labels equal'" sh -c "grep -q 'empty.jsonl holds no rows: nothing to train on' '$tmp/err' && ! grep -q 'labels equal' '$tmp/err'"
+"$ppa" eval --model "$tmp/m" --ref "$tmp/m" --template none --data "$tmp/empty.jsonl" > /dev/null 2> "$tmp/err"
+expect "eval: an empty data file: nothing to evaluate (not 'train on')" sh -c "grep -q 'eval: .*empty.jsonl holds no rows: nothing to evaluate' '$tmp/err' && ! grep -q 'train on' '$tmp/err'"
+printf '{"prompt": "q", "responses": ["a", "b"], "scores": [1, 1]}\n' > "$tmp/equal.jsonl"
+"$ppa" eval --model "$tmp/m" --ref "$tmp/m" --template none --data "$tmp/equal.jsonl" > /dev/null 2> "$tmp/err"
+expect "eval: rows that give no list are counted" grep -q "equal.jsonl gives no list: of its 1 row, 1 has all labels equal and 0 have fewer than 2 labelled, distinct responses: nothing to evaluate" "$tmp/err"
+cp -r "$tmp/m" "$tmp/theta"
+sed -i -E 's/"rope_theta": [0-9.e+]+/"rope_theta": 1e400/' "$tmp/theta/config.json"
+"$ppa" logprobs --template none --model "$tmp/theta" --data "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
+expect "config.json rope_theta 1e400: the key and the overflow named, not null" grep -q 'config.json: rope_theta = a number that overflows a double (expected a number > 0)' "$tmp/err"
+# finite weights too large for float32 products (a model diverged by an earlier run): not called NaN or Inf
+cp -r "$tmp/m" "$tmp/huge"
+/usr/bin/python3 - "$tmp/huge/model.safetensors" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+for o in range(8 + n, len(b), 4):
+    b[o:o + 4] = struct.pack("<f", 1e12 if struct.unpack("<f", b[o:o + 4])[0] >= 0 else -1e12)
+open(sys.argv[1], "wb").write(b)
+PY
+"$ppa" logprobs --template none --model "$tmp/huge" --data "$tmp/good.jsonl" > /dev/null 2> "$tmp/err"
+expect "logprobs: huge finite weights named as such" grep -q "the log-probability is not finite (.*nan): the model's weights are finite, so their float32 products overflow" "$tmp/err"
+train --data "$tmp/good.jsonl" --model "$tmp/huge" --ref "$tmp/m" --out "$tmp/o_huge" > /dev/null 2> "$tmp/err"
+expect "train: huge loaded weights named as the cause at step 1" grep -q "step 1: the list of data line [0-9]*: response [0-9]*: the log-probability is not finite (.*nan): the weights as loaded are finite, so their float32 products overflow: weights too large; nothing was updated" "$tmp/err"
 
 # -- checkpoints: their files are checksummed and verified on resume; a killed save's leftovers are cleaned
 ck=(--data "$tmp/good.jsonl" --list-size 3 --batch-size 2 --lr 0.01 --max-steps 2 --save-every 1)

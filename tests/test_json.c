@@ -80,7 +80,7 @@ static void test_large(void) {
 }
 
 static void test_typed(void) {
-    const char *text = "{\"id\": 3.5, \"n\": 3, \"big\": 1e30, \"neg\": -1, \"s\": \"3\", \"b\": \"false\", \"t\": true}";
+    const char *text = "{\"id\": 3.5, \"n\": 3, \"big\": 1e30, \"neg\": -1, \"s\": \"3\", \"b\": \"false\", \"t\": true, \"inf\": 1e400}";
     cJSON *j = json_parse(text, strlen(text), err, sizeof err);
     CHECK(j != NULL, "typed: %s", err);
     long v = 0;
@@ -92,6 +92,9 @@ static void test_typed(void) {
     CHECK(json_whole(cJSON_GetObjectItem(j, "neg"), "neg", 0, 10, &v, err, sizeof err) == -1, "-1 below the range");
     CHECK(json_whole(cJSON_GetObjectItem(j, "s"), "s", 0, 10, &v, err, sizeof err) == -1, "\"3\" is text");
     CHECK(json_whole(NULL, "absent", 0, 10, &v, err, sizeof err) == -1 && strstr(err, "found nothing"), "absent");
+    CHECK(json_whole(cJSON_GetObjectItem(j, "inf"), "inf", 0, 10, &v, err, sizeof err) == -1 &&
+              strstr(err, "\"inf\" must be a whole number in [0, 10], found a number that overflows a double"),
+          "1e400 (inf to cJSON) is named as what the text holds, not null: %s", err);
     int b = 7;
     CHECK(json_bool(j, "t", &b, err, sizeof err) == 0 && b == 1, "true");
     CHECK(json_bool(j, "b", &b, err, sizeof err) == -1 && strstr(err, "\"b\" must be true or false, found \"false\""),

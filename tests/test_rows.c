@@ -1,6 +1,7 @@
 /* test_rows.c: the preference-data reader: pre-tokenized rows as given, text
  * rows through a chat template with exactly one end-of-turn token, aliases of
- * formats.md a.2, labels from ranks, and errors with file:line. A byte-level
+ * formats.md a.2, labels from ranks (a standard competition ranking, checked,
+ * and checked against scores given too), and errors with file:line. A byte-level
  * tokenizer without merges makes every expected id a byte. */
 #include <math.h>
 #include <stdio.h>
@@ -56,6 +57,73 @@ static void test_pretokenized(void) {
     CHECK(rc == -1 && strstr(err, "data.jsonl:1:") && strstr(err, "response_ids[1]"), "an id outside the vocabulary: %s", err);
     rc = read_text("{\"prompt\": \"hi\", \"responses\": [\"a\"]}\n", &o, &ds, err, sizeof err);
     CHECK(rc == -1 && strstr(err, "tokenizer"), "a text row without a tokenizer is refused: %s", err);
+}
+
+/* ranks: whole numbers forming a standard competition ranking of the row's K
+ * responses ("1, 2, 2, 4"), psi = (K - rank) / (K - 1); anything else is
+ * refused naming the entry; scores given as well must tell the same order */
+static void test_ranks(void) {
+    DataSet ds;
+    char err[512];
+    DataOptions o = options(NULL, TEMPLATE_NONE);
+    const char *head = "{\"prompt_ids\": [1], \"response_ids\": [[2], [3], [4], [5]], ";
+    char text[1024];
+    snprintf(text, sizeof text,
+             "%s\"ranks\": [1, 2, 2, 4]}\n%s\"ranks\": [4, 3, 2, 1]}\n%s\"ranks\": [1, 1, 1, 1]}\n%s\"ranks\": [3, 1, 3, 2.0]}\n"
+             "%s\"scores\": [0.9, 0.5, 0.5, null], \"ranks\": [1, 2, 2, 2]}\n"
+             "%s\"rewards\": [3, 1, 2, -1], \"ranks\": [1, 3, 2, 4]}\n",
+             head, head, head, head, head, head);
+    int rc = read_text(text, &o, &ds, err, sizeof err);
+    CHECK(rc == 0 && ds.n == 6, "competition ranks read: %s", rc ? err : "");
+    if (rc) return;
+    const double *p = ds.rows[0].scores;
+    CHECK(p[0] == 1 && fabs(p[1] - 2.0 / 3) < 1e-15 && p[2] == p[1] && p[3] == 0, "1, 2, 2, 4 -> 1, 2/3, 2/3, 0");
+    p = ds.rows[1].scores;
+    CHECK(p[0] == 0 && p[3] == 1 && fabs(p[1] - 1.0 / 3) < 1e-15, "a permutation: 4, 3, 2, 1 -> 0, 1/3, 2/3, 1");
+    p = ds.rows[2].scores;
+    CHECK(p[0] == 1 && p[3] == 1, "all tied at 1: every label 1");
+    p = ds.rows[3].scores;
+    CHECK(p[1] == 1 && p[3] == 2.0 / 3 && p[0] == 1.0 / 3 && p[2] == p[0], "3, 1, 3, 2.0: ties anywhere, 2.0 is whole");
+    p = ds.rows[4].scores;
+    CHECK(p[0] == 0.9 && p[1] == 0.5 && isnan(p[3]), "scores and ranks that agree: the scores are the labels");
+    CHECK(ds.rows[5].scores[0] == 3 && ds.rows[5].scores[3] == -1, "an alias of scores is checked and used the same way");
+    data_free(&ds);
+    const struct {
+        const char *field, *needle;
+    } bad[] = {
+        {"\"ranks\": [1, 1, 7, 4]", "data.jsonl:2: ranks[2] = 7: a rank must be a whole number from 1 (best) to 4"},
+        {"\"ranks\": [0, 1, 2, 3]", "ranks[0] = 0: a rank must be a whole number from 1"},
+        {"\"ranks\": [1, 2.5, 3, 4]", "ranks[1] = 2.5: a rank must be a whole number"},
+        {"\"ranks\": [1, 2, 2, 3]", "ranks[3] = 3: 3 responses rank better, so its rank is 4 (a rank is 1 + the number of "
+                                    "better responses, ties sharing the best place: 1, 2, 2, 4; dense ranks"},
+        {"\"ranks\": [2, 2, 3, 4]", "ranks[0] = 2: 0 responses rank better, so its rank is 1"},
+        {"\"ranks\": [1, 3, 3, 4]", "ranks[1] = 3: 1 response ranks better, so its rank is 2"},
+        {"\"ranks\": [1, 2, 4, 4]", "ranks[2] = 4: 2 responses rank better, so its rank is 3"},
+        {"\"ranks\": [1, null, 2, 3]", "ranks[1] is null: every response needs a rank"},
+        {"\"ranks\": [1, \"2\", 3, 4]", "ranks[1] is not a finite number"},
+        {"\"ranks\": [1, 2, 3]", "\"ranks\" must be an array with one entry per response (4)"},
+        {"\"ranks\": [1, 2, 3, 1e400]", "ranks[3] is not a finite number"},
+        {"\"scores\": [0.9, 0.5, 0.1, 0], \"ranks\": [1, 2, 2, 4]",
+         "scores[1] = 0.5 and scores[2] = 0.1 but ranks[1] = 2 and ranks[2] = 2: \"scores\" and \"ranks\" disagree"},
+        {"\"scores\": [0.9, 0.5, 0.5, 0], \"ranks\": [1, 2, 3, 4]", "scores[1] = 0.5 and scores[2] = 0.5 but ranks[1] = 2 and "
+                                                                  "ranks[2] = 3"},
+        {"\"overall_scores\": [0, 1, 2, 3], \"ranks\": [1, 2, 3, 4]", "overall_scores[0] = 0 and overall_scores[1] = 1 but "
+                                                                      "ranks[0] = 1 and ranks[1] = 2: \"overall_scores\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "%s\"ranks\": [1, 2, 3, 4]}\n%s%s}\n", head, head, bad[i].field);
+        rc = read_text(text, &o, &ds, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, bad[i].needle), "bad ranks %zu: '%s', want '%s'", i, err, bad[i].needle);
+        if (!rc) data_free(&ds);
+    }
+    /* --skip-invalid: such a row is skipped and counted as any other bad line */
+    o.skip_invalid = 1;
+    snprintf(text, sizeof text, "%s\"ranks\": [1, 1, 7, 4]}\n%s\"ranks\": [1, 2, 3, 4]}\n%s\"scores\": [1, 0, 0, 0], "
+             "\"ranks\": [4, 3, 2, 1]}\n", head, head, head);
+    rc = read_text(text, &o, &ds, err, sizeof err);
+    CHECK(rc == 0 && ds.n == 1 && ds.skipped == 2 && ds.rows[0].line == 2, "--skip-invalid skips bad ranks (%d rows, %ld "
+          "skipped)", ds.n, ds.skipped);
+    if (!rc) data_free(&ds);
 }
 
 static void test_chatml(Tokenizer *tok) {
@@ -114,6 +182,10 @@ static void test_errors(Tokenizer *tok) {
         {"{\"messages\": [{\"role\": \"assistant\", \"content\": \"a\"}], \"responses\": [\"b\"]}", "role"},
         {"[1, 2]", "must be a JSON object"},
         {"{\"prompt\": \"x\", \"responses\": [3]}", "responses[0]"},
+        {"{\"prompt\": \"x\", \"responses\": [{\"text\": \"a\", \"score\": 1}, {\"text\": \"b\", \"score\": 2}], \"ranks\": [1, 2]}",
+         "score[0] = 1 and score[1] = 2 but ranks[0] = 1 and ranks[1] = 2"},
+        {"{\"prompt\": \"x\", \"chosen\": \"a\", \"rejected\": \"b\", \"score_chosen\": 1, \"score_rejected\": 2, \"ranks\": [1, 2]}",
+         "score[0] = 1 and score[1] = 2 but ranks[0] = 1"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[512];
@@ -186,6 +258,7 @@ int main(void) {
     Tokenizer *tok = tokenizer_load(tpath, err, sizeof err);
     CHECK(tok != NULL, "test tokenizer: %s", tok ? "" : err);
     test_pretokenized();
+    test_ranks();
     if (tok) {
         test_chatml(tok);
         test_none_template(tok);

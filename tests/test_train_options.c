@@ -30,7 +30,9 @@ static void write_config(const char *text) {
     fclose(f);
 }
 
-/* Parses "train" + the arguments (NULL-terminated; "@C" = the config path), capturing stderr. */
+static OptCommand parse_cmd = CMD_TRAIN; /* the command parse() parses for */
+
+/* Parses "train" (or parse_cmd's) + the arguments (NULL-terminated; "@C" = the config path), capturing stderr. */
 static TrainOptionsStatus parse(TrainOptions *o, ...) {
     char *argv[64];
     int argc = 0;
@@ -47,7 +49,8 @@ static TrainOptionsStatus parse(TrainOptions *o, ...) {
     int saved = dup(2);
     FILE *tmp = tmpfile();
     dup2(fileno(tmp), 2);
-    TrainOptionsStatus st = train_options_parse(argc, argv, o, err, sizeof err);
+    TrainOptionsStatus st = parse_cmd == CMD_TRAIN ? train_options_parse(argc, argv, o, err, sizeof err)
+                                                  : options_parse(parse_cmd, argc, argv, o, err, sizeof err);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -886,6 +889,62 @@ static void test_batch(void) {
     train_options_free(&o);
 }
 
+/* values whose arithmetic overflows are refused with the option and the
+ * bound (options_check.c: beta x sharpness <= 1e20, lr <= 1e18, an
+ * adapter's scale <= 1e20); the bounds themselves are accepted */
+static void test_magnitudes(void) {
+    TrainOptions o;
+    const struct {
+        OptCommand cmd;
+        const char *a[6], *what;
+    } bad[] = {
+        {CMD_TRAIN, {"--beta", "1e300"}, "--beta 1e+300 is above 1e+20: beta scales the scores"},
+        {CMD_TRAIN, {"--tau", "1e-300"}, "--tau 1e-300 is too small for beta 0.1 (the default): beta / tau above 1e+20 "
+                                         "makes the gradient beta x dloss/ds overflow float32 in the backward; tau must "
+                                         "be >= beta / 1e20 = 1e-21"},
+        {CMD_TRAIN, {"--beta", "10", "--tau", "1e-20"}, "--tau 1e-20 is too small for --beta 10: "},
+        {CMD_TRAIN, {"--lr", "1e30"}, "--lr 1e+30 is above 1e+18: one AdamW step moves a weight by about lr"},
+        {CMD_TRAIN, {"--objective", "ipo", "--beta", "1e-30"}, "--beta 1e-30 is below 1e-20 for ipo"},
+        {CMD_TRAIN, {"--objective", "approx_ndcg", "--alpha", "1e30"}, "--alpha 1e+30 is too large for beta 0.1 (the "
+                                                                       "default): beta x alpha above 1e+20"},
+        {CMD_TRAIN, {"--objective", "lambda", "--sigma", "1e22"}, "sigma must be <= 1e20 / beta = 1e+21"},
+        {CMD_TRAIN, {"--lora-r", "4", "--lora-alpha", "1e30"}, "--lora-alpha 1e+30 with --lora-r 4: the adapter's scale "
+                                                               "alpha / r = 2.5e+29 is above 1e+20"},
+        {CMD_TRAIN, {"--lora-r", "4", "--use-rslora", "--lora-alpha", "1e21"}, "alpha / sqrt(r) = 5e+20"},
+        {CMD_SFT, {"--lr", "1e30"}, "--lr 1e+30 is above 1e+18"},
+        {CMD_REWARD, {"--objective", "neural_ndcg", "--tau", "1e-30"}, "--tau 1e-30 is below 1e-20, where the gradient"},
+        {CMD_EVAL, {"--beta", "1e300"}, "--beta 1e+300 is above 1e+20"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        parse_cmd = bad[i].cmd;
+        const char *const *a = bad[i].a;
+        TrainOptionsStatus st = bad[i].cmd == CMD_EVAL ? parse(&o, "--model", "m", "--data", "d", "--ref", "r", a[0], a[1], NULL)
+                                                      : parse(&o, MDO, a[0], a[1], a[2], a[3], a[4], NULL);
+        CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, bad[i].what), "magnitude %zu: '%s', want '%s'", i, err, bad[i].what);
+        train_options_free(&o);
+    }
+    parse_cmd = CMD_TRAIN;
+    const char *good[][6] = {
+        {"--beta", "1e20"}, {"--tau", "1e-21"}, {"--lr", "1e18"}, {"--objective", "ipo", "--beta", "1e-20"},
+        {"--objective", "lambda", "--sigma", "1e21"}, {"--lora-r", "1", "--lora-alpha", "1e20"}, {"--lora-r", "16", "--lora-alpha", "1e21"} /* scale 6.25e19 */,
+        {"--objective", "dpo", "--tau", "1e-300"}, /* tau is not dpo's: a note, not an error */
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        TrainOptionsStatus st = parse(&o, MDO, good[i][0], good[i][1], good[i][2], good[i][3], NULL);
+        CHECK(st == TRAIN_OPTIONS_OK, "at the bound %zu (%s %s %s %s): %s", i, good[i][0], good[i][1],
+              good[i][2] ? good[i][2] : "", good[i][3] ? good[i][3] : "", err);
+        train_options_free(&o);
+    }
+    write_config("beta: 1.0e300\n");
+    TrainOptionsStatus st = parse(&o, "--config", "@C", MDO, NULL);
+    ERROR_WITH(st, at_line(1), "beta 1e+300 is above 1e+20");
+    train_options_free(&o);
+    write_config("learning_rate: 1.0e30\n");
+    st = parse(&o, "--config", "@C", MDO, NULL);
+    ERROR_WITH(st, at_line(1), "learning_rate 1e+30 is above 1e+18");
+    train_options_free(&o);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/ppa_test_train_options_XXXXXX");
     if (!mkdtemp(dir)) {
@@ -908,6 +967,7 @@ int main(void) {
     test_special_keys();
     test_loss_type_map();
     test_batch();
+    test_magnitudes();
 
     unlink(cfg);
     unlink(path);

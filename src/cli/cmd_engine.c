@@ -13,6 +13,8 @@
 #include "data/rows.h"
 #include "model/gemm.h"
 #include "model/llama.h"
+#include "model/lora.h"
+#include "optim/optim.h"
 #include "ppa/losses.h"
 
 #define ROWS_PER_BATCH 8
@@ -75,14 +77,21 @@ static int batch_responses(const DataSet *d, int r0, int r1) {
     return n;
 }
 
-/* 1 with "FILE:LINE: response K: ..." in msg if a log-prob of rows [r0, r1) is not finite */
-static int first_nonfinite_logp(const DataSet *d, int r0, int r1, const double *lp, const char *path, char *msg,
-                           size_t len) {
+/* 1 with "FILE:LINE: response K: ..." in msg if a log-prob of rows [r0, r1) is not finite, and why: NaN or Inf in
+ * the weights (m's trainable ones: an adapter's, with one), or finite weights too large for float32 products */
+static int first_nonfinite_logp(Model *m, const DataSet *d, int r0, int r1, const double *lp, const char *path,
+                                char *msg, size_t len) {
     for (int r = r0, g = 0; r < r1; g += d->rows[r++].n_resp)
         for (int k = 0; k < d->rows[r].n_resp; k++)
             if (!isfinite(lp[g + k])) {
-                snprintf(msg, len, "%s:%ld: response %d: the log-probability is not finite (%g): the model's weights "
-                                   "hold NaN or Inf", path, d->rows[r].line, k + 1, lp[g + k]);
+                long i = first_nonfinite(model_params(m), model_n_params(m));
+                const char *whose = model_lora(m) ? "the adapter's weights" : "the model's weights";
+                char why[160];
+                if (i >= 0) snprintf(why, sizeof why, "%s hold NaN or Inf (parameter %ld)", whose, i);
+                else snprintf(why, sizeof why, "%s are finite, so their float32 products overflow: weights too large (a "
+                              "diverged model?)", whose);
+                snprintf(msg, len, "%s:%ld: response %d: the log-probability is not finite (%g): %s", path,
+                         d->rows[r].line, k + 1, lp[g + k], why);
                 return 1;
             }
     return 0;
@@ -112,7 +121,7 @@ int cmd_logprobs(int argc, char **argv) {
         int *nt = xmalloc(sizeof(int) * (size_t)n), g = 0;
         batch_free(forward_rows(L.model, &L.data, r0, r1, lp, nt));
         char bad[512];
-        if (first_nonfinite_logp(&L.data, r0, r1, lp, o.data, bad, sizeof bad)) { /* JSON has no NaN: refuse to print one */
+        if (first_nonfinite_logp(L.model, &L.data, r0, r1, lp, o.data, bad, sizeof bad)) { /* JSON has no NaN: refuse to print one */
             free(lp), free(nt), unload(&L), train_options_free(&o);
             ppa_die(2, "logprobs: %s", bad);
         }

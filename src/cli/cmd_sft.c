@@ -23,6 +23,7 @@
 #include "model/lora.h"
 #include "optim/optim.h"
 #include "train/state.h" /* remove_tree */
+#include "train/trainer.h"
 
 static const char USAGE[] =
     "usage: ppa sft --model DIR --data FILE.jsonl --out DIR [options]\n"
@@ -62,6 +63,26 @@ static void truncate_rows(DataSet *d, int max_length) {
 }
 
 /* forward + backward of rows idx[0..n): adds -1/n_tok_step * d logp into the gradients */
+/* forward only: 1 if every response of rows idx[0..n) has a finite log-probability */
+static int sft_rows_finite(Model *m, const DataSet *d, const int *idx, int n) {
+    Row rows[64];
+    int n_resp = 0, ok = 1;
+    for (int i = 0; i < n; i++) {
+        const DataRow *x = &d->rows[idx[i]];
+        rows[i] = (Row){x->prompt_len, x->prompt, x->n_resp, x->resp_len, (const int *const *)x->resp};
+        n_resp += x->n_resp;
+    }
+    char err[512];
+    Batch *b = batch_new(m, rows, n, err, sizeof err);
+    if (!b) ppa_die(2, "sft: %s", err);
+    double *lp = xmalloc(sizeof(double) * (size_t)(n_resp ? n_resp : 1));
+    model_forward(m, b, lp, NULL);
+    for (int i = 0; i < n_resp; i++) ok &= isfinite(lp[i]) != 0;
+    batch_free(b);
+    free(lp);
+    return ok;
+}
+
 static double sft_micro_step(Model *m, const DataSet *d, const int *idx, int n, long n_tok_step) {
     Row rows[64];
     int n_resp = 0;
@@ -124,7 +145,7 @@ int cmd_sft(int argc, char **argv) {
             d.n, total, a.batch, a.micro, a.lr,
             a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
             prep_kernels(m));
-    double t0 = timer_now();
+    double t0 = timer_now(), last_lr = 0;
     int failed = 0;
     for (long step = 0; step < total; step++) {
         long epoch = step / steps_per_epoch, at = (step % steps_per_epoch) * a.batch;
@@ -155,14 +176,36 @@ int cmd_sft(int argc, char **argv) {
         dist_sum_f64(&nll, 1);
         double gnorm = grad_norm(model_grads(m), n_params), lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
         if (!isfinite(nll) || !isfinite(gnorm)) { /* never update with, print or save a NaN */
-            snprintf(err, sizeof err, "sft: step %ld: the %s is not finite (%g): the weights or the data hold NaN or Inf; "
-                     "nothing was updated or saved", step + 1, isfinite(nll) ? "gradient norm" : "loss",
-                     isfinite(nll) ? gnorm : nll);
+            char cause[1200], hint[1024];
+            train_hint(m, last_lr, NULL, hint, sizeof hint);
+            long bad = first_nonfinite(model_params(m), n_params);
+            if (step == 0 && bad >= 0) snprintf(cause, sizeof cause, "parameter %ld of the weights is not finite (NaN or Inf "
+                                                "as loaded)", bad);
+            else if (step == 0) snprintf(cause, sizeof cause, "the weights are finite, so their float32 products overflow "
+                                         "(weights too large)");
+            else snprintf(cause, sizeof cause, "the model diverged in the update of step %ld; %s", step, hint);
+            snprintf(err, sizeof err, "sft: step %ld: the %s is not finite (%g): %s; nothing was updated or saved", step + 1,
+                     isfinite(nll) ? "gradient norm" : "loss", isfinite(nll) ? gnorm : nll, cause);
             failed = 1;
             break;
         }
         adamw_step(&opt, model_params(m), model_grads(m), clip_scale(gnorm, a.clip), &decay, 0, lr, &ac);
         model_bf16_refresh(m);
+        last_lr = lr;
+        if (step + 1 == total) { /* the model to be saved: still finite on the step's own rows after the update */
+            double bad = 0;
+            for (long i = lo; i < hi; i += a.micro)
+                bad += !sft_rows_finite(m, &d, perm + at + i, (int)(hi - i < a.micro ? hi - i : a.micro));
+            dist_sum_f64(&bad, 1);
+            if (bad) {
+                char hint[1024];
+                train_hint(m, lr, NULL, hint, sizeof hint);
+                snprintf(err, sizeof err, "sft: step %ld: after its update the log-probabilities of its rows are not "
+                         "finite: the model diverged in that update; %s; nothing was saved", step + 1, hint);
+                failed = 1;
+                break;
+            }
+        }
         double dt = timer_now() - ts;
         if (lead) printf("{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
                "\"tokens_per_s\": %.1f}\n", step + 1, epoch + 1, nll / tokens, lr, gnorm, tokens, tokens / dt);
@@ -173,7 +216,8 @@ int cmd_sft(int argc, char **argv) {
         }
     }
     if (!failed && first_nonfinite(model_params(m), n_params) >= 0) {
-        snprintf(err, sizeof err, "sft: the weights are not finite after the last step: nothing was saved");
+        snprintf(err, sizeof err, "sft: the weights are not finite after the last step: the model diverged; nothing was "
+                 "saved");
         failed = 1;
     }
     if (failed) {

@@ -203,8 +203,10 @@ void prep_read(Prepared *p, const PrepArgs *a, const char *who) {
 void prep_load(Prepared *p, const PrepArgs *a, const char *who) {
     char err[4096];
     prep_read(p, a, who);
-    if (data_prepare(&p->data, a->max_length, a->max_prompt_length, &p->stats, err, sizeof err))
-        ppa_die(2, "%s: %s: %s", who, a->data, err);
+    if (data_prepare(&p->data, a->max_length, a->max_prompt_length, &p->stats, err, sizeof err)) {
+        const char *use = !strncmp(who, "eval", 4) ? "evaluate" : !strcmp(who, "score") ? "score" : "train on";
+        ppa_die(2, "%s: %s %s: nothing to %s", who, a->data, err, use);
+    }
     char prefix[64];
     snprintf(prefix, sizeof prefix, "ppa %s: ", who);
     if (dist_rank() == 0) prep_stats_print(stderr, &p->stats, prefix); /* once per job */

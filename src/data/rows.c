@@ -191,36 +191,105 @@ static int int_array(const cJSON *a, int **out, int vocab, const char *what, cha
     return n;
 }
 
+/* Ranks (formats.md a.1, 1 = best) are a standard competition ranking of the
+ * row's K responses: every rank is a whole number, 1 + the number of
+ * responses ranked strictly better, so tied responses share the best of
+ * their places and the next rank skips ("1, 2, 2, 4"; a permutation of
+ * 1..K when there are no ties). Each order with ties has exactly one such
+ * ranking, so psi = (K - rank) / (K - 1) is a function of the order alone: 1
+ * for the best, 0 for a single worst. Dense ranks ("1, 2, 2, 3") are
+ * refused: they would give the same order other labels (the worst 1/3, not
+ * 0), and "1, 2, 2, 3" reads as a mistake under the other convention. A
+ * rank cannot be null (a list of K integers; "scores" takes null). */
+/* v as the shortest of %.15g..%.17g that reads back exactly (0.1, not 0.10000000000000001) */
+static const char *num_text(double v, char *buf, size_t n) {
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, n, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
+static int read_ranks(const cJSON *a, int n, double *rank, char *err, size_t errlen) {
+    int k = 0;
+    for (const cJSON *it = a->child; it; it = it->next, k++) {
+        if (cJSON_IsNull(it))
+            return snprintf(err, errlen, "ranks[%d] is null: every response needs a rank (1 = best); to leave a response "
+                            "out, remove it or give \"scores\" with null", k), -1;
+        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+            return snprintf(err, errlen, "ranks[%d] is not a finite number", k), -1;
+        double v = it->valuedouble;
+        char t[40];
+        if (!(v >= 1 && v <= n) || v != floor(v))
+            return snprintf(err, errlen, "ranks[%d] = %s: a rank must be a whole number from 1 (best) to %d, the "
+                            "row's number of responses", k, num_text(v, t, sizeof t), n), -1;
+        rank[k] = v;
+    }
+    for (k = 0; k < n; k++) {
+        int better = 0;
+        for (int j = 0; j < n; j++) better += rank[j] < rank[k];
+        if (rank[k] != better + 1)
+            return snprintf(err, errlen, "ranks[%d] = %.0f: %d response%s rank%s better, so its rank is %d (a rank is 1 + "
+                            "the number of better responses, ties sharing the best place: 1, 2, 2, 4; dense ranks "
+                            "like 1, 2, 2, 3 are not read)", k, rank[k], better, better == 1 ? "" : "s",
+                            better == 1 ? "s" : "", better + 1), -1;
+    }
+    return 0;
+}
+
+/* Scores and ranks in one row must give the same order: a higher score a
+ * better (smaller) rank, equal scores equal ranks. Responses without a score
+ * (null) are left out of the comparison. */
+static int scores_agree(const double *score, const double *rank, int n, const char *name, char *err, size_t errlen) {
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (isnan(score[i]) || isnan(score[j])) continue;
+            int by_score = (score[i] > score[j]) - (score[i] < score[j]), by_rank = (rank[i] < rank[j]) - (rank[i] > rank[j]);
+            char a[40], b[40];
+            if (by_score != by_rank)
+                return snprintf(err, errlen, "%s[%d] = %s and %s[%d] = %s but ranks[%d] = %.0f and ranks[%d] = %.0f: "
+                                "\"%s\" and \"ranks\" disagree (a higher score needs a better, smaller rank; equal "
+                                "scores equal ranks)", name, i, num_text(score[i], a, sizeof a), name, j,
+                                num_text(score[j], b, sizeof b), i, rank[i], j, rank[j], name), -1;
+        }
+    return 0;
+}
+
 static int read_scores(const cJSON *j, DataRow *r, const cJSON *const *obj_scores, char *err, size_t errlen) {
     const cJSON *sc;
     if (pick(j, SCORES, &sc, err, errlen)) return -1;
     const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(j, "ranks");
-    for (int k = 0; k < r->n_resp; k++) r->scores[k] = NAN;
-    if (!sc && !ranks) {
-        for (int k = 0; k < r->n_resp; k++) {
+    int n = r->n_resp, have_scores = sc != NULL;
+    for (int k = 0; k < n; k++) r->scores[k] = NAN;
+    if (sc) {
+        if (!cJSON_IsArray(sc) || cJSON_GetArraySize(sc) != n)
+            return snprintf(err, errlen, "\"%s\" must be an array with one entry per response (%d)", sc->string, n), -1;
+        int k = 0;
+        for (const cJSON *it = sc->child; it; it = it->next, k++) {
+            if (cJSON_IsNull(it)) continue;
+            if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+                return snprintf(err, errlen, "%s[%d] is not a finite number or null", sc->string, k), -1;
+            r->scores[k] = it->valuedouble;
+        }
+    } else {
+        for (int k = 0; k < n; k++) {
             if (!obj_scores || !obj_scores[k] || !cJSON_IsNumber(obj_scores[k])) continue;
             if (!isfinite(obj_scores[k]->valuedouble)) /* 1e999 parses as inf; the scores array refuses it too */
                 return snprintf(err, errlen, "the score of response %d is not a finite number", k), -1;
-            r->scores[k] = obj_scores[k]->valuedouble;
+            r->scores[k] = obj_scores[k]->valuedouble, have_scores = 1;
         }
-        return 0;
     }
-    const cJSON *a = sc ? sc : ranks;
-    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != r->n_resp) {
-        snprintf(err, errlen, "\"%s\" must be an array with one entry per response (%d)", sc ? "scores" : "ranks", r->n_resp);
-        return -1;
-    }
-    int k = 0;
-    for (const cJSON *it = a->child; it; it = it->next, k++) {
-        if (cJSON_IsNull(it)) continue;
-        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble)) {
-            snprintf(err, errlen, "%s[%d] is not a finite number or null", sc ? "scores" : "ranks", k);
-            return -1;
-        }
-        /* ranks (1 = best) become labels in [0, 1] */
-        r->scores[k] = sc ? it->valuedouble : r->n_resp > 1 ? (r->n_resp - it->valuedouble) / (r->n_resp - 1) : 1.0;
-    }
-    return 0;
+    if (!ranks) return 0;
+    if (!cJSON_IsArray(ranks) || cJSON_GetArraySize(ranks) != n)
+        return snprintf(err, errlen, "\"ranks\" must be an array with one entry per response (%d)", n), -1;
+    double *rank = xmalloc(sizeof(double) * (size_t)n);
+    int rc = read_ranks(ranks, n, rank, err, errlen);
+    if (!rc && have_scores) /* the scores are the labels; the ranks must tell the same order */
+        rc = scores_agree(r->scores, rank, n, sc ? sc->string : "score", err, errlen);
+    else if (!rc) /* ranks (1 = best) become labels in [0, 1] */
+        for (int k = 0; k < n; k++) r->scores[k] = n > 1 ? (n - rank[k]) / (n - 1) : 1.0;
+    free(rank);
+    return rc;
 }
 
 static void alloc_responses(DataRow *r, int n) {

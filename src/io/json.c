@@ -192,9 +192,10 @@ cJSON *json_parse(const char *text, size_t len, char *err, size_t errlen) {
 int json_whole(const cJSON *v, const char *field, double lo, double hi, long *out, char *err, size_t errlen) {
     double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!(x >= lo && x <= hi) || x != floor(x)) {
-        char *text = v ? cJSON_PrintUnformatted(v) : NULL;
+        int huge = cJSON_IsNumber(v) && isinf(x); /* 1e400: cJSON holds inf and prints null */
+        char *text = v && !huge ? cJSON_PrintUnformatted(v) : NULL;
         snprintf(err, errlen, "\"%s\" must be a whole number in [%.0f, %.0f], found %s", field, lo, hi,
-                 text ? text : "nothing");
+                 huge ? "a number that overflows a double" : text ? text : "nothing");
         free(text);
         return -1;
     }

@@ -76,6 +76,10 @@ int config_fail(const Ctx *x, const char *fmt, ...) {
 
 /* A JSON value as it reads in the file, cut to fit messages. */
 static void show(const cJSON *it, char *buf, size_t n) {
+    if (cJSON_IsNumber(it) && !isfinite(it->valuedouble)) { /* cJSON reads 1e400 as inf and prints it as null */
+        snprintf(buf, n, "a number that overflows a double");
+        return;
+    }
     char *s = cJSON_PrintUnformatted(it);
     if (!s) {
         snprintf(buf, n, "?");
@@ -289,7 +293,7 @@ static int parse_activation_and_norm(const Ctx *x, const cJSON *root, ModelConfi
 
 /* Which bias and norm tensors exist, per type, as transformers builds them. */
 static int parse_biases(const Ctx *x, const cJSON *root, ModelConfig *c) {
-    int attention_bias, mlp_bias;
+    int attention_bias = 0, mlp_bias = 0; /* set by get_bool; zero keeps gcc's -Wmaybe-uninitialized quiet */
     if (get_bool(x, root, "attention_bias", 0, &attention_bias) < 0 || get_bool(x, root, "mlp_bias", 0, &mlp_bias) < 0)
         return -1;
     const char *tn = CONFIG_TYPES[c->type].model_type;
@@ -400,7 +404,7 @@ static int first_sliding_layer(const Ctx *x, const cJSON *lt, int L, int *first)
 }
 
 static int parse_sliding(const Ctx *x, const cJSON *root, ModelConfig *c) {
-    int window, use, mwl, first;
+    int window, use = 0, mwl, first;
     if (c->type == MODEL_LLAMA) return 0;
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
     if (config_get_int(x, root, "", "sliding_window", 0, DEFAULT_SLIDING_WINDOW, 1, INT_MAX, &window) < 0) return -1;

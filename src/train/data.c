@@ -66,14 +66,21 @@ int data_prepare(DataSet *ds, int max_length, int max_prompt_length, PrepStats *
                  max_length);
         return -1;
     }
-    int kept = 0;
+    if (!ds->n) {
+        if (ds->skipped) snprintf(err, errlen, "holds no valid rows: its %ld lines were all skipped (--skip-invalid)", ds->skipped);
+        else snprintf(err, errlen, "holds no rows");
+        return -1;
+    }
+    int kept = 0, total = ds->n;
     for (int r = 0; r < ds->n; r++) {
         if (prepare_row(&ds->rows[r], max_length, max_prompt_length, st)) ds->rows[kept++] = ds->rows[r];
         else free_row(&ds->rows[r]);
     }
     ds->n = kept;
     if (!kept) {
-        snprintf(err, errlen, "no list is left to train on (every row has all labels equal or fewer than 2 responses)");
+        snprintf(err, errlen, "gives no list: of its %d row%s, %ld %s all labels equal and %ld %s fewer than 2 labelled, "
+                 "distinct responses", total, total == 1 ? "" : "s", st->dropped_equal, st->dropped_equal == 1 ? "has" : "have",
+                 st->dropped_few, st->dropped_few == 1 ? "has" : "have");
         return -1;
     }
     return 0;

@@ -30,7 +30,9 @@ typedef struct {
     long dropped_few, dropped_equal; /* rows */
 } PrepStats;
 
-/* 0, or -1 with err when no row is left */
+/* 0, or -1 with err when no row is left: "holds no rows" (an empty file; "holds no valid rows: ..." when
+ * --skip-invalid skipped them all) or "gives no list: of its N rows, ..." with the counts; err reads after the
+ * file's name */
 int data_prepare(DataSet *ds, int max_length, int max_prompt_length, PrepStats *st, char *err, size_t errlen);
 /* "dropped 3 rows (2 with all labels equal, 1 with fewer than 2 responses); ..." */
 void prep_stats_print(FILE *f, const PrepStats *st, const char *prefix);

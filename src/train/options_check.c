@@ -231,6 +231,81 @@ static int validate_generate(TrainOptions *o, char *err, size_t errlen) {
     return -1;
 }
 
+/* ---- magnitudes the arithmetic can carry ----
+ * The scores s = beta (logp - ref) are doubles, but the backward gets
+ * beta x d loss / d s per response as a float32 gradient (FLT_MAX = 3.4e38),
+ * multiplies it by weights and sums it over up to 2^20 tokens and thousands
+ * of channels. An objective's |d loss / d s| is at most about K (<= 1024)
+ * times its sharpness: 1/tau for neural_ndcg (NeuralSort's
+ * Z = (c s - B) / tau), alpha for approx_ndcg (sigmoid(alpha (s_j - s_i))),
+ * sigma for lambda, 1 for the others; ipo aims at the margin 1/(2 beta), so
+ * its gradient is about 1/beta (and its loss, the square, overflows double
+ * below beta = 1e-154). beta x sharpness (1/beta for ipo) is kept below
+ * GRAD_SCALE_MAX = 1e20: the per-response gradient stays below 1e23, leaving
+ * float32 a factor of 1e15 for the backward's sums, and |s| below
+ * 1e20 x 1e8 (2^20 tokens x 100 nats) is far inside double. A LoRA adapter's
+ * scale (alpha / r, rslora alpha / sqrt(r)) multiplies its output and its
+ * gradients in float32 the same way: also at most 1e20.
+ * AdamW moves every trained weight by about lr a step (exactly lr on the
+ * first, at most (1 - b1) / sqrt(1 - b2) = 3.2 lr later), and the forward
+ * multiplies two moved weights (a norm's scale and a projection; an adapter's
+ * B and A): from lr = sqrt(FLT_MAX) / 3.2 = 5.8e18 one update overflows
+ * float32 whatever the model, so lr is kept at most STEP_MAX = 1e18. Smaller
+ * values can still diverge: the trainer catches that (trainer.c). */
+#define GRAD_SCALE_MAX 1e20
+#define STEP_MAX 1e18
+
+static int validate_magnitudes(const TrainOptions *o, char *err, size_t errlen) {
+    char w[512], wb[600];
+    int beta_used = opt_takes(o->cmd, TOPT_BETA), loss = opt_takes(o->cmd, TOPT_OBJECTIVE);
+    double beta = beta_used ? o->beta : 1; /* a reward model's score is its head's output: no beta */
+    if (o->origin[TOPT_BETA].from == TRAIN_FROM_DEFAULT) snprintf(wb, sizeof wb, "beta %g (the default)", o->beta);
+    else snprintf(wb, sizeof wb, "%s %g", opt_where(o, TOPT_BETA, w, sizeof w), o->beta);
+    if (beta_used && o->beta > GRAD_SCALE_MAX)
+        return opt_fail(err, errlen, "%s is above %g: beta scales the scores s = beta (logp - ref) and, in training, "
+                        "the gradient beta x dloss/ds that the float32 backward sums, which overflows (3.4e38) beyond that",
+                        wb, GRAD_SCALE_MAX), -1;
+    if (loss && o->objective == PPA_IPO && o->beta < 1 / GRAD_SCALE_MAX)
+        return opt_fail(err, errlen, "%s is below %g for ipo: its target margin 1/(2 beta) and its gradient, about "
+                        "1/beta, overflow float32 in the backward beyond that", wb, 1 / GRAD_SCALE_MAX), -1;
+    /* the objective's sharpness: d loss / d s grows with it; tau's bound is a floor, the others' a ceiling */
+    const struct {
+        TrainOptId id;
+        double value, bound;
+        const char *product;
+    } sh[] = {{TOPT_TAU, o->loss.tau, beta / GRAD_SCALE_MAX, "beta / tau"},
+              {TOPT_ALPHA, o->loss.alpha, GRAD_SCALE_MAX / beta, "beta x alpha"},
+              {TOPT_SIGMA, o->loss.sigma, GRAD_SCALE_MAX / beta, "beta x sigma"}};
+    for (size_t i = 0; loss && i < sizeof sh / sizeof sh[0]; i++) {
+        int floor = sh[i].id == TOPT_TAU;
+        double product = floor ? beta / sh[i].value : beta * sh[i].value; /* a hair of slack for the bound's rounding */
+        if (!objective_uses(o->objective, sh[i].id) || product <= GRAD_SCALE_MAX * (1 + 1e-12)) continue;
+        opt_where(o, sh[i].id, w, sizeof w);
+        if (beta_used)
+            return opt_fail(err, errlen, "%s %g is too %s for %s: %s above %g makes the gradient beta x dloss/ds "
+                            "overflow float32 in the backward; %s must be %s %g", w, sh[i].value,
+                            floor ? "small" : "large", wb, sh[i].product, GRAD_SCALE_MAX, OPT[sh[i].id].name,
+                            floor ? ">= beta / 1e20 =" : "<= 1e20 / beta =", sh[i].bound), -1;
+        return opt_fail(err, errlen, "%s %g is %s %g, where the gradient dloss/ds overflows float32 in the backward", w,
+                        sh[i].value, floor ? "below" : "above", sh[i].bound), -1;
+    }
+    if (opt_takes(o->cmd, TOPT_LR) && o->lr > STEP_MAX)
+        return opt_fail(err, errlen, "%s %g is above %g: one AdamW step moves a weight by about lr, and the forward "
+                        "multiplies two moved weights, which overflows float32 (3.4e38) from lr = 5.8e18 on",
+                        opt_where(o, TOPT_LR, w, sizeof w), o->lr, STEP_MAX), -1;
+    if (opt_takes(o->cmd, TOPT_LORA_R) && o->lora_r > 0) {
+        double scale = o->use_rslora ? o->lora_alpha / sqrt((double)o->lora_r) : o->lora_alpha / o->lora_r;
+        char wr[512];
+        if (scale > GRAD_SCALE_MAX)
+            return opt_fail(err, errlen, "%s %g with %s %d: the adapter's scale alpha / %s = %g is above %g: it "
+                            "multiplies the adapter's output and gradients, which overflow float32 beyond that",
+                            opt_where(o, TOPT_LORA_ALPHA, w, sizeof w), o->lora_alpha,
+                            opt_where(o, TOPT_LORA_R, wr, sizeof wr), o->lora_r, o->use_rslora ? "sqrt(r)" : "r", scale,
+                            GRAD_SCALE_MAX), -1;
+    }
+    return 0;
+}
+
 int opt_validate(TrainOptions *o, char *err, size_t errlen) {
     char w[512];
     /* a value of an option the command does not take keeps its valid default */
@@ -295,6 +370,7 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
         BAD(TOPT_OBJECTIVE, "%s is defined on log-probs and a beta; a reward model's score is its head's output: "
                             "choose another objective", ppa_objective_name(o->objective));
     if (validate_lora(o, err, errlen)) return -1;
+    if (validate_magnitudes(o, err, errlen)) return -1;
     if (o->zero < 0 || o->zero > 1) BAD(TOPT_ZERO, "must be 0 or 1 (ZeRO stage 1), found %d", o->zero);
     if (o->reward_index < 0 || o->reward_index >= 1 << 16)
         BAD(TOPT_REWARD_INDEX, "must be in 0..65535, found %d", o->reward_index);

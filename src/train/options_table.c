@@ -35,7 +35,8 @@ const char *const SCHEDULE_NAMES[3] = {"cosine", "linear", "constant"};
 #define L(id, name, flag, cmds) [id] = {name, flag, T_LOSS, 0, cmds, 0, S_OBJECTIVE, NULL, NULL, NULL, 0}
 const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_MODEL, "model", "model", T_STR, model, MODEL_CMDS, MODEL_CMDS, S_IO, "DIR", "the model, a Hugging Face folder"),
-    F(TOPT_DATA, "data", "data", T_STR, data, DATA_CMDS | CMD_JUDGE, DATA_CMDS | CMD_JUDGE, S_IO, "FILE.jsonl", "rows with scored responses"),
+    F(TOPT_DATA, "data", "data", T_STR, data, DATA_CMDS | CMD_JUDGE, DATA_CMDS | CMD_JUDGE, S_IO, "FILE.jsonl",
+      "rows: responses with scores, or ranks (1 = best, ties 1, 2, 2, 4)"),
     F(TOPT_OUT, "out", "out", T_STR, out, TRAINING | CMD_SCORE | CMD_GRAD | CMD_GENERATE | JUDGES,
       TRAINING | CMD_SCORE | CMD_GRAD, S_IO, "DIR", "the trained model folder"),
     F(TOPT_OBJECTIVE, "objective", "objective", T_OBJECTIVE, objective, LOSS_CMDS, CMD_GRAD, S_OBJECTIVE, "NAME", NULL),
@@ -164,7 +165,7 @@ const OptSpec OPT[TOPT_COUNT] = {
 
 const OptHelpOverride OPT_HELP_OVERRIDES[] = {
     {TOPT_MODEL, CMD_TRAIN, "DIR", "policy to train, a Hugging Face folder"},
-    {TOPT_DATA, CMD_TRAIN, "FILE.jsonl", "training lists"},
+    {TOPT_DATA, CMD_TRAIN, "FILE.jsonl", "training lists: scores, or ranks (1 = best, ties 1, 2, 2, 4)"},
     {TOPT_DATA, CMD_SFT, "FILE.jsonl", "{\"text\"} rows, or prompt/response rows (the prompt not scored)"},
     {TOPT_OUT, CMD_SCORE, "CACHE", "the reference cache to write (never overwritten)"},
     {TOPT_OUT, CMD_GRAD, "FILE", "the gradients, safetensors under the Hugging Face names"},
@@ -176,7 +177,7 @@ const OptHelpOverride OPT_HELP_OVERRIDES[] = {
     {TOPT_SEED, CMD_GENERATE, "S", "sample j of the prompt on line i draws from a stream fixed by (S, i, j)"},
     {TOPT_K, CMD_EVAL, "N", "NDCG@k of the metric (0: the list size)"},
     {TOPT_MODEL, CMD_REWARD, "DIR", "a reward-model folder, or a causal LM given a new one-label head"},
-    {TOPT_DATA, CMD_REWARD, "FILE.jsonl", "training lists with scores"},
+    {TOPT_DATA, CMD_REWARD, "FILE.jsonl", "training lists: scores, or ranks (1 = best, ties 1, 2, 2, 4)"},
     {TOPT_OUT, CMD_REWARD, "DIR", "the trained reward-model folder"},
     {TOPT_SEED, CMD_REWARD, "N", "seed of the data order, the list draws and a new head"},
     {TOPT_DATA, CMD_JUDGE, "FILE.jsonl", "rows with \"responses\" (or pre-tokenized) to score"},

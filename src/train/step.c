@@ -99,18 +99,31 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
             break;
         }
         scores_of(sp, K, lp + at, mb->ref ? mb->ref[r] : NULL, ntok + at, s, ds);
-        PpaListResult res;
-        PpaStatus st = ppa_loss_list(sp->obj, &lo, K, s, mb->labels[r], NULL, g, &res);
         char where[64];
         if (mb->lines) snprintf(where, sizeof where, "the list of data line %ld", mb->lines[r]);
         else snprintf(where, sizeof where, "list %d", r);
+        int bad_s = -1; /* the model's own numbers first: a log-prob, then a score, that is not finite */
+        for (int i = K - 1; i >= 0; i--)
+            if (!isfinite(lp[at + i]) || !isfinite(s[i])) bad_s = i;
+        if (bad_s >= 0) {
+            int i = bad_s;
+            const char *what = sp->reward ? "the reward" : "the log-probability";
+            if (isfinite(lp[at + i]))
+                ppa_fail(err, errlen, "%s: response %d: the score is not finite (%g; %s %g%s%.6g)", where, i + 1, s[i], what,
+                         lp[at + i], mb->ref ? ", reference " : "", mb->ref ? mb->ref[r][i] : 0.0);
+            else ppa_fail(err, errlen, "%s: response %d: %s is not finite (%g)", where, i + 1, what, lp[at + i]);
+            rc = isfinite(lp[at + i]) ? MICRO_NONFINITE_LOSS : MICRO_NONFINITE_LOGP;
+            break;
+        }
+        PpaListResult res;
+        PpaStatus st = ppa_loss_list(sp->obj, &lo, K, s, mb->labels[r], NULL, g, &res);
         if (st != PPA_OK) {
             rc = ppa_fail(err, errlen, "%s: %s (response %d)", where, ppa_status_string(st), res.bad_index + 1);
             break;
         }
-        if (!finite_list(K, &res.loss, g, s)) { /* the weights (or the reference) hold NaN or Inf */
-            rc = ppa_fail(err, errlen, "%s: the loss or its gradient is not finite (loss %g); nothing was updated", where,
-                      res.loss);
+        if (!finite_list(K, &res.loss, g, s)) { /* finite scores: the objective's arithmetic overflowed */
+            ppa_fail(err, errlen, "%s: the loss or its gradient is not finite (loss %g)", where, res.loss);
+            rc = MICRO_NONFINITE_LOSS;
             break;
         }
         sums->loss += res.loss, sums->lists++;

@@ -49,10 +49,14 @@ void scores_of(const ScoreSpec *sp, int n, const double *lp, const double *ref, 
 /* Forward (and backward when backward != 0, adding weight * d loss / d params
  * into the gradients) of the lists; adds to sums. lambdas (may be NULL):
  * [sum of K_r] receives d loss / d s for each response (unweighted).
- * Returns 0, or -1 with err (a bad list: non-finite scores or loss or
- * d loss / d s, negative labels for a gain objective, ...), naming the
- * list's data line when mb->lines is given; then nothing was added to the
- * gradients. */
+ * Returns 0; MICRO_NONFINITE_LOGP with err when a response's log-prob is
+ * not finite (the model's weights), MICRO_NONFINITE_LOSS when a score, the
+ * loss or d loss / d s is not finite (the reference or the objective's
+ * arithmetic); or -1 with err for another bad list (negative labels for a
+ * gain objective, ...). err names the list's data line when mb->lines is
+ * given (then the response); on an error nothing was added to the gradients. */
+#define MICRO_NONFINITE_LOGP (-2)
+#define MICRO_NONFINITE_LOSS (-3)
 int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weight, int backward, StepSums *sums,
                double *lambdas, char *err, size_t errlen);
 

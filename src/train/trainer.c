@@ -159,7 +159,7 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
         model_lora_dropout(m, 1, hash64(where, sizeof where, 0x64726f70ull));
         int bad = micro_step(m, &ml, &p->score, weight, 1, &sl->sums, lam, err, errlen);
         model_lora_dropout(m, 0, 0); /* evaluation and sampling run without */
-        if (bad) return -1;
+        if (bad) return bad;
         done += mb;
     }
     st->cursor += n;
@@ -171,12 +171,114 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
     return 0;
 }
 
-/* the index of the first non-finite parameter, or -1 */
+/* ---- non-finite numbers: why ----
+ * Before this run's first update a non-finite log-prob, score, loss or
+ * gradient comes from the weights as loaded (NaN or Inf, or finite but so
+ * large that their float32 products overflow) or from the objective's
+ * settings; after an update it means the model diverged, and the settings
+ * that size an update are named, those beyond their usual ranges as the
+ * likely cause. The bounds that certainly overflow are refused up front
+ * (options_check.c); these are the ranges seen in practice. */
+#define USUAL_LR_MAX 1e-2     /* full fine-tuning uses about 1e-7..1e-4, LoRA up to about 1e-3 */
+#define USUAL_SHARP_MAX 1e3   /* beta, beta / tau, beta x alpha, beta x sigma: the gradient's scale */
+#define USUAL_IPO_BETA_MIN 1e-3
+#define USUAL_SCALE_MAX 100   /* an adapter's alpha / r: about 0.5..16 */
+
+void train_hint(const Model *m, double lr, const ScoreSpec *sp, char *buf, size_t n) {
+    char likely[512] = "", all[512] = "";
+    size_t nl = 0, na = 0;
+#define ADD(dst, len, ...) (len += (size_t)snprintf(dst + len, len < sizeof dst ? sizeof dst - len : 0, __VA_ARGS__))
+    if (lr > 0) {
+        ADD(all, na, "lr %g", lr);
+        if (lr > USUAL_LR_MAX) ADD(likely, nl, "the learning rate %g (fine-tuning uses about 1e-7 to 1e-4)", lr);
+    }
+    if (sp && !sp->reward) {
+        ADD(all, na, "%sbeta %g", na ? ", " : "", sp->beta);
+        if (sp->obj == PPA_IPO && sp->beta < USUAL_IPO_BETA_MIN)
+            ADD(likely, nl, "%sipo's beta %g (its target margin is 1/(2 beta))", nl ? " and " : "", sp->beta);
+        else if (sp->obj != PPA_IPO && sp->beta > USUAL_SHARP_MAX)
+            ADD(likely, nl, "%sbeta %g (it scales the gradient)", nl ? " and " : "", sp->beta);
+    }
+    if (sp) {
+        double beta = sp->reward ? 1 : sp->beta, sharp = 0;
+        const char *name = NULL, *product = NULL;
+        if (sp->obj == PPA_NEURAL_NDCG) name = "tau", sharp = 1 / sp->lo.tau, product = "beta / tau";
+        if (sp->obj == PPA_APPROX_NDCG) name = "alpha", sharp = sp->lo.alpha, product = "beta x alpha";
+        if (sp->obj == PPA_LAMBDA) name = "sigma", sharp = sp->lo.sigma, product = "beta x sigma";
+        if (name) {
+            double v = sp->obj == PPA_NEURAL_NDCG ? sp->lo.tau : sharp;
+            ADD(all, na, "%s%s %g", na ? ", " : "", name, v);
+            if (beta * sharp > USUAL_SHARP_MAX)
+                ADD(likely, nl, "%s%s %g (%s = %g scales the gradient)", nl ? " and " : "", name, v, product, beta * sharp);
+        }
+    }
+    const LoraSpec *ls = model_lora(m);
+    if (ls) {
+        double scale = lora_scale(ls);
+        ADD(all, na, "%sadapter scale %g", na ? ", " : "", scale);
+        if (scale > USUAL_SCALE_MAX)
+            ADD(likely, nl, "%sthe adapter's scale alpha / %s = %g", nl ? " and " : "", ls->rslora ? "sqrt(r)" : "r", scale);
+    }
+#undef ADD
+    if (nl) snprintf(buf, n, "likely cause: %s (settings: %s)", likely, all);
+    else snprintf(buf, n, "no setting is extreme (%s)%s", na ? all : "none", lr > 0 ? ": a smaller learning rate may help" : "");
+}
+
+/* ": why" for a non-finite number met at step `step` after `updates` updates of this run (lr: the last one's); kind:
+ * MICRO_NONFINITE_LOGP (a log-prob: the model), else the scores, loss or gradient */
+static void nonfinite_cause(Model *m, const TrainPlan *p, long updates, long step, double lr, int kind, char *buf,
+                            size_t n) {
+    long i = first_nonfinite(model_params(m), model_n_params(m));
+    char hint[1200];
+    train_hint(m, updates ? lr : 0, &p->score, hint, sizeof hint);
+    if (!updates && i >= 0) snprintf(buf, n, ": parameter %ld of the weights is not finite (NaN or Inf as loaded)", i);
+    else if (!updates && kind == MICRO_NONFINITE_LOGP)
+        snprintf(buf, n, ": the weights as loaded are finite, so their float32 products overflow: weights too large");
+    else if (!updates)
+        snprintf(buf, n, ": the weights are finite, so the objective's or the backward's arithmetic overflows (weights too "
+                 "large, or the settings); %s", hint);
+    else if (i >= 0) snprintf(buf, n, ": the model diverged in the update of step %ld (parameter %ld is not finite); %s", step,
+                              i, hint);
+    else snprintf(buf, n, ": the model diverged in the update of step %ld (its weights are finite, their float32 products "
+                  "overflow); %s", step, hint);
+}
+
 /* a NaN model is never saved as a success: the weights are checked before every checkpoint and at the end */
-static int weights_finite(Model *m, long step, char *err, size_t errlen) {
+static int weights_finite(Model *m, const TrainPlan *p, long step, double lr, char *err, size_t errlen) {
     long i = first_nonfinite(model_params(m), model_n_params(m));
     if (i < 0) return 1;
-    snprintf(err, errlen, "after step %ld parameter %ld is not finite: nothing was saved", step, i);
+    char hint[1200];
+    train_hint(m, lr, &p->score, hint, sizeof hint);
+    snprintf(err, errlen, "after step %ld parameter %ld is not finite: the model diverged; %s; nothing was saved", step, i,
+             hint);
+    return 0;
+}
+
+/* After the update of step `step`, its own lists (epoch, cursor, n) through the new weights, forward only: a model
+ * whose log-probs, scores or loss are no longer finite is never saved. Every rank checks its share of the lists and
+ * all learn the outcome. */
+static int step_lists_finite(Model *m, TrainData *data, const RefCache *ref, const TrainPlan *p, long epoch,
+                             long cursor, long n, long step, double lr, char *err, size_t errlen) {
+    long lo, hi;
+    dist_share(n, dist_rank(), &lo, &hi);
+    StepSums sums;
+    memset(&sums, 0, sizeof sums);
+    char why[1024] = "";
+    int bad = 0;
+    for (long done = lo; done < hi && !bad;) {
+        int mb = (int)(hi - done < p->micro_batch ? hi - done : p->micro_batch);
+        MicroLists ml;
+        train_data_take(data, epoch, cursor + done, mb, p->score.reference_free ? NULL : ref, &ml);
+        bad = micro_step(m, &ml, &p->score, 1.0, 0, &sums, NULL, why, sizeof why);
+        done += mb;
+    }
+    double any = bad != 0;
+    dist_sum_f64(&any, 1);
+    if (!any) return 1;
+    if (!bad) snprintf(why, sizeof why, "another rank's lists are not finite");
+    char cause[1600];
+    nonfinite_cause(m, p, 1, step, lr, bad, cause, sizeof cause);
+    snprintf(err, errlen, "step %ld: after its update, %s%s; nothing was saved", step, why, cause);
     return 0;
 }
 
@@ -237,21 +339,28 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
     AdamWConfig ac = {0.9, 0.999, 1e-8, p->weight_decay};
     double t0 = timer_now();
     long first = st->step;
+    double last_lr = 0; /* of this run's last update */
     int rc = 0;
     opt->step = st->step;
     while (st->step < p->total_steps && !rc) {
         double ts = timer_now();
         StepLog sl;
-        if (run_step(policy, data, ref, st, p, &sl, err, errlen)) {
-            char why[1024];
+        long epoch0 = st->epoch, cursor0 = st->cursor; /* the step's lists, for the check after its update */
+        int bad = run_step(policy, data, ref, st, p, &sl, err, errlen);
+        if (bad) {
+            char why[1024], cause[1600] = "";
             snprintf(why, sizeof why, "%s", err);
-            snprintf(err, errlen, "step %ld: %s", st->step + 1, why);
+            int nonfinite = bad == MICRO_NONFINITE_LOGP || bad == MICRO_NONFINITE_LOSS;
+            if (nonfinite) nonfinite_cause(policy, p, st->step - first, st->step, last_lr, bad, cause, sizeof cause);
+            snprintf(err, errlen, "step %ld: %s%s%s", st->step + 1, why, cause, nonfinite ? "; nothing was updated" : "");
             rc = -1;
         } else {
             double gnorm = grad_norm(model_grads(policy), n_params); /* clipping happens inside the AdamW pass */
             if (!isfinite(gnorm)) {
-                snprintf(err, errlen, "step %ld: the gradient norm is not finite (%g): the weights or the data hold "
-                                      "NaN or Inf; nothing was updated", st->step + 1, gnorm);
+                char cause[1600];
+                nonfinite_cause(policy, p, st->step - first, st->step, last_lr, MICRO_NONFINITE_LOSS, cause, sizeof cause);
+                snprintf(err, errlen, "step %ld: the gradient norm is not finite (%g)%s; nothing was updated", st->step + 1,
+                         gnorm, cause);
                 rc = -1;
                 free(sl.lambdas), free(sl.lam_k);
                 break;
@@ -264,6 +373,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             if (p->zero) gather_shares(model_params(policy), n_params);
             model_bf16_refresh(policy); /* the products' bf16 copy follows the float32 master weights */
             st->step++;
+            last_lr = lr;
             double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
             if (p->log && log_line(p->log, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0)) {
                 snprintf(err, errlen, "step %ld: cannot write the log %s: %s", st->step, p->log_path ? p->log_path : "",
@@ -273,11 +383,19 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 break;
             }
             if (p->progress) progress(p->who, st->step, p->total_steps, &sl, timer_now() - ts, t0, first);
+            int saving = p->save_every > 0 && st->step % p->save_every == 0 && st->step < p->total_steps;
+            /* the last model and every checkpoint: still finite on the step's own lists after the update */
+            if ((saving || st->step == p->total_steps) &&
+                !step_lists_finite(policy, data, ref, p, epoch0, cursor0, sl.lists, st->step, lr, err, errlen)) {
+                rc = -1;
+                free(sl.lambdas), free(sl.lam_k);
+                break;
+            }
             if (p->eval && ((p->eval_every > 0 && st->step % p->eval_every == 0) || st->step == p->total_steps)) {
                 if (p->progress && isatty(2)) fputc('\n', stderr);
                 p->eval(policy, st->step, p->log, p->eval_ctx);
             }
-            if (p->save_every > 0 && st->step % p->save_every == 0 && st->step < p->total_steps) {
+            if (saving) {
                 model_kernel_name(policy, st->kernel, sizeof st->kernel);
                 st->threads = gemm_threads();
                 free(st->options), st->options = p->options_json ? strdup(p->options_json) : NULL;
@@ -285,7 +403,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 st->ranks = dist_size();
                 AdamW tmp = {0};
                 const AdamW *whole = whole_state(opt, n_params, p->zero, &tmp); /* every rank takes part */
-                if (!weights_finite(policy, st->step, err, errlen) || !same_weights(policy, err, errlen) ||
+                if (!weights_finite(policy, p, st->step, lr, err, errlen) || !same_weights(policy, err, errlen) ||
                     (dist_rank() == 0 && /* one writer; the others' weights are the same bytes */
                      state_save(p->out, policy, whole, st, p->tokenizer_dir, path, sizeof path, err, errlen)))
                     rc = -1;
@@ -296,6 +414,6 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
         free(sl.lambdas), free(sl.lam_k);
     }
     spans_free(&decay);
-    if (!rc && (!weights_finite(policy, st->step, err, errlen) || !same_weights(policy, err, errlen))) rc = -1;
+    if (!rc && (!weights_finite(policy, p, st->step, last_lr, err, errlen) || !same_weights(policy, err, errlen))) rc = -1;
     return rc;
 }

@@ -57,11 +57,20 @@ void trainer_zero_share(size_t n, size_t *lo, size_t *hi);
  * it: each takes its share of every step's lists, the gradients are summed
  * over the ranks, and rank 0 alone logs (plan->log NULL elsewhere) and
  * writes checkpoints.
- * A non-finite list loss, d loss / d s or gradient norm stops the run
- * before the update (naming the step and the list's data line), and the
- * weights are checked finite before every checkpoint and at the end, so a
- * NaN model is never saved. Returns 0, or -1 with err. */
+ * A non-finite log-prob, score, list loss, d loss / d s or gradient norm
+ * stops the run before the update (naming the step, the list's data line
+ * and the likely cause: the weights as loaded, or after this run's updates
+ * a model that diverged, with the settings that size an update). After the
+ * last update and before every checkpoint the step's own lists go through
+ * the new weights again (forward only) and the weights are checked finite,
+ * so a diverged or NaN model is never saved. Returns 0, or -1 with err. */
 int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, TrainState *st, const TrainPlan *plan,
               char *err, size_t errlen);
+
+/* For a message about a model that diverged (or numbers that overflowed):
+ * "likely cause: ..." naming the settings beyond their usual ranges (lr when
+ * > 0, beta, tau / alpha / sigma of sp's objective, the adapter's scale of
+ * m), or "no setting is extreme (...)". sp may be NULL (ppa sft). */
+void train_hint(const Model *m, double lr, const ScoreSpec *sp, char *buf, size_t n);
 
 #endif
