@@ -6,17 +6,17 @@
 # LoRA under 2 ranks, `ppa score`, `logprobs`, `eval`, `generate` and `judge` (reward model, pair model, lexicon)
 # sharded = one process byte for byte, a rank
 # that dies stopping the job within seconds with the last checkpoint intact,
-# and the commands that run in one process refusing several ranks.
-# SKIP when mpirun is missing. Usage: tests/test_mpi.sh PPA_BINARY.
+# a rank that stops answering (SIGSTOP) ending the job after
+# --collective-timeout with a message naming it and the collective (the last
+# checkpoint resumes and finishes), and the commands that run in one process
+# refusing several ranks. --collective-timeout's checks without mpirun run
+# first; the rest is SKIPped when mpirun is missing. Usage:
+# tests/test_mpi.sh PPA_BINARY.
 ppa=$(realpath "${1:-./ppa}")
 NAME=test_mpi
 . "$(dirname "$0")/lib.sh"
 has() { grep -qF -- "$2" "$1"; }
 not() { ! "$@"; }
-if ! command -v mpirun > /dev/null; then
-  echo "SKIP $NAME: mpirun not found (openmpi-bin)"
-  report
-fi
 # CI runs as root; Open MPI refuses that unless told (here only, not globally)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # containers often forbid process_vm_readv (CMA), Open MPI's default single copy between ranks of one machine
@@ -73,6 +73,26 @@ P
 tiny_model_files "$tmp"
 "$ppa" init --config "$tmp/config.json" --tokenizer "$tmp/tokenizer.json" --out "$tmp/lm" --seed 1 > /dev/null 2>&1
 letter_lists > "$tmp/all.jsonl"
+
+# -- --collective-timeout without MPI: refused when it is no whole number of seconds from 1 to a week, else a no-op
+for bad in 0 -3 604801 1.5; do
+  "$ppa" score --model "$tmp/lm" --data "$tmp/all.jsonl" --out "$tmp/bad.cache" --collective-timeout "$bad" \
+    2> "$tmp/err"
+  expect "--collective-timeout $bad is refused (exit 2)" test $? -eq 2
+done
+expect "saying what it takes" has "$tmp/err" "--collective-timeout: cannot use '1.5': expected a whole number"
+"$ppa" score --model "$tmp/lm" --data "$tmp/all.jsonl" --out "$tmp/bad.cache" --collective-timeout 0 2> "$tmp/err"
+expect "and the range" has "$tmp/err" "--collective-timeout must be in 1..604800 seconds (a week), found 0"
+expect "nothing written" not test -e "$tmp/bad.cache"
+"$ppa" score --model "$tmp/lm" --data "$tmp/all.jsonl" --out "$tmp/t1.cache" 2> /dev/null
+"$ppa" score --model "$tmp/lm" --data "$tmp/all.jsonl" --out "$tmp/t2.cache" --collective-timeout 5 2> /dev/null
+expect "accepted by one process, which it does not change" cmp -s "$tmp/t1.cache" "$tmp/t2.cache"
+
+if ! command -v mpirun > /dev/null; then
+  echo "SKIP $NAME: mpirun not found (openmpi-bin)"
+  report
+  exit
+fi
 run=(--model "$tmp/lm" --data "$tmp/all.jsonl" --list-size 4 --batch-size 8 --micro-batch 2 --lr 1e-2 --max-steps 6
      --threads 1 --log-lambdas)
 
@@ -196,6 +216,63 @@ expect "the last checkpoint resumes ($last)" has "$tmp/err" "resuming at step ${
 PPA_TEST_DIE_IN_SAVE=1 mpi "$ppa" train "${run[@]}" --out "$tmp/d" --save-every 2 > /dev/null 2>&1
 expect "rank 0 dying in a save stops the job" test $? -ne 0
 expect "leaving no checkpoint but the partial one" not test -d "$tmp/d/checkpoint-2"
+
+# -- a rank that stops answering (SIGSTOP, as a hung node): after --collective-timeout the job ends, naming the rank
+# and the collective; the last checkpoint resumes and the resumed run finishes. The run is long enough (1000 steps,
+# a checkpoint every 5) that rank 1 is stopped early in it.
+stop=(--model "$tmp/lm" --data "$tmp/all.jsonl" --list-size 4 --batch-size 2 --micro-batch 1 --lr 1e-3 --max-steps 1000
+      --threads 1)
+# rank_pid OUT R: the pid of rank R of the run writing to OUT (its environment says OMPI_COMM_WORLD_RANK=R)
+rank_pid() {
+  local pid
+  for pid in $(pids_of "--out $1"); do
+    tr '\0' ' ' 2> /dev/null < "/proc/$pid/cmdline" | grep -q "^$ppa " &&
+      tr '\0' '\n' 2> /dev/null < "/proc/$pid/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo "$pid"
+  done | head -1
+}
+# stop_rank OUT R: stops rank R of the run writing OUT once its second checkpoint is there; sets t0 and victim
+stop_rank() {
+  for _ in $(seq 1 1500); do [ -d "$1/checkpoint-10" ] && break; sleep 0.02; done
+  victim=$(rank_pid "$1" "$2")
+  t0=$(date +%s.%N)
+  kill -STOP "$victim"
+}
+# unstop PID: no stopped process outlives the test, whatever happened
+unstop() { kill -CONT "$1" 2> /dev/null; kill -KILL "$1" 2> /dev/null; return 0; }
+seconds() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+timeout 60 mpirun -np 2 --oversubscribe "$ppa" train "${stop[@]}" --save-every 5 --collective-timeout 3 \
+  --out "$tmp/st" > /dev/null 2> "$tmp/st.err" &
+job=$!
+stop_rank "$tmp/st" 1
+wait "$job"
+status=$?
+took=$(seconds "$t0")
+expect "rank 1 found and stopped (pid ${victim:-none})" test -n "$victim"
+expect "a stopped rank ends the job (exit $status, not timeout's 124)" test "$status" -ne 0 -a "$status" -ne 124
+expect "within the 3 s timeout and a few seconds ($took s)" awk -v t="$took" 'BEGIN { exit !(t < 12) }'
+named='^ppa\[rank 0\]: the (all-reduce|broadcast|all-gather|barrier) at src/[a-z_/]+\.c:[0-9]+ \(collective [0-9]+\) '
+named+='waited [0-9.]+ s \(--collective-timeout 3\) for rank 1, which does not answer \(stopped'
+expect "rank 0 names rank 1 and the collective" grep -qE "$named" "$tmp/st.err"
+expect "no rank left behind" test -z "$(pids_of "--out $tmp/st")"
+unstop "$victim"
+last=$(ls -d "$tmp"/st/checkpoint-[0-9]* | grep -v partial | sort -t- -k2 -n | tail -1)
+timeout 120 "$ppa" train "${stop[@]}" --out "$tmp/st" --resume "$last" > /dev/null 2> "$tmp/err"
+expect "the last checkpoint ($last) resumes and the run finishes" test $? -eq 0 -a -f "$tmp/st/model.safetensors"
+expect "from its step" has "$tmp/err" "resuming at step ${last##*-} "
+# rank 0 stopped: rank 1 names it
+timeout 60 mpirun -np 2 --oversubscribe "$ppa" train "${stop[@]}" --save-every 5 --collective-timeout 2 \
+  --out "$tmp/st0" > /dev/null 2> "$tmp/st0.err" &
+job=$!
+stop_rank "$tmp/st0" 0
+wait "$job"
+status=$?
+took=$(seconds "$t0")
+expect "a stopped rank 0 ends the job too (exit $status, $took s)" \
+  awk -v s="$status" -v t="$took" 'BEGIN { exit !(s != 0 && s != 124 && t < 11) }'
+expect "rank 1 names rank 0" \
+  grep -qE '^ppa\[rank 1\]: the [a-z-]+ at .* \(--collective-timeout 2\) for rank 0, which does not answer' "$tmp/st0.err"
+expect "no rank left behind" test -z "$(pids_of "--out $tmp/st0")"
+unstop "$victim"
 
 # -- the commands that run in one process refuse several ranks
 mpi "$ppa" winrate --a "$tmp/g1.jsonl" --b "$tmp/g1.jsonl" --judge afinn > /dev/null 2> "$tmp/err"

@@ -2,7 +2,8 @@
  * (train/options.h): that it is well formed, that each command takes
  * exactly its own flags, requires its own inputs and starts from its own
  * defaults (sft), that --help lists exactly a command's flags with their
- * defaults, and generate's one-letter and alias flags. `ppa train`'s own
+ * defaults, generate's one-letter and alias flags, and --collective-timeout
+ * on the commands that run under several MPI ranks. `ppa train`'s own
  * rules are in test_train_options.c. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -225,7 +226,45 @@ static void test_generate(void) {
     train_options_free(&o);
 }
 
+/* --collective-timeout: on exactly the commands that divide their work among MPI ranks (cli/main.c), 600 s unless
+ * given, whole seconds from 1 to a week */
+static void test_collective_timeout(void) {
+    static const OptCommand RANKS[] = {CMD_TRAIN, CMD_SFT, CMD_REWARD, CMD_SCORE, CMD_EVAL, CMD_LOGPROBS, CMD_GENERATE,
+                                       CMD_JUDGE};
+    unsigned mask = 0;
+    for (size_t i = 0; i < sizeof RANKS / sizeof RANKS[0]; i++) mask |= RANKS[i];
+    for (int c = 0; c < N_CMDS; c++) {
+        TrainOptions o;
+        CHECK(options_takes(CMDS[c], TOPT_COLLECTIVE_TIMEOUT) == !!(CMDS[c] & mask), "ppa %s and --collective-timeout",
+              options_command_name(CMDS[c]));
+        options_default(CMDS[c], &o);
+        CHECK(o.collective_timeout == 600, "ppa %s: default %ld", options_command_name(CMDS[c]), o.collective_timeout);
+        train_options_free(&o);
+    }
+    TrainOptions o;
+    TrainOptionsStatus st =
+        parse(CMD_SCORE, &o, "--model", "m", "--data", "d", "--out", "c", "--collective-timeout", "5", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.collective_timeout == 5, "score --collective-timeout 5: %s", err);
+    train_options_free(&o);
+    st = parse(CMD_GENERATE, &o, "--model", "m", "--prompts", "p", "--collective-timeout", "604800", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.collective_timeout == 604800, "a week: %s", err);
+    train_options_free(&o);
+    static const char *const BAD[] = {"0", "-1", "604801", "2.5", "x", ""};
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        st = parse(CMD_SFT, &o, "--model", "m", "--data", "d", "--out", "o", "--collective-timeout", BAD[i], NULL);
+        CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "--collective-timeout") == err, "--collective-timeout '%s': %s",
+              BAD[i], err);
+        train_options_free(&o);
+    }
+    st = parse(CMD_SFT, &o, "--model", "m", "--data", "d", "--out", "o", "--collective-timeout", "0", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR &&
+              !strcmp(err, "--collective-timeout must be in 1..604800 seconds (a week), found 0"),
+          "the message: %s", err);
+    train_options_free(&o);
+}
+
 int main(void) {
+    test_collective_timeout();
     test_table();
     test_help();
     test_flags_per_command();

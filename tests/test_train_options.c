@@ -577,6 +577,18 @@ static void test_special_keys(void) {
     snprintf(want, sizeof want, "%s/data.jsonl", dir);
     CHECK(st == TRAIN_OPTIONS_OK && !strcmp(o.data, want), "train_file");
     train_options_free(&o);
+    /* transformers' ddp_timeout (seconds) sets the collective timeout, as ppa's own key does */
+    write_config("ddp_timeout: 1800\n");
+    st = parse(&o, "--config", "@C", MDO, NULL);
+    snprintf(want, sizeof want, "%s:1 ddp_timeout", cfg);
+    CHECK(st == TRAIN_OPTIONS_OK && o.collective_timeout == 1800 && o.n_notes == 0 &&
+              !strcmp(origin(&o, TOPT_COLLECTIVE_TIMEOUT), want),
+          "ddp_timeout: %s %s", err, captured);
+    train_options_free(&o);
+    write_config("collective_timeout: 0\n");
+    st = parse(&o, "--config", "@C", MDO, NULL);
+    ERROR_WITH(st, at_line(1), "collective_timeout must be in 1..604800 seconds");
+    train_options_free(&o);
     /* use_peft: TRL's LoRA defaults, a list of targets; lora keys without it are noted and dropped */
     write_config("use_peft: true\nlora_target_modules:\n  - q_proj\n  - v_proj\n");
     st = parse(&o, "--config", "@C", MDO, NULL);

@@ -53,6 +53,7 @@ void prep_options(OptCommand cmd, const char *usage, int argc, char **argv, Trai
     }
     prep_threads(o->threads);
     jsonl_set_max_line((size_t)o->max_line_bytes);
+    if (options_takes(cmd, TOPT_COLLECTIVE_TIMEOUT)) dist_set_timeout((double)o->collective_timeout);
 }
 
 PrepArgs prep_args(const TrainOptions *o, const Model *m) {

@@ -79,6 +79,7 @@ typedef enum {
     TOPT_USE_RSLORA,
     TOPT_ADAPTER,
     TOPT_ZERO,
+    TOPT_COLLECTIVE_TIMEOUT,
     TOPT_LOG,
     TOPT_LOG_LAMBDAS,
     TOPT_EVAL_DATA,
@@ -200,6 +201,8 @@ typedef struct {
     char *adapter;          /* --adapter DIR: a PEFT LoRA folder on --model */
     int use_peft;           /* a recipe's use_peft: true (its lora_* keys count only then, as in TRL) */
     int zero;               /* ZeRO stage: 0, or 1 (AdamW state sharded over the MPI ranks) */
+    long collective_timeout; /* seconds an MPI collective waits for the ranks before it aborts the job, 600
+                              * (PyTorch's process groups' 10 minutes; src/dist) */
     int log_lambdas;        /* log the per-response d loss / d s of every list */
     long eval_every;        /* evaluate every N steps; 0 = only at the end (with eval_data) */
     int threads;            /* compute threads; 0 = all cores */

@@ -372,6 +372,9 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
     if (validate_lora(o, err, errlen)) return -1;
     if (validate_magnitudes(o, err, errlen)) return -1;
     if (o->zero < 0 || o->zero > 1) BAD(TOPT_ZERO, "must be 0 or 1 (ZeRO stage 1), found %d", o->zero);
+    if (o->collective_timeout < 1 || o->collective_timeout > COLLECTIVE_TIMEOUT_MAX)
+        BAD(TOPT_COLLECTIVE_TIMEOUT, "must be in 1..%d seconds (a week), found %ld", COLLECTIVE_TIMEOUT_MAX,
+            o->collective_timeout);
     if (o->reward_index < 0 || o->reward_index >= 1 << 16)
         BAD(TOPT_REWARD_INDEX, "must be in 0..65535, found %d", o->reward_index);
     for (int id = TOPT_TAU; id <= TOPT_NORMALIZE && opt_takes(o->cmd, TOPT_OBJECTIVE); id++)

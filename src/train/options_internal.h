@@ -14,6 +14,8 @@
 #define DEFAULT_BATCH 128
 /* the paper's per-device batch: one list per forward/backward (objectives.md §2.5, every A config) */
 #define DEFAULT_MICRO 1
+/* the longest --collective-timeout: a week, in seconds */
+#define COLLECTIVE_TIMEOUT_MAX (7 * 24 * 3600)
 
 typedef enum { T_STR, T_INT, T_LONG, T_U64, T_DOUBLE, T_BOOL, T_SCHEDULE, T_DTYPE, T_PRECISION, T_OBJECTIVE, T_LOSS } OptType;
 

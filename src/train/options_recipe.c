@@ -65,6 +65,7 @@ static const ConfigKey KEYS[] = {
     {"max_grad_norm", K_OPT, TOPT_CLIP_GRAD, NULL},
     {"save_steps", K_OPT, TOPT_SAVE_EVERY, NULL},
     {"eval_steps", K_OPT, TOPT_EVAL_EVERY, NULL},
+    {"ddp_timeout", K_OPT, TOPT_COLLECTIVE_TIMEOUT, NULL}, /* transformers: seconds, for init_process_group */
     /* handled by code */
     {"loss_type", K_SPECIAL, SP_LOSS_TYPE, NULL},
     {"pairwise_type", K_SPECIAL, SP_PAIRWISE_TYPE, NULL},
@@ -126,7 +127,6 @@ static const ConfigKey KEYS[] = {
     {"trust_remote_code", K_IGNORED, 0, "ppa runs no code from model folders"},
     {"truncation_side", K_IGNORED, 0, "ppa keeps the end of a long prompt and the start of a long response"},
     {"remove_unused_columns", K_IGNORED, 0, "ppa has no dataset columns to prune"},
-    {"ddp_timeout", K_IGNORED, 0, "ppa runs one process"},
     {"precompute_ref_log_probs", K_IGNORED, 0,
      "ppa always computes the reference log-probs once before training (ref_cache keeps them)"},
     {"disable_dropout", K_IGNORED, 0, "ppa has no dropout"},

@@ -21,6 +21,8 @@
 #define JUDGES (CMD_JUDGE | CMD_WINRATE)
 #define ANY_MODEL (MODEL_CMDS | JUDGES) /* every command that may run a model */
 #define LOSS_CMDS (CMD_TRAIN | CMD_GRAD | CMD_REWARD)
+#define RANKS (TRAINING | CMD_SCORE | CMD_EVAL | CMD_LOGPROBS | CMD_GENERATE | CMD_JUDGE) /* divide their work among
+                                                                                      MPI ranks (cli/main.c) */
 #define LORA_CMDS (CMD_TRAIN | CMD_SFT | CMD_GRAD) /* a new adapter: the commands that differentiate a causal LM */
 
 const char *const GAIN_NAMES[2] = {"pow2", "linear"};
@@ -102,6 +104,9 @@ const OptSpec OPT[TOPT_COUNT] = {
       "a PEFT LoRA adapter folder on --model (training continues it)"),
     F(TOPT_ZERO, "zero", "zero", T_INT, zero, LISTS, 0, S_RUN, "STAGE",
       "1: each MPI rank keeps the AdamW state of its share of the weights (ZeRO-1); 0: all of it"),
+    F(TOPT_COLLECTIVE_TIMEOUT, "collective_timeout", "collective-timeout", T_LONG, collective_timeout, RANKS, 0, S_RUN,
+      "SECONDS", "under mpirun: how long rank 0 waits at a collective for the other ranks (they wait twice\n"
+                 "as long + 5 s for rank 0), then aborts the job naming the ranks that did not arrive"),
     F(TOPT_LOG, "log", "log", T_STR, log, LISTS, 0, S_RUN, "FILE", "JSON Lines metrics (default: OUT/train_log.jsonl)"),
     F(TOPT_LOG_LAMBDAS, "log_lambdas", "log-lambdas", T_BOOL, log_lambdas, LISTS, 0, S_RUN, NULL,
       "log d loss / d s of every list"),
@@ -231,6 +236,7 @@ void options_default(OptCommand cmd, TrainOptions *o) {
     o->n_samples = 1;
     o->max_line_bytes = JSONL_MAX_LINE_DEFAULT;
     o->lora_alpha = 32;
+    o->collective_timeout = 600;
     if (cmd == CMD_REWARD) { /* TRL's RewardTrainer: Bradley-Terry on pairs; a reward model learns at larger steps */
         o->objective = PPA_DPO_ALL_PAIRS;
         o->beta = 1, o->loss.beta = 1;
