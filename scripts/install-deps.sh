@@ -5,9 +5,9 @@
 # (the demo's plots).
 set -euo pipefail
 
-# libopenblas0-openmp: src/model/gemm.c dlopen()s it at run time (no -dev
+# libopenblas0-openmp: src/kernels/gemm.c dlopen()s it at run time (no -dev
 # package, no link flag); without it ppa falls back to a slow built-in kernel
-# libdnnl-dev: oneDNN, the bf16 products of --precision bf16 (src/model/gemm_bf16.c includes its
+# libdnnl-dev: oneDNN, the bf16 products of --precision bf16 (src/kernels/gemm_bf16.c includes its
 # header and dlopen()s libdnnl.so.2 at run time; without it --precision bf16 is refused)
 # libyaml-dev: src/io/yaml.c reads --config recipes with libyaml's parser
 # openmpi-bin: mpirun and Open MPI's libmpi.so.40, which src/dist/dist.c dlopen()s when a launcher starts ppa

@@ -14,8 +14,8 @@
 #include "check.h"
 #include "io/jsonl.h"
 #include "io/safetensors.h"
-#include "model/checkpoint.h"
-#include "model/llama.h"
+#include "hf/checkpoint.h"
+#include "model/model.h"
 
 typedef struct {
     int n;

@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "model/attn_bf16.h"
-#include "model/bf16.h"
-#include "model/kernels.h"
+#include "kernels/attn_bf16.h"
+#include "kernels/bf16.h"
+#include "kernels/kernels.h"
 
 static uint64_t rs = 0x9e3779b97f4a7c15u;
 static float unif(void) {

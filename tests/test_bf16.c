@@ -31,11 +31,11 @@
 #include "golden_rows.h"
 #include "io/jsonl.h"
 #include "io/safetensors.h"
-#include "model/bf16.h"
-#include "model/checkpoint.h"
-#include "model/gemm_bf16.h"
-#include "model/kernels.h"
-#include "model/llama.h"
+#include "kernels/bf16.h"
+#include "hf/checkpoint.h"
+#include "kernels/gemm_bf16.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
 
 static char tmpdir[64];
 static double pool_o[256], pool_t[256]; /* |logp - float64| of every golden response: ppa bf16, PyTorch autocast */

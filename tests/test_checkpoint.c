@@ -11,7 +11,7 @@
 
 #include "byte_tokenizer.h"
 #include "check.h"
-#include "model/checkpoint.h"
+#include "hf/checkpoint.h"
 
 static const char CONFIG[] =
     "{\"model_type\": \"qwen2\", \"architectures\": [\"Qwen2ForCausalLM\"], \"vocab_size\": 300, \"hidden_size\": 32,"

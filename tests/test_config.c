@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
-#include "model/config.h"
+#include "hf/config.h"
 
 static const char *fixture_dir = "tests/fixtures/configs";
 

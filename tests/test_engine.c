@@ -13,9 +13,9 @@
 #include "core/rng.h"
 #include "io/jsonl.h"
 #include "io/safetensors.h"
-#include "model/checkpoint.h"
-#include "model/kernels.h"
-#include "model/llama.h"
+#include "hf/checkpoint.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
 
 static char tmpdir[64];
 

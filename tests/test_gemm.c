@@ -20,7 +20,7 @@
 
 #include "check.h"
 #include "core/rng.h"
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 
 #define MAX1(x) ((x) > 1 ? (x) : 1)
 #define RTOL 1e-5

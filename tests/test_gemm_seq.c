@@ -16,7 +16,7 @@
 #include "check.h"
 #include "core/common.h"
 #include "core/rng.h"
-#include "model/gemm_seq.h"
+#include "kernels/gemm_seq.h"
 
 static PpaRng rng;
 

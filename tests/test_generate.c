@@ -15,10 +15,10 @@
 #include "check.h"
 #include "core/rng.h"
 #include "eval/generate.h"
-#include "model/checkpoint.h"
+#include "hf/checkpoint.h"
 #include "model/decode.h"
-#include "model/gemm.h"
-#include "model/llama.h"
+#include "kernels/gemm.h"
+#include "model/model.h"
 #include "model/sample.h"
 
 static const char *CONFIGS[][2] = {

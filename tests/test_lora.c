@@ -24,7 +24,7 @@
 #include "check.h"
 #include "golden_rows.h"
 #include "core/rng.h"
-#include "model/adapter.h"
+#include "hf/adapter.h"
 #include "model/llama_internal.h"
 #include "model/lora.h"
 

@@ -18,9 +18,9 @@
 #include "core/rng.h"
 #include "eval/pair_judge.h"
 #include "io/jsonl.h"
-#include "model/checkpoint.h"
+#include "hf/checkpoint.h"
 #include "model/decode.h"
-#include "model/llama.h"
+#include "model/model.h"
 #include "tokenizer/template.h"
 #include "tokenizer/tokenizer.h"
 

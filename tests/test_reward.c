@@ -13,9 +13,9 @@
 #include "core/rng.h"
 #include "golden_rows.h"
 #include "io/safetensors.h"
-#include "model/checkpoint.h"
-#include "model/gemm_bf16.h"
-#include "model/llama.h"
+#include "hf/checkpoint.h"
+#include "kernels/gemm_bf16.h"
+#include "model/model.h"
 
 static char tmpdir[64];
 

@@ -15,7 +15,7 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "optim/optim.h"
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 #include "train/data.h"
 #include "train/refcache.h"
 #include "train/state.h"

@@ -19,8 +19,8 @@
 #include "eval/generate.h"
 #include "io/atomic.h"
 #include "model/decode.h"
-#include "model/gemm.h"
-#include "model/llama.h"
+#include "kernels/gemm.h"
+#include "model/model.h"
 
 /* One call of generate() holds at most this many sequences, and its key/value
  * cache and logits at most this many bytes (one prompt always fits). */

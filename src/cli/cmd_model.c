@@ -10,8 +10,8 @@
 
 #include "cli/commands.h"
 #include "core/common.h"
-#include "model/checkpoint.h"
-#include "model/merge.h"
+#include "hf/checkpoint.h"
+#include "hf/merge.h"
 #include "tokenizer/template.h"
 
 static const char INIT_HELP[] =

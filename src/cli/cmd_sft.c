@@ -18,8 +18,8 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "data/rows.h"
-#include "model/gemm.h"
-#include "model/llama.h"
+#include "kernels/gemm.h"
+#include "model/model.h"
 #include "model/lora.h"
 #include "optim/optim.h"
 #include "train/state.h" /* remove_tree */

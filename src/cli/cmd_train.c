@@ -17,7 +17,7 @@
 #include "core/hash.h"
 #include "dist/dist.h"
 #include "io/atomic.h"
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 #include "train/metrics.h"
 #include "train/options.h"
 #include "train/trainer.h"

@@ -10,7 +10,7 @@
 #include "core/common.h"
 #include "eval/pair_judge.h"
 #include "model/decode.h"
-#include "model/llama.h"
+#include "model/model.h"
 
 typedef struct {
     Model *m;

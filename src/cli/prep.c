@@ -18,9 +18,9 @@
 #include "io/atomic.h"
 #include "io/file.h"
 #include "io/jsonl.h"
-#include "model/adapter.h"
-#include "model/gemm.h"
-#include "model/gemm_bf16.h"
+#include "hf/adapter.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_bf16.h"
 
 void prep_threads(int n) {
     if (n <= 0) return;

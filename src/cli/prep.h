@@ -5,7 +5,7 @@
 #define PPA_CLI_PREP_H
 
 #include "data/rows.h"
-#include "model/llama.h"
+#include "model/model.h"
 #include "model/lora.h"
 #include "train/data.h"
 #include "train/options.h"

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/llama.h"
+#include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {

@@ -72,7 +72,7 @@
 
 #include <stddef.h>
 
-#include "model/llama.h"
+#include "model/model.h"
 
 /* ---- template files ---- */
 

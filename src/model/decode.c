@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "model/gemm.h"
-#include "model/kernels.h"
+#include "kernels/gemm.h"
+#include "kernels/kernels.h"
 #include "model/llama_internal.h"
 
 struct Decoder {

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "model/llama.h"
+#include "model/model.h"
 
 typedef struct Decoder Decoder;
 

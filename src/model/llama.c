@@ -1,7 +1,7 @@
 /* llama.c: the model (parameter buffers over the tensor table), batches of
  * shared-prompt rows, and the forward / backward passes that chain the
  * kernels of kernels.c. */
-#include "model/llama.h"
+#include "model/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +10,9 @@
 
 #include "core/common.h"
 #include "io/safetensors.h"
-#include "model/checkpoint.h"
-#include "model/gemm.h"
-#include "model/kernels.h"
+#include "hf/checkpoint.h"
+#include "kernels/gemm.h"
+#include "kernels/kernels.h"
 #include "model/model_internal.h"
 
 /* ---- batches ---- */

@@ -3,8 +3,8 @@
 #ifndef PPA_LLAMA_INTERNAL_H
 #define PPA_LLAMA_INTERNAL_H
 
-#include "model/llama.h"
-#include "model/matmul.h"
+#include "model/model.h"
+#include "kernels/matmul.h"
 
 /* One layer's tensors inside a buffer (params or grads); NULL where absent. */
 typedef struct {

@@ -8,7 +8,7 @@
 
 #include "core/common.h"
 #include "core/rng.h"
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 #include "model/model_internal.h"
 
 const char *const LORA_TARGETS[LORA_N_TARGETS] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",

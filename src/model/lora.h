@@ -11,14 +11,14 @@
  * base product), from the bf16-rounded input in a bf16 model.
  * PEFT's folder (adapter_config.json, adapter_model.safetensors under
  * base_model.model.<module>.lora_A.weight names) is read and written by
- * model/adapter.c. */
+ * hf/adapter.c. */
 #ifndef PPA_LORA_H
 #define PPA_LORA_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/llama.h"
+#include "model/model.h"
 
 #define LORA_N_TARGETS 7
 extern const char *const LORA_TARGETS[LORA_N_TARGETS]; /* q_proj ... down_proj, LayerM order */

@@ -11,11 +11,11 @@
 #include "core/common.h"
 #include "core/hash.h"
 #include "io/safetensors.h"
-#include "model/checkpoint.h"
-#include "model/gemm.h"
-#include "model/gemm_bf16.h"
-#include "model/llama.h"
-#include "model/adapter.h"
+#include "hf/checkpoint.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_bf16.h"
+#include "model/model.h"
+#include "hf/adapter.h"
 #include "model/model_internal.h"
 
 static int spec_index(const Model *m, const char *name) {

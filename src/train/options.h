@@ -190,7 +190,7 @@ typedef struct {
     int skip_invalid;       /* report and skip malformed rows instead of stopping */
     long save_every;        /* checkpoint every N optimizer steps; 0 = only the final model */
     SaveDtype save_dtype;   /* f32 */
-    int bf16;               /* --precision bf16: bf16 products, float32 master weights (model/matmul.h) */
+    int bf16;               /* --precision bf16: bf16 products, float32 master weights (kernels/matmul.h) */
     int gradient_checkpointing; /* keep each layer's input only, recompute in the backward */
     int low_memory;             /* hand dead buffers back to the system within each step */
     int lora_r;             /* LoRA rank; 0 = no adapter (model/lora.h); use_peft: true in a recipe gives 16 */

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "data/rows.h"
-#include "model/llama.h"
+#include "model/model.h"
 
 typedef struct {
     uint64_t weights;   /* hash of the reference's float32 parameters */

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/llama.h"
+#include "model/model.h"
 #include "optim/optim.h"
 
 typedef struct {

@@ -12,7 +12,7 @@
 #ifndef PPA_STEP_H
 #define PPA_STEP_H
 
-#include "model/llama.h"
+#include "model/model.h"
 #include "ppa/losses.h"
 
 typedef struct {

@@ -11,7 +11,7 @@
 #include "core/hash.h"
 #include "core/timer.h"
 #include "dist/dist.h"
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 #include "model/lora.h"
 
 /* the step's lists, as sums for the log */

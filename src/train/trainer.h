@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-#include "model/llama.h"
+#include "model/model.h"
 #include "optim/optim.h"
 #include "train/refcache.h"
 #include "train/state.h"

@@ -1,9 +1,9 @@
-/* fuzz_adapter_config.c: PEFT's adapter_config.json (model/adapter.h). An
+/* fuzz_adapter_config.c: PEFT's adapter_config.json (hf/adapter.h). An
  * accepted config has a usable shape (r >= 1, alpha > 0, dropout in [0, 1),
  * some of the seven targets); a new adapter of that shape on a small model is
  * written as PEFT's folder and read back with the same shape and values. */
 #include "fuzz_common.h"
-#include "model/adapter.h"
+#include "hf/adapter.h"
 
 static char in_dir[600], in_path[700], out_dir[600];
 static Model *model;

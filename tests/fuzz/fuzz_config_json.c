@@ -1,10 +1,10 @@
-/* fuzz_config_json.c: config.json parsing (model/config.h). An accepted
+/* fuzz_config_json.c: config.json parsing (hf/config.h). An accepted
  * config is then used as the engine uses it (tensor table, parameter count,
  * RoPE frequencies, summary) and written back: config.h promises that the
  * writer takes every parsed config and that loading its output gives the
  * same config. */
 #include "fuzz_common.h"
-#include "model/config.h"
+#include "hf/config.h"
 
 static char out_path[600];
 

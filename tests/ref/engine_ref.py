@@ -204,7 +204,7 @@ def write_safetensors(path, names, arrays, metadata):
 
 
 # ---------------------------------------------------------------------------
-# config.json (formats.md e.3; class defaults as in src/model/config.h)
+# config.json (formats.md e.3; class defaults as in src/hf/config.h)
 
 class Config:
     pass

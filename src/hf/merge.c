@@ -1,7 +1,7 @@
 /* merge.c: `ppa merge`: a base model folder with a LoRA adapter folded into
  * its matrices (W + s B A), written tensor by tensor from the mapped base, so
  * a 7B model merges in about one tensor of memory. */
-#include "model/merge.h"
+#include "hf/merge.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +10,8 @@
 
 #include "core/common.h"
 #include "io/safetensors.h"
-#include "model/adapter.h"
-#include "model/checkpoint.h"
+#include "hf/adapter.h"
+#include "hf/checkpoint.h"
 
 typedef struct {
     const StSet *st;

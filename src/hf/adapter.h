@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "model/llama.h"
+#include "model/model.h"
 #include "model/lora.h"
 
 /* 1 if dir holds adapter_config.json */

@@ -13,8 +13,8 @@
 #include <cjson/cJSON.h>
 
 #include "core/common.h"
-#include "model/config.h"
-#include "model/config_internal.h"
+#include "hf/config.h"
+#include "hf/config_internal.h"
 
 #define DEFAULT_ROPE_THETA 10000.0 /* every one of the four config classes */
 

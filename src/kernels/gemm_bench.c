@@ -8,7 +8,7 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "core/timer.h"
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 
 typedef struct {
     const char *name;

@@ -7,7 +7,7 @@
 #ifndef PPA_MATMUL_H
 #define PPA_MATMUL_H
 
-#include "model/bf16.h"
+#include "kernels/bf16.h"
 
 typedef struct {
     const float *f; /* [out, in] float32, or NULL (a frozen bf16 model) */

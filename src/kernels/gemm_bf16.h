@@ -30,7 +30,7 @@
 
 #include <stddef.h>
 
-#include "model/bf16.h"
+#include "kernels/bf16.h"
 
 /* 0 when bf16 products can run here; otherwise -1 and why (no AVX512-BF16,
  * no libdnnl.so.2, a failed self-check), with what to do about it. */

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "model/matmul.h"
+#include "kernels/matmul.h"
 
 /* y = x / sqrt(mean(x^2) + eps) * w, per token; rstd cached.
  * x, y: [T, C]; w: [C]; rstd: [T] */

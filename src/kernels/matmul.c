@@ -1,9 +1,9 @@
 /* matmul.c: linear-layer products in float32 or bf16 (matmul.h). */
-#include "model/matmul.h"
+#include "kernels/matmul.h"
 
 #include "core/common.h"
-#include "model/gemm.h"
-#include "model/gemm_bf16.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_bf16.h"
 
 void mm_forward(float *y, float beta, Act x, int ldx, Weight W, int T, int in, int out, bf16 *tmp) {
     if (!W.b) {

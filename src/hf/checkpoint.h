@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "io/safetensors.h"
-#include "model/config.h"
+#include "hf/config.h"
 
 /* Every tensor of the config's table present with its shape, and nothing
  * else. Returns the number of problems (0 = fine); the first ones are

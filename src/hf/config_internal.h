@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "model/config.h"
+#include "hf/config.h"
 
 /* ---- model types and their transformers class defaults (config.c) ---- */
 

@@ -6,7 +6,7 @@
  *
  * Not here: the RoPE fields and frequencies (rope.c), the tensor table
  * (tensors.c), writing config.json and the summary (config_write.c). */
-#include "model/config.h"
+#include "hf/config.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -22,7 +22,7 @@
 #include "core/common.h"
 #include "io/file.h"
 #include "io/json.h"
-#include "model/config_internal.h"
+#include "hf/config_internal.h"
 
 /* ---- model types and their transformers class defaults ---------------- */
 

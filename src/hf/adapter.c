@@ -1,7 +1,7 @@
 /* adapter.c: PEFT's LoRA adapter folder (adapter.h): adapter_config.json
  * read with every field ppa would have to honour checked, the tensors under
  * PEFT's names, and the folder written as PEFT writes it. */
-#include "model/adapter.h"
+#include "hf/adapter.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,7 +14,7 @@
 #include "io/atomic.h"
 #include "io/json.h"
 #include "io/safetensors.h"
-#include "model/checkpoint.h"
+#include "hf/checkpoint.h"
 #include "model/model_internal.h"
 
 void adapter_tensor_name(char *buf, size_t n, int l, int k, int b) {

@@ -1,15 +1,15 @@
 /* kernels.c: RMSNorm, RoPE, SwiGLU, shared-prompt attention and the chunked
  * LM-head log-softmax, forward and backward (kernels.h). */
-#include "model/kernels.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
-#include "model/attn_bf16.h"
-#include "model/gemm.h"
-#include "model/matmul.h"
+#include "kernels/attn_bf16.h"
+#include "kernels/gemm.h"
+#include "kernels/matmul.h"
 
 #define LMHEAD_LOGITS (32L << 20) /* floats of logits per LM-head chunk (128 MB) */
 #define LMHEAD_DL (128L << 20)    /* bf16 d logits per LM-head backward product (256 MB) */

@@ -2,7 +2,7 @@
  * and head at a time (attn_bf16.h): packing into bf16 pairs, an 8 x 32 tile
  * kernel on vdpbf16ps (or the same chains on AVX2, or a C loop), and the five
  * products of a segment. */
-#include "model/attn_bf16.h"
+#include "kernels/attn_bf16.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "model/bf16.h"
-#include "model/gemm_bf16.h"
-#include "model/gemm_seq.h"
+#include "kernels/bf16.h"
+#include "kernels/gemm_bf16.h"
+#include "kernels/gemm_seq.h"
 
 /* two bf16 of the summed dimension: index 2i in the low half, 2i + 1 in the high half */
 typedef uint32_t W2;

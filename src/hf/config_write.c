@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "core/common.h"
-#include "model/config.h"
-#include "model/config_internal.h"
+#include "hf/config.h"
+#include "hf/config_internal.h"
 
 #define WRITTEN_TRANSFORMERS_VERSION "4.51.0" /* first release with Qwen3 */
 

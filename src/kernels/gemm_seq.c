@@ -9,7 +9,7 @@
  * the chain and its bits are those of one piece, while the packed tiles of
  * a piece stay in cache (an LM head's dx = dlogits W sums over the whole
  * vocabulary: 14 GFLOP/s in one piece, streaming its tiles from memory). */
-#include "model/gemm_seq.h"
+#include "kernels/gemm_seq.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -15,7 +15,7 @@
 #ifndef PPA_GEMM_SEQ_H
 #define PPA_GEMM_SEQ_H
 
-#include "model/bf16.h"
+#include "kernels/bf16.h"
 
 void gemm_seq_f32(int transA, int transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "core/span.h"
-#include "model/config.h"
+#include "hf/config.h"
 
 typedef struct Model Model;
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "core/common.h"
-#include "model/config.h"
+#include "hf/config.h"
 
 /* ---- tensor table ------------------------------------------------------------------ */
 

@@ -9,7 +9,7 @@
  * program or loading the library ourselves after setenv(). Loading it
  * ourselves needs no argv, no restart, and works the same in the CLI, the
  * tests and any program that links libppa.a. */
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,7 +28,7 @@
 #endif
 
 #include "core/common.h"
-#include "model/gemm_seq.h"
+#include "kernels/gemm_seq.h"
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 

@@ -1,6 +1,6 @@
 /* checkpoint.c: tensor-set checks against config.json, random init, and
  * model folders written through a temporary folder renamed into place. */
-#include "model/checkpoint.h"
+#include "hf/checkpoint.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* bf16.c: float32 <-> bfloat16 conversions (bf16.h). Plain integer code the
  * compiler vectorises; the conversions are memory-bound next to the products
  * they feed. */
-#include "model/bf16.h"
+#include "kernels/bf16.h"
 
 void bf16_from_f32(bf16 *y, const float *x, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n > (1u << 18))

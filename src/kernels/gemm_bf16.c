@@ -2,7 +2,7 @@
  * as gemm.c loads OpenBLAS: no start-up cost for commands that never run
  * bf16, and a clear message where the library is missing), with a built-in
  * fallback. The policy is in gemm_bf16.h. */
-#include "model/gemm_bf16.h"
+#include "kernels/gemm_bf16.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -18,8 +18,8 @@
 
 #include "core/common.h"
 #include "core/timer.h"
-#include "model/gemm.h"
-#include "model/gemm_seq.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_seq.h"
 
 /* the oneDNN C API functions ppa calls, resolved by name */
 #define DNNL_FUNCS(X)                                                                                                    \
