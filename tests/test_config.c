@@ -142,7 +142,7 @@ static const struct {
 
 static void test_llama31_rope(const ModelConfig *c) {
     double inv[64];
-    model_rope_inv_freq(c, inv);
+    rope_inv_freq(&c->rope, c->head_dim, inv);
     for (size_t i = 0; i < sizeof PY_LLAMA31 / sizeof PY_LLAMA31[0]; i++)
         CHECK_NEAR(inv[PY_LLAMA31[i].j], PY_LLAMA31[i].v, 0, 1e-14, "llama3.1 inv_freq[%d] vs Python", PY_LLAMA31[i].j);
     for (int j = 0; j < 64; j++)
@@ -182,7 +182,7 @@ static void test_llama3_boundaries(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double s = cases[i].wavelen / (2 * M_PI);
         c.rope.theta = s * s;
-        model_rope_inv_freq(&c, inv);
+        rope_inv_freq(&c.rope, c.head_dim, inv);
         double base = 1.0 / pow(c.rope.theta, 0.5);
         CHECK(inv[0] == 1.0, "j = 0 is unchanged");
         CHECK_NEAR(inv[1] / base, cases[i].scale_wanted, cases[i].tol, 0, "%s", cases[i].what);
@@ -192,12 +192,12 @@ static void test_llama3_boundaries(void) {
 static void test_default_and_linear_rope(void) {
     ModelConfig c = {.head_dim = 8, .rope = {ROPE_DEFAULT, 10000.0, 1, 0, 0, 0}};
     double inv[4];
-    model_rope_inv_freq(&c, inv);
+    rope_inv_freq(&c.rope, c.head_dim, inv);
     /* 10000^(-2j/8) = 10^(-j) */
     for (int j = 0; j < 4; j++) CHECK_NEAR(inv[j], pow(10.0, -j), 0, 1e-15, "default inv_freq[%d] = 10^-%d", j, j);
     c.rope.type = ROPE_LINEAR;
     c.rope.factor = 4;
-    model_rope_inv_freq(&c, inv);
+    rope_inv_freq(&c.rope, c.head_dim, inv);
     for (int j = 0; j < 4; j++) CHECK_NEAR(inv[j], pow(10.0, -j) / 4, 0, 1e-15, "linear inv_freq[%d] / 4", j);
 }
 
@@ -357,7 +357,7 @@ static void test_v5_rope_parameters(void) {
      * total = 262,668,288 + 16 x 60,821,504 + 2,048 = 1,235,814,400 */
     CHECK(model_param_count(&c) == 1235814400LL, "llama3.2-1b params %lld", (long long)model_param_count(&c));
     double inv[32];
-    model_rope_inv_freq(&c, inv);
+    rope_inv_freq(&c.rope, c.head_dim, inv);
     for (size_t i = 0; i < sizeof PY_LLAMA32 / sizeof PY_LLAMA32[0]; i++)
         CHECK_NEAR(inv[PY_LLAMA32[i].j], PY_LLAMA32[i].v, 0, 1e-14, "llama3.2 inv_freq[%d] vs Python", PY_LLAMA32[i].j);
 }

@@ -179,7 +179,7 @@ static int grad_errors(Model *m, const char *lcase, const char *file, double *er
     char path[256], gpath[256], err[2048];
     snprintf(path, sizeof path, "%s/%s_grads.safetensors", tmpdir, lcase);
     snprintf(gpath, sizeof gpath, "tests/fixtures/engine/golden_%s/%s", lcase, file);
-    CHECK(model_save_grads(m, path, err, sizeof err) == 0, "save grads: %s", err);
+    CHECK(lora_save_grads(m, path, err, sizeof err) == 0, "save grads: %s", err);
     StSet ours;
     int ok = st_open(&ours, path, err, sizeof err) == 0 && st_open(ref, gpath, err, sizeof err) == 0;
     CHECK(ok, "open gradients: %s", err);
@@ -206,7 +206,7 @@ static void test_golden(const char *lcase, const char *base) {
         if (write_golden_model(tmpdir, base, bf ? ST_BF16 : ST_F32, dir, sizeof dir)) break;
         Model *m = load(dir, bf ? MODEL_BF16 : MODEL_FP32, 1);
         if (!m) break;
-        int rc = adapter_load(m, adir, err, sizeof err);
+        int rc = lora_load(m, adir, err, sizeof err);
         CHECK(rc == 0, "%s: PEFT's folder loads: %s", lcase, rc ? err : "");
         if (rc) {
             model_free(m);

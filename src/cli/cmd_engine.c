@@ -201,7 +201,7 @@ int cmd_grad(int argc, char **argv) {
         free(lp), free(rl), free(dlp), free(s), free(ds), free(nt);
     }
     char err[4096];
-    if (model_save_grads(L.model, o.out, err, sizeof err)) ppa_die(1, "%s", err);
+    if ((model_lora(L.model) ? lora_save_grads(L.model, o.out, err, sizeof err) : model_save_grads(L.model, o.out, err, sizeof err))) ppa_die(1, "%s", err);
     printf("{\"loss\": %.17g}\n", total / L.data.n);
     model_free(refm);
     unload(&L);

@@ -232,7 +232,8 @@ int cmd_sft(int argc, char **argv) {
     if (lead) { /* made whole beside the run's files, then moved into place */
         char *tmp = ppa_path_join(a.out, ".final.partial");
         if (!stat(tmp, &sb)) remove_tree(tmp);
-        if (model_save(m, tmp, a.bf16, stat(tokjson, &sb) ? NULL : a.model, err, sizeof err)) ppa_die(1, "%s", err);
+        if ((model_lora(m) ? lora_save(m, tmp, stat(tokjson, &sb) ? NULL : a.model, err, sizeof err)
+                          : model_save(m, tmp, a.bf16, stat(tokjson, &sb) ? NULL : a.model, err, sizeof err))) ppa_die(1, "%s", err);
         run_folder_publish(tmp, a.out, "sft");
         free(tmp);
         fprintf(stderr, "ppa sft: wrote %s\n", a.out);

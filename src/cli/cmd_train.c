@@ -305,7 +305,8 @@ static int train_main(TrainOptions *o) {
     if (lead) {
         if (fclose(plan.log)) ppa_die(1, "%s: cannot write the log %s: %s", who, logp, strerror(errno));
         if (exists(tmp)) remove_tree(tmp);
-        if (model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err)) ppa_die(1, "%s", err);
+        if ((model_lora(policy) ? lora_save(policy, tmp, plan.tokenizer_dir, err, sizeof err)
+                               : model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err))) ppa_die(1, "%s", err);
         run_folder_publish(tmp, o->out, WHO);
         fprintf(stderr, "ppa %s: wrote %s (log %s)\n", who, o->out, logp);
     }

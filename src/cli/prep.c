@@ -123,7 +123,7 @@ static Model *load_checked(const TrainOptions *o, const char *dir, int trainable
     int bad = head_problem(m, dir, reward, o->reward_index, who, err, sizeof err);
     if (!bad && lora && from) {
         char msg[3072];
-        if ((bad = adapter_load(m, from, msg, sizeof msg))) snprintf(err, sizeof err, "%s: %s", who, msg);
+        if ((bad = lora_load(m, from, msg, sizeof msg))) snprintf(err, sizeof err, "%s: %s", who, msg);
     } else if (!bad && lora) {
         char msg[3072];
         if ((bad = model_lora_new(m, &ls, o->seed, msg, sizeof msg))) snprintf(err, sizeof err, "%s: %s", who, msg);

@@ -15,7 +15,76 @@
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "hf/checkpoint.h"
-#include "model/model_internal.h"
+
+const char *const LORA_TARGETS[LORA_N_TARGETS] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                  "down_proj"};
+
+const char *const LORA_MODULES[LORA_N_TARGETS] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                                  "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
+                                                  "mlp.down_proj"};
+
+double lora_scale(const LoraSpec *s) { return s->rslora ? s->alpha / sqrt((double)s->r) : s->alpha / s->r; }
+
+int lora_parse_targets(const char *list, unsigned *mask, char *err, size_t errlen) {
+    *mask = 0;
+    if (!strcmp(list, "all-linear")) {
+        *mask = LORA_ALL_TARGETS;
+        return 0;
+    }
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int k = 0;
+        while (k < LORA_N_TARGETS && (strlen(LORA_TARGETS[k]) != n || strncmp(p, LORA_TARGETS[k], n))) k++;
+        if (k == LORA_N_TARGETS || *mask & 1u << k) {
+            snprintf(err, errlen, "'%.*s' is %s: the targets are all-linear or a list of q_proj, k_proj, v_proj, "
+                     "o_proj, gate_proj, up_proj, down_proj", (int)n, p, k == LORA_N_TARGETS ? "not a target" : "repeated");
+            return -1;
+        }
+        *mask |= 1u << k;
+        p += n + (p[n] == ',');
+    }
+    if (!*mask) {
+        snprintf(err, errlen, "no target modules given");
+        return -1;
+    }
+    return 0;
+}
+
+void lora_targets_text(unsigned mask, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int k = 0; k < LORA_N_TARGETS; k++)
+        if (mask & 1u << k && at < n) at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "," : "", LORA_TARGETS[k]);
+}
+
+void lora_dims(const ModelConfig *c, int k, int *out, int *in) {
+    int H = c->hidden_size, QD = c->num_attention_heads * c->head_dim, KD = c->num_key_value_heads * c->head_dim;
+    int I = c->intermediate_size;
+    static const int OUT[LORA_N_TARGETS] = {0, 1, 1, 2, 3, 3, 2}, IN[LORA_N_TARGETS] = {2, 2, 2, 0, 2, 2, 3};
+    const int size[4] = {QD, KD, H, I}; /* q k v o gate up down: [QD,H] [KD,H] [KD,H] [H,QD] [I,H] [I,H] [H,I] */
+    *out = size[OUT[k]], *in = size[IN[k]];
+}
+
+size_t lora_size(const ModelConfig *c, const LoraSpec *s) {
+    size_t n = 0;
+    for (int k = 0; k < LORA_N_TARGETS; k++) {
+        int out, in;
+        lora_dims(c, k, &out, &in);
+        if (s->targets & 1u << k) n += (size_t)s->r * (size_t)(in + out) * (size_t)c->num_hidden_layers;
+    }
+    return n;
+}
+
+void lora_merge_into(float *W, const float *A, const float *B, int out, int in, int r, double s) {
+#pragma omp parallel for schedule(static)
+    for (int o = 0; o < out; o++)
+        for (int i = 0; i < in; i++) {
+            double acc = 0.0;
+            for (int j = 0; j < r; j++) acc += (double)B[(size_t)o * r + j] * A[(size_t)j * in + i];
+            W[(size_t)o * in + i] = (float)((double)W[(size_t)o * in + i] + s * acc);
+        }
+}
 
 void adapter_tensor_name(char *buf, size_t n, int l, int k, int b) {
     snprintf(buf, n, "base_model.model.model.layers.%d.%s.lora_%c.weight", l, LORA_MODULES[k], b ? 'B' : 'A');
@@ -191,28 +260,24 @@ int adapter_read(const ModelConfig *c, const char *dir, LoraSpec *s, float **val
     return rc;
 }
 
-int adapter_load(Model *m, const char *dir, char *err, size_t errlen) {
-    LoraSpec s;
-    float *values;
-    if (adapter_read(model_config(m), dir, &s, &values, err, errlen)) return -1;
-    char msg[1024];
-    int rc = model_lora_attach(m, &s, values, msg, sizeof msg);
-    if (rc) snprintf(err, errlen, "%s: %s", dir, msg);
-    free(values);
-    return rc;
-}
-
 /* ---- writing ---- */
 
-static cJSON *config_json(const Model *m) {
-    const LoraSpec *s = &m->lora->s;
+typedef struct {
+    const ModelConfig *c;
+    const LoraSpec *s;
+    const float *values;
+    const char *base, *tokenizer_dir;
+} Save;
+
+static cJSON *config_json(const Save *sv) {
+    const LoraSpec *s = sv->s;
     cJSON *j = cJSON_CreateObject(), *t = cJSON_CreateArray();
     for (int k = 0; k < LORA_N_TARGETS; k++)
         if (s->targets & 1u << k) cJSON_AddItemToArray(t, cJSON_CreateString(LORA_TARGETS[k]));
     /* PEFT's keys, sorted as its save_pretrained writes them */
     cJSON_AddItemToObject(j, "alpha_pattern", cJSON_CreateObject());
     cJSON_AddNullToObject(j, "auto_mapping");
-    if (m->dir) cJSON_AddStringToObject(j, "base_model_name_or_path", m->dir);
+    if (sv->base) cJSON_AddStringToObject(j, "base_model_name_or_path", sv->base);
     else cJSON_AddNullToObject(j, "base_model_name_or_path");
     cJSON_AddStringToObject(j, "bias", "none");
     cJSON_AddFalseToObject(j, "fan_in_fan_out");
@@ -228,49 +293,47 @@ static cJSON *config_json(const Model *m) {
     cJSON_AddItemToObject(j, "rank_pattern", cJSON_CreateObject());
     cJSON_AddNullToObject(j, "revision");
     cJSON_AddItemToObject(j, "target_modules", t);
-    cJSON_AddStringToObject(j, "task_type", m->c.head == HEAD_LM ? "CAUSAL_LM" : "SEQ_CLS");
+    cJSON_AddStringToObject(j, "task_type", sv->c->head == HEAD_LM ? "CAUSAL_LM" : "SEQ_CLS");
     cJSON_AddFalseToObject(j, "use_dora");
     cJSON_AddBoolToObject(j, "use_rslora", s->rslora);
     return j;
 }
 
-/* the adapter's tensors (A, B of every target) over buf (params or grads) */
-static StWriteTensor *tensors(const Model *m, const float *buf, int *n, char (**names)[160], int64_t (**shapes)[2]) {
-    const Lora *a = m->lora;
-    int cap = 2 * LORA_N_TARGETS * (m->c.num_hidden_layers ? m->c.num_hidden_layers : 1);
+/* the adapter's tensors (A, B of every target, in lora.h's order) over values [lora_size(c, s)] */
+static StWriteTensor *tensors(const ModelConfig *c, const LoraSpec *s, const float *values, int *n, char (**names)[160],
+                              int64_t (**shapes)[2]) {
+    int cap = 2 * LORA_N_TARGETS * (c->num_hidden_layers ? c->num_hidden_layers : 1);
     StWriteTensor *t = xcalloc((size_t)cap, sizeof *t);
     *names = xcalloc((size_t)cap, sizeof **names);
     *shapes = xcalloc((size_t)cap, sizeof **shapes);
     *n = 0;
-    for (int l = 0; l < m->c.num_hidden_layers; l++)
+    size_t at = 0;
+    for (int l = 0; l < c->num_hidden_layers; l++)
         for (int k = 0; k < LORA_N_TARGETS; k++) {
-            size_t off = a->off[7 * l + k];
-            if (off == NO_OFFSET) continue;
-            const ModelTensorSpec *w = &m->specs[m->mat_spec[7 * l + k]];
-            int64_t dimsA[2] = {a->s.r, w->shape[1]}, dimsB[2] = {w->shape[0], a->s.r};
+            if (!(s->targets & 1u << k)) continue;
+            int out, in;
+            lora_dims(c, k, &out, &in);
+            int64_t dims[2][2] = {{s->r, in}, {out, s->r}};
             for (int b = 0; b < 2; b++, (*n)++) {
                 adapter_tensor_name((*names)[*n], sizeof (*names)[*n], l, k, b);
-                memcpy((*shapes)[*n], b ? dimsB : dimsA, sizeof dimsA);
-                t[*n] = (StWriteTensor){(*names)[*n], 2, (*shapes)[*n], buf + off + (b ? (size_t)dimsA[0] * dimsA[1] : 0)};
+                memcpy((*shapes)[*n], dims[b], sizeof dims[b]);
+                t[*n] = (StWriteTensor){(*names)[*n], 2, (*shapes)[*n], values + at};
+                at += (size_t)(dims[b][0] * dims[b][1]);
             }
         }
     return t;
 }
 
-static int write_buf(const Model *m, const float *buf, const char *path, char *err, size_t errlen) {
+int adapter_write_tensors(const char *path, const ModelConfig *c, const LoraSpec *s, const float *values, char *err,
+                          size_t errlen) {
     int n;
     char(*names)[160];
     int64_t(*shapes)[2];
-    StWriteTensor *t = tensors(m, buf, &n, &names, &shapes);
+    StWriteTensor *t = tensors(c, s, values, &n, &names, &shapes);
     int rc = st_write(path, t, n, ST_F32, err, errlen);
     free(t), free(names), free(shapes);
     return rc;
 }
-
-typedef struct {
-    const Model *m;
-    const char *tokenizer_dir;
-} Save;
 
 /* json.dumps(indent=2) of the flat object: one key per line, a list's items one per line */
 static int write_config(FILE *f, const void *ctx) {
@@ -301,11 +364,11 @@ static int write_config(FILE *f, const void *ctx) {
 static int fill(const char *tmp, const void *ctx, char *err, size_t errlen) {
     const Save *sv = ctx;
     char *path = ppa_path_join(tmp, "adapter_config.json");
-    int rc = atomic_write(path, write_config, sv->m, err, errlen);
+    int rc = atomic_write(path, write_config, sv, err, errlen);
     free(path);
     if (rc) return -1;
     path = ppa_path_join(tmp, "adapter_model.safetensors");
-    rc = write_buf(sv->m, sv->m->lora->params, path, err, errlen);
+    rc = adapter_write_tensors(path, sv->c, sv->s, sv->values, err, errlen);
     free(path);
     if (rc) return -1;
     if (!sv->tokenizer_dir) return 0;
@@ -313,17 +376,11 @@ static int fill(const char *tmp, const void *ctx, char *err, size_t errlen) {
     struct stat sb;
     int have = !stat(tj, &sb);
     free(tj);
-    return have ? checkpoint_tokenizer_files(tmp, &sv->m->c, sv->tokenizer_dir, err, errlen) : 0;
+    return have ? checkpoint_tokenizer_files(tmp, sv->c, sv->tokenizer_dir, err, errlen) : 0;
 }
 
-int adapter_save(const Model *m, const char *dir, const char *tokenizer_dir, char *err, size_t errlen) {
-    Save sv = {m, tokenizer_dir};
+int adapter_write(const char *dir, const ModelConfig *c, const LoraSpec *s, const float *values, const char *base,
+                  const char *tokenizer_dir, char *err, size_t errlen) {
+    Save sv = {c, s, values, base, tokenizer_dir};
     return checkpoint_folder(dir, fill, &sv, err, errlen);
-}
-
-int adapter_save_grads(const Model *m, const char *path, char *err, size_t errlen) {
-    float *g = m->lora->grads ? m->lora->grads : xcalloc(m->lora->n ? m->lora->n : 1, sizeof(float));
-    int rc = write_buf(m, g, path, err, errlen);
-    if (g != m->lora->grads) free(g);
-    return rc;
 }

@@ -22,7 +22,9 @@
 #include "core/common.h"
 #include "io/file.h"
 #include "io/json.h"
-#include "hf/config_internal.h"
+#include "hf/config_get.h"
+#include "hf/internal.h"
+#include "hf/rope.h"
 
 /* ---- model types and their transformers class defaults ---------------- */
 
@@ -61,118 +63,6 @@ const char *model_head_tensor(const ModelConfig *c) {
 
 /* ---- error context and typed getters ------------------------------------ */
 
-/* Writes "name: message" into err; returns -1 so callers can `return config_fail(...)`. */
-int config_fail(const Ctx *x, const char *fmt, ...) {
-    if (!x->errlen) return -1;
-    int n = snprintf(x->err, x->errlen, "%s: ", x->name);
-    if (n >= 0 && (size_t)n < x->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(x->err + n, x->errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-/* A JSON value as it reads in the file, cut to fit messages. */
-static void show(const cJSON *it, char *buf, size_t n) {
-    if (cJSON_IsNumber(it) && !isfinite(it->valuedouble)) { /* cJSON reads 1e400 as inf and prints it as null */
-        snprintf(buf, n, "a number that overflows a double");
-        return;
-    }
-    char *s = cJSON_PrintUnformatted(it);
-    if (!s) {
-        snprintf(buf, n, "?");
-        return;
-    }
-    if (strlen(s) > 40) snprintf(buf, n, "%.37s...", s);
-    else snprintf(buf, n, "%s", s);
-    cJSON_free(s);
-}
-
-/* The member, or NULL when it is absent or JSON null: for every optional
- * field, null means "not set", as it does for transformers. */
-const cJSON *config_member(const cJSON *obj, const char *key) {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return it && !cJSON_IsNull(it) ? it : NULL;
-}
-
-int config_missing(const Ctx *x, const cJSON *obj, const char *prefix, const char *key, const char *expect) {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return config_fail(x, "%s \"%s%s\" (expected %s)", it ? "null field" : "missing field", prefix, key, expect);
-}
-
-/* *out = obj[key], an integer in [lo, hi]. Absent or null: *out = def, or an
- * error when required. Returns 1 if the value was present, 0 if not, -1. */
-int config_get_int(const Ctx *x, const cJSON *obj, const char *prefix, const char *key, int required, int def,
-                          long long lo, long long hi, int *out) {
-    char expect[64], v[48];
-    if (lo == 1) snprintf(expect, sizeof expect, "a positive integer, at most %lld", hi);
-    else snprintf(expect, sizeof expect, "an integer in %lld..%lld", lo, hi);
-    const cJSON *it = config_member(obj, key);
-    if (!it) {
-        if (required) return config_missing(x, obj, prefix, key, expect);
-        *out = def;
-        return 0;
-    }
-    show(it, v, sizeof v);
-    if (!cJSON_IsNumber(it)) return config_fail(x, "%s%s = %s is not a number (expected %s)", prefix, key, v, expect);
-    double d = it->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi)
-        return config_fail(x, "%s%s = %s (expected %s)", prefix, key, v, expect);
-    *out = (int)d;
-    return 1;
-}
-
-/* *out = obj[key], a finite number, > 0 when positive. Same returns as get_int. */
-int config_get_double(const Ctx *x, const cJSON *obj, const char *prefix, const char *key, int required, double def,
-                             int positive, double *out) {
-    const char *expect = positive ? "a number > 0" : "a finite number";
-    char v[48];
-    const cJSON *it = config_member(obj, key);
-    if (!it) {
-        if (required) return config_missing(x, obj, prefix, key, expect);
-        *out = def;
-        return 0;
-    }
-    show(it, v, sizeof v);
-    if (!cJSON_IsNumber(it)) return config_fail(x, "%s%s = %s is not a number (expected %s)", prefix, key, v, expect);
-    double d = it->valuedouble;
-    if (!isfinite(d) || (positive && !(d > 0)))
-        return config_fail(x, "%s%s = %s (expected %s)", prefix, key, v, expect);
-    *out = d;
-    return 1;
-}
-
-static int get_bool(const Ctx *x, const cJSON *obj, const char *key, int def, int *out) {
-    const cJSON *it = config_member(obj, key);
-    if (!it) {
-        *out = def;
-        return 0;
-    }
-    if (!cJSON_IsBool(it)) {
-        char v[48];
-        show(it, v, sizeof v);
-        return config_fail(x, "%s = %s (expected true or false)", key, v);
-    }
-    *out = cJSON_IsTrue(it);
-    return 1;
-}
-
-/* *out = obj[key] as a string, or NULL when absent or null. */
-int config_get_string(const Ctx *x, const cJSON *obj, const char *prefix, const char *key, const char *expect,
-                             const char **out) {
-    const cJSON *it = config_member(obj, key);
-    *out = NULL;
-    if (!it) return 0;
-    if (!cJSON_IsString(it)) {
-        char v[48];
-        show(it, v, sizeof v);
-        return config_fail(x, "%s%s = %s is not a string (expected %s)", prefix, key, v, expect);
-    }
-    *out = it->valuestring;
-    return 1;
-}
 
 /* ---- the parts of the config ---------------------------------------------- */
 
@@ -288,13 +178,13 @@ static int parse_activation_and_norm(const Ctx *x, const cJSON *root, ModelConfi
         return config_fail(x, "hidden_act = \"%s\" is not supported (expected \"silu\": the MLP is "
                               "down(silu(gate) * up))", act);
     if (config_get_double(x, root, "", "rms_norm_eps", 0, DEFAULT_RMS_NORM_EPS, 1, &c->rms_norm_eps) < 0) return -1;
-    return get_bool(x, root, "tie_word_embeddings", 0, &c->tie_word_embeddings) < 0 ? -1 : 0;
+    return config_get_bool(x, root, "tie_word_embeddings", 0, &c->tie_word_embeddings) < 0 ? -1 : 0;
 }
 
 /* Which bias and norm tensors exist, per type, as transformers builds them. */
 static int parse_biases(const Ctx *x, const cJSON *root, ModelConfig *c) {
     int attention_bias = 0, mlp_bias = 0; /* set by get_bool; zero keeps gcc's -Wmaybe-uninitialized quiet */
-    if (get_bool(x, root, "attention_bias", 0, &attention_bias) < 0 || get_bool(x, root, "mlp_bias", 0, &mlp_bias) < 0)
+    if (config_get_bool(x, root, "attention_bias", 0, &attention_bias) < 0 || config_get_bool(x, root, "mlp_bias", 0, &mlp_bias) < 0)
         return -1;
     const char *tn = CONFIG_TYPES[c->type].model_type;
     if (mlp_bias && c->type != MODEL_LLAMA)
@@ -315,7 +205,7 @@ static int parse_biases(const Ctx *x, const cJSON *root, ModelConfig *c) {
 /* One token id in [0, V), or -1 for null. */
 static int token_id(const Ctx *x, const cJSON *it, const char *what, int vocab, int *out) {
     char v[48];
-    show(it, v, sizeof v);
+    config_show(it, v, sizeof v);
     if (cJSON_IsNull(it)) {
         *out = -1;
         return 0;
@@ -358,7 +248,7 @@ static int parse_tokens(const Ctx *x, const cJSON *root, ModelConfig *c) {
     } else if (!cJSON_IsNull(eos)) {
         if (!cJSON_IsNumber(eos)) {
             char v[48];
-            show(eos, v, sizeof v);
+            config_show(eos, v, sizeof v);
             return config_fail(x, "eos_token_id = %s (expected a token id or a list of token ids)", v);
         }
         if (token_id(x, eos, "eos_token_id", c->vocab_size, &c->eos_token_ids[0]) < 0) return -1;
@@ -413,7 +303,7 @@ static int parse_sliding(const Ctx *x, const cJSON *root, ModelConfig *c) {
         c->sliding_window = window;
         return 0;
     }
-    if (get_bool(x, root, "use_sliding_window", 0, &use) < 0 ||
+    if (config_get_bool(x, root, "use_sliding_window", 0, &use) < 0 ||
         config_get_int(x, root, "", "max_window_layers", 0, DEFAULT_MAX_WINDOW_LAYERS, 0, INT_MAX, &mwl) < 0)
         return -1;
     const cJSON *lt = config_member(root, "layer_types");
@@ -439,7 +329,7 @@ static int parse_root(const Ctx *x, const cJSON *root, ModelConfig *c) {
     if (parse_type(x, root, &c->type, &c->head) < 0 || parse_head(x, root, c) < 0 || parse_sizes(x, root, c) < 0 ||
         parse_activation_and_norm(x, root, c) < 0 ||
         parse_biases(x, root, c) < 0 || parse_tokens(x, root, c) < 0 || parse_dtype(x, root, c) < 0 ||
-        config_parse_rope(x, root, c) < 0 || parse_sliding(x, root, c) < 0)
+        rope_parse(x, root, &c->rope) < 0 || parse_sliding(x, root, c) < 0)
         return -1;
     return 0;
 }

@@ -43,9 +43,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { MODEL_LLAMA, MODEL_MISTRAL, MODEL_QWEN2, MODEL_QWEN3 } ModelType;
+#include "hf/rope.h"
 
-typedef enum { ROPE_DEFAULT, ROPE_LINEAR, ROPE_LLAMA3 } RopeType;
+typedef enum { MODEL_LLAMA, MODEL_MISTRAL, MODEL_QWEN2, MODEL_QWEN3 } ModelType;
 
 /* What sits on the final norm: the LM head (a causal LM), or a reward head of
  * num_labels rows, read at a sequence's last token: transformers'
@@ -64,14 +64,6 @@ typedef enum { HEAD_LM, HEAD_SCORE, HEAD_REGRESSION } ModelHead;
 #define MODEL_MAX_DIM (1 << 24)
 #define MODEL_MAX_LAYERS 4096
 
-typedef struct {
-    RopeType type;
-    double theta;            /* rope_theta */
-    double factor;           /* linear and llama3; 1 for default */
-    double low_freq_factor;  /* llama3, else 0 */
-    double high_freq_factor; /* llama3, else 0 */
-    int original_max_position_embeddings; /* llama3, else 0 */
-} RopeConfig;
 
 typedef struct {
     ModelType type;
@@ -142,11 +134,6 @@ int model_config_load(ModelConfig *c, const char *path, char *err, size_t errlen
  * ...) is refused, so model_config_load of the result always gives back c. */
 int model_config_write(const ModelConfig *c, const char *path, char *err, size_t errlen);
 
-/* inv_freq [head_dim/2]: 1 / theta^(2j/HS), then linear (/ factor) or the
- * llama3 rule of formats.md e.3. In double; transformers computes the same
- * values in float32. */
-void model_rope_inv_freq(const ModelConfig *c, double *inv_freq);
-
 /* Every tensor of the checkpoint, canonical order: embed_tokens; per layer
  * input_layernorm, q_proj.weight/.bias, k_proj.weight/.bias, v_proj.weight/
  * .bias, o_proj.weight/.bias, q_norm, k_norm, post_attention_layernorm,
@@ -177,6 +164,5 @@ const char *model_architecture_name(ModelType t); /* "LlamaForCausalLM" */
 const char *model_config_architecture(const ModelConfig *c);
 /* The head's tensor: "score.weight", "regression_layer.weight", or NULL for HEAD_LM */
 const char *model_head_tensor(const ModelConfig *c);
-const char *model_rope_type_name(RopeType t);     /* "llama3" */
 
 #endif

@@ -15,7 +15,7 @@
 
 #include "core/common.h"
 #include "hf/config.h"
-#include "hf/config_internal.h"
+#include "hf/internal.h"
 
 #define WRITTEN_TRANSFORMERS_VERSION "4.51.0" /* first release with Qwen3 */
 
@@ -80,7 +80,7 @@ static void put_rope_scaling(FILE *f, const RopeConfig *r) {
         put_double(f, r->low_freq_factor);
         fprintf(f, ",\n    \"original_max_position_embeddings\": %d", r->original_max_position_embeddings);
     }
-    fprintf(f, ",\n    \"rope_type\": \"%s\"\n  }", CONFIG_ROPE_NAMES[r->type]);
+    fprintf(f, ",\n    \"rope_type\": \"%s\"\n  }", rope_type_name(r->type));
 }
 
 static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
@@ -221,7 +221,7 @@ const char *model_config_difference(const ModelConfig *a, const ModelConfig *b) 
  * cannot express (e.g. a llama with q/k/v biases but no o_proj bias). */
 static char *render_checked(const Ctx *x, const ModelConfig *c) {
     if ((unsigned)c->type >= PPA_ARRAY_LEN(CONFIG_TYPES) ||
-        (unsigned)c->rope.type >= PPA_ARRAY_LEN(CONFIG_ROPE_NAMES)) {
+        !strcmp(rope_type_name(c->rope.type), "?")) {
         config_fail(x, "model type %d / RoPE type %d is not valid (expected a ModelType and a RopeType)", (int)c->type,
                     (int)c->rope.type);
         return NULL;
@@ -330,7 +330,7 @@ int model_config_describe(const ModelConfig *c, char *buf, size_t len) {
     sb(&s, ", head_dim %d%s, intermediate %d (SwiGLU), vocab %d, max positions %d, rms_norm_eps %g; RoPE %s, "
            "theta %.10g",
        c->head_dim, c->head_dim * c->num_attention_heads != c->hidden_size ? " (heads x head_dim != hidden)" : "",
-       c->intermediate_size, c->vocab_size, c->max_position_embeddings, c->rms_norm_eps, model_rope_type_name(r->type),
+       c->intermediate_size, c->vocab_size, c->max_position_embeddings, c->rms_norm_eps, rope_type_name(r->type),
        r->theta);
     if (r->type != ROPE_DEFAULT) sb(&s, ", factor %g", r->factor);
     if (r->type == ROPE_LLAMA3)

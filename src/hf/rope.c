@@ -1,10 +1,5 @@
-/* rope.c: RoPE as config.json describes it and the frequencies it gives.
- * The scaling types (default, linear, llama3) and their names; the v4 form
- * (rope_theta + rope_scaling) and the v5 form (rope_parameters), which must
- * agree when both appear; the inverse frequencies [head_dim/2].
- *
- * Not here: the cos/sin table and the rotation (kernels.c: rope_table,
- * rope_apply), the v4 form written back (config_write.c). */
+/* rope.c: RoPE as config.json describes it and the frequencies it gives
+ * (rope.h). Not here: the v4 form written back (config_write.c). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,20 +7,20 @@
 
 #include <cjson/cJSON.h>
 
+#include "hf/rope.h"
+
 #include "core/common.h"
-#include "hf/config.h"
-#include "hf/config_internal.h"
 
 #define DEFAULT_ROPE_THETA 10000.0 /* every one of the four config classes */
 
-const char *const CONFIG_ROPE_NAMES[] = {
+static const char *const NAMES[] = {
     [ROPE_DEFAULT] = "default",
     [ROPE_LINEAR] = "linear",
     [ROPE_LLAMA3] = "llama3",
 };
 
-const char *model_rope_type_name(RopeType t) {
-    return (unsigned)t < PPA_ARRAY_LEN(CONFIG_ROPE_NAMES) ? CONFIG_ROPE_NAMES[t] : "?";
+const char *rope_type_name(RopeType t) {
+    return (unsigned)t < PPA_ARRAY_LEN(NAMES) ? NAMES[t] : "?";
 }
 
 /* ---- rope_scaling (v4) and rope_parameters (v5) --------------------------- */
@@ -45,8 +40,8 @@ static int rope_type_of(const Ctx *x, const cJSON *d, const char *key, int requi
         if (required) return config_missing(x, d, prefix, "rope_type", expect);
         name = "default";
     }
-    for (size_t i = 0; i < PPA_ARRAY_LEN(CONFIG_ROPE_NAMES); i++)
-        if (!strcmp(name, CONFIG_ROPE_NAMES[i])) {
+    for (size_t i = 0; i < PPA_ARRAY_LEN(NAMES); i++)
+        if (!strcmp(name, NAMES[i])) {
             *t = (RopeType)i;
             return 0;
         }
@@ -88,8 +83,8 @@ static int parse_rope_dict(const Ctx *x, const cJSON *d, const char *key, RopeCo
 /* The first field on which two RoPE dicts differ (theta aside), or NULL. */
 static const char *rope_difference(const RopeConfig *a, const RopeConfig *b, char *va, char *vb, size_t n) {
     if (a->type != b->type) {
-        snprintf(va, n, "\"%s\"", CONFIG_ROPE_NAMES[a->type]);
-        snprintf(vb, n, "\"%s\"", CONFIG_ROPE_NAMES[b->type]);
+        snprintf(va, n, "\"%s\"", NAMES[a->type]);
+        snprintf(vb, n, "\"%s\"", NAMES[b->type]);
         return "rope_type";
     }
     const struct {
@@ -111,7 +106,7 @@ static const char *rope_difference(const RopeConfig *a, const RopeConfig *b, cha
 
 /* rope_theta + rope_scaling (v4) and rope_parameters (v5): either, or both
  * when they agree. */
-int config_parse_rope(const Ctx *x, const cJSON *root, ModelConfig *c) {
+int rope_parse(const Ctx *x, const cJSON *root, RopeConfig *out) {
     double top_theta, prf;
     int top_set, v5_theta_set = 0, v4_theta_set = 0;
     if ((top_set = config_get_double(x, root, "", "rope_theta", 0, DEFAULT_ROPE_THETA, 1, &top_theta)) < 0) return -1;
@@ -130,20 +125,18 @@ int config_parse_rope(const Ctx *x, const cJSON *root, ModelConfig *c) {
     if (v5_theta_set && top_set && r5.theta != top_theta)
         return config_fail(x, "rope_parameters.rope_theta = %.17g and rope_theta = %.17g disagree (expected one value)",
                            r5.theta, top_theta);
-    c->rope = v5 ? r5 : r4;
-    c->rope.theta = v5_theta_set ? r5.theta : top_theta;
+    *out = v5 ? r5 : r4;
+    out->theta = v5_theta_set ? r5.theta : top_theta;
     /* not a v4 key, but v5 reads rope_scaling as rope_parameters */
-    if (v4 && v4_theta_set && r4.theta != c->rope.theta)
+    if (v4 && v4_theta_set && r4.theta != out->theta)
         return config_fail(x, "rope_scaling.rope_theta = %.17g and rope_theta = %.17g disagree (expected one value)",
-                           r4.theta, c->rope.theta);
+                           r4.theta, out->theta);
     return 0;
 }
 
 /* ---- RoPE inverse frequencies --------------------------------------------------- */
 
-void model_rope_inv_freq(const ModelConfig *c, double *inv_freq /* [head_dim/2] */) {
-    const RopeConfig *r = &c->rope;
-    const int hd = c->head_dim;
+void rope_inv_freq(const RopeConfig *r, int hd, double *inv_freq /* [hd/2] */) {
     for (int j = 0; j < hd / 2; j++) {
         double f = 1.0 / pow(r->theta, (double)(2 * j) / hd); /* transformers: 1 / base^(arange(0, hd, 2)/hd) */
         if (r->type == ROPE_LINEAR) f /= r->factor;

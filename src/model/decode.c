@@ -58,7 +58,7 @@ Decoder *decoder_new(Model *m, int n_seq, int max_len, char *err, size_t errlen)
     d->len = xcalloc((size_t)n_seq, sizeof(int));
     d->mark = xcalloc((size_t)n_seq, sizeof(int));
     double *inv_freq = xmalloc(sizeof(double) * (size_t)(d->HS / 2 ? d->HS / 2 : 1));
-    model_rope_inv_freq(c, inv_freq);
+    rope_inv_freq(&c->rope, c->head_dim, inv_freq);
     d->cs = xmalloc(sizeof(float) * (size_t)max_len * d->HS);
     rope_table(d->cs, inv_freq, max_len, d->HS);
     free(inv_freq);

@@ -1,6 +1,7 @@
 /* lora.c: LoRA adapters on the model's linear layers (lora.h): the buffer
  * and its layout, PEFT's initialisation, the forward and backward terms the
- * passes add to each target product, dropout masks from a key, and merging. */
+ * passes add to each target product, dropout masks from a key, and the
+ * adapter read from and written to PEFT's folder (through hf/adapter.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,66 +11,6 @@
 #include "core/rng.h"
 #include "kernels/gemm.h"
 #include "model/model_internal.h"
-
-const char *const LORA_TARGETS[LORA_N_TARGETS] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-                                                  "down_proj"};
-
-const char *const LORA_MODULES[LORA_N_TARGETS] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                                  "self_attn.o_proj", "mlp.gate_proj",    "mlp.up_proj",
-                                                  "mlp.down_proj"};
-
-double lora_scale(const LoraSpec *s) { return s->rslora ? s->alpha / sqrt((double)s->r) : s->alpha / s->r; }
-
-int lora_parse_targets(const char *list, unsigned *mask, char *err, size_t errlen) {
-    *mask = 0;
-    if (!strcmp(list, "all-linear")) {
-        *mask = LORA_ALL_TARGETS;
-        return 0;
-    }
-    const char *p = list;
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        int k = 0;
-        while (k < LORA_N_TARGETS && (strlen(LORA_TARGETS[k]) != n || strncmp(p, LORA_TARGETS[k], n))) k++;
-        if (k == LORA_N_TARGETS || *mask & 1u << k) {
-            snprintf(err, errlen, "'%.*s' is %s: the targets are all-linear or a list of q_proj, k_proj, v_proj, "
-                     "o_proj, gate_proj, up_proj, down_proj", (int)n, p, k == LORA_N_TARGETS ? "not a target" : "repeated");
-            return -1;
-        }
-        *mask |= 1u << k;
-        p += n + (p[n] == ',');
-    }
-    if (!*mask) {
-        snprintf(err, errlen, "no target modules given");
-        return -1;
-    }
-    return 0;
-}
-
-void lora_targets_text(unsigned mask, char *buf, size_t n) {
-    size_t at = 0;
-    buf[0] = 0;
-    for (int k = 0; k < LORA_N_TARGETS; k++)
-        if (mask & 1u << k && at < n) at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? "," : "", LORA_TARGETS[k]);
-}
-
-void lora_dims(const ModelConfig *c, int k, int *out, int *in) {
-    int H = c->hidden_size, QD = c->num_attention_heads * c->head_dim, KD = c->num_key_value_heads * c->head_dim;
-    int I = c->intermediate_size;
-    static const int OUT[LORA_N_TARGETS] = {0, 1, 1, 2, 3, 3, 2}, IN[LORA_N_TARGETS] = {2, 2, 2, 0, 2, 2, 3};
-    const int size[4] = {QD, KD, H, I}; /* q k v o gate up down: [QD,H] [KD,H] [KD,H] [H,QD] [I,H] [I,H] [H,I] */
-    *out = size[OUT[k]], *in = size[IN[k]];
-}
-
-size_t lora_size(const ModelConfig *c, const LoraSpec *s) {
-    size_t n = 0;
-    for (int k = 0; k < LORA_N_TARGETS; k++) {
-        int out, in;
-        lora_dims(c, k, &out, &in);
-        if (s->targets & 1u << k) n += (size_t)s->r * (size_t)(in + out) * (size_t)c->num_hidden_layers;
-    }
-    return n;
-}
 
 static int check_spec(const Model *m, const LoraSpec *s, char *err, size_t errlen) {
     if (m->lora) return snprintf(err, errlen, "the model has an adapter already"), -1;
@@ -224,14 +165,26 @@ void lora_backward(Model *m, int l, int k, float *dx, const float *dy, Act x, in
             dx[(size_t)t * v.in + i] += dxl[(size_t)t * v.in + i] * keep(m->lora, l, k, (size_t)t, (size_t)i, (size_t)v.in);
 }
 
-/* ---- merging ---- */
+/* ---- PEFT's folder (hf/adapter.h) ---- */
 
-void lora_merge_into(float *W, const float *A, const float *B, int out, int in, int r, double s) {
-#pragma omp parallel for schedule(static)
-    for (int o = 0; o < out; o++)
-        for (int i = 0; i < in; i++) {
-            double acc = 0.0;
-            for (int j = 0; j < r; j++) acc += (double)B[(size_t)o * r + j] * A[(size_t)j * in + i];
-            W[(size_t)o * in + i] = (float)((double)W[(size_t)o * in + i] + s * acc);
-        }
+int lora_load(Model *m, const char *dir, char *err, size_t errlen) {
+    LoraSpec s;
+    float *values;
+    if (adapter_read(&m->c, dir, &s, &values, err, errlen)) return -1;
+    char msg[1024];
+    int rc = model_lora_attach(m, &s, values, msg, sizeof msg);
+    if (rc) snprintf(err, errlen, "%s: %s", dir, msg);
+    free(values);
+    return rc;
+}
+
+int lora_save(const Model *m, const char *dir, const char *tokenizer_dir, char *err, size_t errlen) {
+    return adapter_write(dir, &m->c, &m->lora->s, m->lora->params, m->dir, tokenizer_dir, err, errlen);
+}
+
+int lora_save_grads(const Model *m, const char *path, char *err, size_t errlen) {
+    float *g = m->lora->grads ? m->lora->grads : xcalloc(m->lora->n ? m->lora->n : 1, sizeof(float));
+    int rc = adapter_write_tensors(path, &m->c, &m->lora->s, g, err, errlen);
+    if (g != m->lora->grads) free(g);
+    return rc;
 }

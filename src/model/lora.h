@@ -9,39 +9,17 @@
  * base, bit for bit (the reference of a LoRA run, as TRL's DPO uses it).
  * The adapter's products run in float32 (r is small: they cost ~r/in of the
  * base product), from the bf16-rounded input in a bf16 model.
- * PEFT's folder (adapter_config.json, adapter_model.safetensors under
- * base_model.model.<module>.lora_A.weight names) is read and written by
- * hf/adapter.c. */
+ * The spec (LoraSpec, targets, dims) and PEFT's folder (adapter_config.json,
+ * adapter_model.safetensors under base_model.model.<module>.lora_A.weight
+ * names) are the format's: hf/adapter.h. */
 #ifndef PPA_LORA_H
 #define PPA_LORA_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hf/adapter.h"
 #include "model/model.h"
-
-#define LORA_N_TARGETS 7
-extern const char *const LORA_TARGETS[LORA_N_TARGETS]; /* q_proj ... down_proj, LayerM order */
-extern const char *const LORA_MODULES[LORA_N_TARGETS]; /* their modules in a layer: self_attn.q_proj ... */
-#define LORA_ALL_TARGETS ((1u << LORA_N_TARGETS) - 1)
-
-typedef struct {
-    int r;            /* rank >= 1 */
-    double alpha;     /* lora_alpha */
-    double dropout;   /* lora_dropout: the probability of zeroing an input element in training, [0, 1) */
-    int rslora;       /* use_rslora: s = alpha / sqrt(r) */
-    unsigned targets; /* bit k: LORA_TARGETS[k] */
-} LoraSpec;
-
-double lora_scale(const LoraSpec *s);
-/* [out, in] of target k's base matrix in a model of config c */
-void lora_dims(const ModelConfig *c, int k, int *out, int *in);
-/* floats of an adapter of spec s on a model of config c */
-size_t lora_size(const ModelConfig *c, const LoraSpec *s);
-/* "all-linear", or a comma-separated list of LORA_TARGETS names (each at most once); 0 or -1 with err */
-int lora_parse_targets(const char *list, unsigned *mask, char *err, size_t errlen);
-/* the names of mask, comma-separated, in LORA_TARGETS order */
-void lora_targets_text(unsigned mask, char *buf, size_t n);
 
 /* A new adapter as PEFT initialises it: A ~ U(-1/sqrt(in), 1/sqrt(in))
  * (Kaiming-uniform with a = sqrt(5)) from a stream fixed by seed, B = 0, so
@@ -68,8 +46,14 @@ typedef struct {
     float scale;
 } LoraView;
 LoraView model_lora_view(Model *m, int l, int k);
-/* W [out, in] += s B A (A [r, in], B [out, r]), each element summed in
- * double and rounded once: PEFT's merge, in float32. */
-void lora_merge_into(float *W, const float *A, const float *B, int out, int in, int r, double s);
+/* PEFT's folder (hf/adapter.h) and the model's adapter: dir read and
+ * attached to m (its shapes checked against m); m's adapter written as the
+ * folder dir (atomically; an existing non-empty dir is refused) with the
+ * tokenizer files of tokenizer_dir when not NULL; its gradients under the
+ * same tensor names, one safetensors file. A model with an adapter is saved
+ * with these, never model_save: the caller chooses. 0 or -1 with err. */
+int lora_load(Model *m, const char *dir, char *err, size_t errlen);
+int lora_save(const Model *m, const char *dir, const char *tokenizer_dir, char *err, size_t errlen);
+int lora_save_grads(const Model *m, const char *path, char *err, size_t errlen);
 
 #endif

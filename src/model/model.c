@@ -15,7 +15,6 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_bf16.h"
 #include "model/model.h"
-#include "hf/adapter.h"
 #include "model/model_internal.h"
 
 static int spec_index(const Model *m, const char *name) {
@@ -141,7 +140,7 @@ static int model_layout(Model *m, int frozen, char *err, size_t errlen) {
     m->params = xmalloc(sizeof(float) * (m->n_f32 ? m->n_f32 : 1));
     m->inv_freq = xmalloc(sizeof(double) * (size_t)(m->c.head_dim / 2));
     m->lmkeep_max = MODEL_KEEP_SOFTMAX;
-    model_rope_inv_freq(&m->c, m->inv_freq);
+    rope_inv_freq(&m->c.rope, m->c.head_dim, m->inv_freq);
     return 0;
 }
 
@@ -382,7 +381,7 @@ void model_zero_grads(Model *m) {
 int model_trains(const Model *m) { return m->lora ? m->lora->enabled && m->lora->grads : m->grads != NULL; }
 
 int model_save_grads(const Model *m, const char *path, char *err, size_t errlen) {
-    if (m->lora) return adapter_save_grads(m, path, err, errlen);
+    if (m->lora) return snprintf(err, errlen, "%s: a model with an adapter saves it with lora_save_grads", path), -1;
     StWriteTensor *t = xcalloc((size_t)m->n_specs + 1, sizeof *t);
     float *g = m->grads ? m->grads : xcalloc(m->n_params ? m->n_params : 1, sizeof(float));
     for (int i = 0; i < m->n_specs; i++) t[i] = (StWriteTensor){m->specs[i].name, m->specs[i].ndim, m->specs[i].shape, g + m->offset[i]};
@@ -408,7 +407,7 @@ Spans model_decay(const Model *m) {
 }
 
 int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_dir, char *err, size_t errlen) {
-    if (m->lora) return adapter_save(m, dir, tokenizer_dir, err, errlen);
+    if (m->lora) return snprintf(err, errlen, "%s: a model with an adapter saves it with lora_save", dir), -1;
     if (m->frozen) {
         snprintf(err, errlen, "%s: a frozen bf16 model is not saved (load it in float32 to train and save)", dir);
         return -1;

@@ -22,6 +22,7 @@
 #include "io/json.h"
 #include "io/jsonl.h"
 #include "io/safetensors.h"
+#include "model/lora.h"
 
 
 
@@ -144,7 +145,7 @@ int state_save(const char *out, const Model *m, const AdamW *opt, const TrainSta
         rc = ppa_fail(err, errlen, "%s: cannot remove a stale partial checkpoint: %s", partial, strerror(errno));
     else if (stat(final, &sb) == 0)
         rc = ppa_fail(err, errlen, "%s: already exists (refusing to overwrite a checkpoint)", final);
-    else if (model_save(m, partial, 0, tokenizer_dir, err, errlen))
+    else if ((model_lora(m) ? lora_save(m, partial, tokenizer_dir, err, errlen) : model_save(m, partial, 0, tokenizer_dir, err, errlen)))
         rc = -1;
     if (!rc && getenv("PPA_TEST_DIE_IN_SAVE")) _exit(9); /* tests: a kill in the middle of a save */
     if (!rc && write_state_files(partial, opt, st, err, errlen)) rc = -1;

@@ -4,6 +4,7 @@
  * written as PEFT's folder and read back with the same shape and values. */
 #include "fuzz_common.h"
 #include "hf/adapter.h"
+#include "model/lora.h"
 
 static char in_dir[600], in_path[700], out_dir[600];
 static Model *model;
@@ -32,9 +33,9 @@ static void round_trip(const LoraSpec *s) {
         return;
     }
     remove_tree(out_dir);
-    FUZZ_ASSERT(model_save(m, out_dir, 0, NULL, err, sizeof err) == 0, "an adapter is not writable: %s", err);
+    FUZZ_ASSERT(lora_save(m, out_dir, NULL, err, sizeof err) == 0, "an adapter is not writable: %s", err);
     Model *back = model_new(model_config(model), 1, err, sizeof err);
-    FUZZ_ASSERT(adapter_load(back, out_dir, err, sizeof err) == 0, "the written adapter does not load: %s", err);
+    FUZZ_ASSERT(lora_load(back, out_dir, err, sizeof err) == 0, "the written adapter does not load: %s", err);
     const LoraSpec *b = model_lora(back);
     FUZZ_ASSERT(b->r == s->r && b->alpha == s->alpha && b->dropout == s->dropout && b->rslora == s->rslora &&
                     b->targets == s->targets,

@@ -24,7 +24,7 @@ static void use_config(const ModelConfig *c) {
                 (long long)model_param_count(c));
     free(specs);
     double *inv = malloc(sizeof(double) * (size_t)(c->head_dim / 2 + 1));
-    model_rope_inv_freq(c, inv);
+    rope_inv_freq(&c->rope, c->head_dim, inv);
     free(inv);
     char buf[2048], err[1024];
     (void)model_config_describe(c, buf, sizeof buf);

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Plain-math reference for model_rope_inv_freq (no torch, no numpy).
+"""Plain-math reference for rope_inv_freq (no torch, no numpy).
 
 Computes RoPE inverse frequencies with the llama3 rule of formats.md e.3,
 written from the spec text, and prints the values test_config.c pins:
