@@ -25,7 +25,7 @@
 #include "golden_rows.h"
 #include "core/rng.h"
 #include "hf/adapter.h"
-#include "model/llama_internal.h"
+#include "model/internal.h"
 #include "model/lora.h"
 
 static char tmpdir[64];

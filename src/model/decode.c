@@ -14,7 +14,7 @@
 #include "core/common.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
-#include "model/llama_internal.h"
+#include "model/internal.h"
 
 struct Decoder {
     Model *m;

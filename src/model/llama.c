@@ -13,7 +13,7 @@
 #include "hf/checkpoint.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
-#include "model/model_internal.h"
+#include "model/internal.h"
 
 /* ---- batches ---- */
 
@@ -412,7 +412,7 @@ static void trunk_forward(Model *m, Batch *b) {
     model_embed(m, b->tokens, T, b->act.x);
     float *hbuf = scratch(m, mlp_scratch(m, (size_t)T)); /* reused by the backward */
     for (int l = 0; l < L; l++) layer_forward(m, b, l, hbuf);
-    rmsnorm_forward(b->xf, b->rstdf, b->act.x + (size_t)L * T * H, tensor_at(m, m->params, "model.norm.weight"), T, H,
+    rmsnorm_forward(b->xf, b->rstdf, b->act.x + (size_t)L * T * H, final_norm(m, m->params), T, H,
                     (float)c->rms_norm_eps);
 }
 
@@ -571,8 +571,8 @@ static void trunk_backward(Model *m, Batch *b, float *at) {
     size_t TH = (size_t)T * H, TQ = (size_t)T * QD, TK = (size_t)T * KD, TI = (size_t)T * I;
     float *dxf = at, *dx = at + TH;
     at += 2 * TH;
-    rmsnorm_backward(dx, tensor_at(m, m->grads, "model.norm.weight"), dxf, b->act.x + (size_t)L * T * H,
-                     tensor_at(m, m->params, "model.norm.weight"), b->rstdf, T, H);
+    rmsnorm_backward(dx, final_norm(m, m->grads), dxf, b->act.x + (size_t)L * T * H,
+                     final_norm(m, m->params), b->rstdf, T, H);
     if (m->low_memory) ppa_release(b->act.x + (size_t)L * T * H, sizeof(float) * T * H, 0);
     Scratch s; /* every buffer is written before it is read */
     s.dxn = at, at += TH;
@@ -593,7 +593,7 @@ static void trunk_backward(Model *m, Batch *b, float *at) {
 static void embed_backward(Model *m, const Batch *b) {
     int H = m->c.hidden_size;
     const float *dx = m->scratch + (size_t)b->T * H;
-    float *dE = tensor_at(m, m->grads, "model.embed_tokens.weight");
+    float *dE = embed_tokens(m, m->grads);
     for (int t = 0; dE && t < b->T; t++) { /* in token order: deterministic */
         float *d = dE + (size_t)b->tokens[t] * H;
         for (int h = 0; h < H; h++) d[h] += dx[(size_t)t * H + h];

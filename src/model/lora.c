@@ -10,7 +10,7 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "kernels/gemm.h"
-#include "model/model_internal.h"
+#include "model/internal.h"
 
 static int check_spec(const Model *m, const LoraSpec *s, char *err, size_t errlen) {
     if (m->lora) return snprintf(err, errlen, "the model has an adapter already"), -1;

@@ -15,7 +15,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_bf16.h"
 #include "model/model.h"
-#include "model/model_internal.h"
+#include "model/internal.h"
 
 static int spec_index(const Model *m, const char *name) {
     for (int i = 0; i < m->n_specs; i++)
@@ -23,32 +23,31 @@ static int spec_index(const Model *m, const char *name) {
     return -1;
 }
 
-float *tensor_at(const Model *m, float *base, const char *name) {
-    int i = spec_index(m, name);
+/* base + tensor i's offset; NULL when absent or not float32 */
+static float *at(const Model *m, float *base, int i) {
     return i < 0 || !base || m->offset[i] == NO_OFFSET ? NULL : base + m->offset[i];
 }
+
+float *tensor_at(const Model *m, float *base, const char *name) { return at(m, base, spec_index(m, name)); }
 
 static char *layer_name(char *buf, size_t n, int l, const char *suffix) {
     snprintf(buf, n, "model.layers.%d.%s", l, suffix);
     return buf;
 }
 
-static float *layer_tensor(const Model *m, float *base, int l, const char *suffix) {
-    char name[MODEL_TENSOR_NAME_LEN + 16];
-    return tensor_at(m, base, layer_name(name, sizeof name, l, suffix));
-}
+/* a layer's tensors in LayerW order: their spec indices are found once, when the model is laid out */
+static const char *const LAYER_TENSORS[LAYER_N_TENSORS] = {
+    "input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.q_proj.bias", "self_attn.k_proj.weight",
+    "self_attn.k_proj.bias", "self_attn.v_proj.weight", "self_attn.v_proj.bias", "self_attn.o_proj.weight",
+    "self_attn.o_proj.bias", "post_attention_layernorm.weight", "mlp.gate_proj.weight", "mlp.gate_proj.bias",
+    "mlp.up_proj.weight", "mlp.up_proj.bias", "mlp.down_proj.weight", "mlp.down_proj.bias"};
 
 LayerW layer_view(const Model *m, float *base, int l) {
-    return (LayerW){
-        layer_tensor(m, base, l, "input_layernorm.weight"),  layer_tensor(m, base, l, "self_attn.q_proj.weight"),
-        layer_tensor(m, base, l, "self_attn.q_proj.bias"),   layer_tensor(m, base, l, "self_attn.k_proj.weight"),
-        layer_tensor(m, base, l, "self_attn.k_proj.bias"),   layer_tensor(m, base, l, "self_attn.v_proj.weight"),
-        layer_tensor(m, base, l, "self_attn.v_proj.bias"),   layer_tensor(m, base, l, "self_attn.o_proj.weight"),
-        layer_tensor(m, base, l, "self_attn.o_proj.bias"),   layer_tensor(m, base, l, "post_attention_layernorm.weight"),
-        layer_tensor(m, base, l, "mlp.gate_proj.weight"),     layer_tensor(m, base, l, "mlp.gate_proj.bias"),
-        layer_tensor(m, base, l, "mlp.up_proj.weight"),       layer_tensor(m, base, l, "mlp.up_proj.bias"),
-        layer_tensor(m, base, l, "mlp.down_proj.weight"),     layer_tensor(m, base, l, "mlp.down_proj.bias"),
-    };
+    const int *i = m->layer_ix[l].t;
+    return (LayerW){at(m, base, i[0]),  at(m, base, i[1]),  at(m, base, i[2]),  at(m, base, i[3]),
+                    at(m, base, i[4]),  at(m, base, i[5]),  at(m, base, i[6]),  at(m, base, i[7]),
+                    at(m, base, i[8]),  at(m, base, i[9]),  at(m, base, i[10]), at(m, base, i[11]),
+                    at(m, base, i[12]), at(m, base, i[13]), at(m, base, i[14]), at(m, base, i[15])};
 }
 
 /* the LM head, or a reward model's head */
@@ -57,7 +56,9 @@ static const char *head_name(const Model *m) {
     return m->c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
 }
 
-float *lm_head(const Model *m, float *base) { return tensor_at(m, base, head_name(m)); }
+float *lm_head(const Model *m, float *base) { return at(m, base, m->ix_head); }
+float *final_norm(const Model *m, float *base) { return at(m, base, m->ix_norm); }
+float *embed_tokens(const Model *m, float *base) { return at(m, base, m->ix_embed); }
 
 /* tensor i as a product operand */
 static Weight weight_at(const Model *m, int i) {
@@ -65,27 +66,21 @@ static Weight weight_at(const Model *m, int i) {
     return (Weight){m->offset[i] == NO_OFFSET ? NULL : m->params + m->offset[i], m->wb ? m->wb[i] : NULL};
 }
 
-static Weight weight_named(const Model *m, const char *name) { return weight_at(m, spec_index(m, name)); }
-
-/* the layers' matrices in LayerM order, looked up once (the passes ask for them every layer, every step) */
-static const char *const LAYER_MATS[7] = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-                                          "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
-                                          "mlp.down_proj.weight"};
-
+/* the layers' matrices in LayerM order (q, k, v, o, gate, up, down) */
 LayerM model_layer_mats(const Model *m, int l) {
-    const int *i = m->mat_spec + 7 * l;
-    return (LayerM){weight_at(m, i[0]), weight_at(m, i[1]), weight_at(m, i[2]), weight_at(m, i[3]),
-                    weight_at(m, i[4]), weight_at(m, i[5]), weight_at(m, i[6])};
+    const int *i = m->layer_ix[l].t;
+    return (LayerM){weight_at(m, i[1]),  weight_at(m, i[3]),  weight_at(m, i[5]), weight_at(m, i[7]),
+                    weight_at(m, i[10]), weight_at(m, i[12]), weight_at(m, i[14])};
 }
 
-Weight model_lm_weight(const Model *m) { return weight_named(m, head_name(m)); }
+Weight model_lm_weight(const Model *m) { return weight_at(m, m->ix_head); }
 
 /* Embedding rows in float32 in every precision (as autocast keeps them): a
  * trainable model's master weights, a frozen one's rows read from the mapped
  * checkpoint, so both give the same bytes (x0 = embed_tokens[id]). */
 static void embed_row(const Model *m, int id, float *x) {
     size_t H = (size_t)m->c.hidden_size;
-    const float *E = tensor_at(m, m->params, "model.embed_tokens.weight");
+    const float *E = embed_tokens(m, m->params);
     if (E) {
         memcpy(x, E + (size_t)id * H, sizeof(float) * H);
         return;
@@ -125,12 +120,15 @@ static int model_layout(Model *m, int frozen, char *err, size_t errlen) {
         m->n_f32 += f32 ? (size_t)m->specs[i].numel : 0;
         m->n_params += (size_t)m->specs[i].numel;
     }
-    m->mat_spec = xmalloc(sizeof(int) * 7 * (size_t)(m->c.num_hidden_layers ? m->c.num_hidden_layers : 1));
+    m->layer_ix = xmalloc(sizeof(LayerIx) * (size_t)(m->c.num_hidden_layers ? m->c.num_hidden_layers : 1));
     for (int l = 0; l < m->c.num_hidden_layers; l++)
-        for (int k = 0; k < 7; k++) {
+        for (int k = 0; k < LAYER_N_TENSORS; k++) {
             char name[MODEL_TENSOR_NAME_LEN + 16];
-            m->mat_spec[7 * l + k] = spec_index(m, layer_name(name, sizeof name, l, LAYER_MATS[k]));
+            m->layer_ix[l].t[k] = spec_index(m, layer_name(name, sizeof name, l, LAYER_TENSORS[k]));
         }
+    m->ix_embed = spec_index(m, "model.embed_tokens.weight");
+    m->ix_norm = spec_index(m, "model.norm.weight");
+    m->ix_head = spec_index(m, head_name(m));
     double need = 4.0 * (double)m->n_f32, have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (have > 0 && need > have) { /* said before the allocation fails */
         snprintf(err, errlen, "%.1f GB of float32 weights do not fit in this machine's %.1f GB%s", need / 1e9,
@@ -329,7 +327,7 @@ void model_free(Model *m) {
     if (!m) return;
     free(m->specs);
     free(m->offset);
-    free(m->mat_spec);
+    free(m->layer_ix);
     free(m->params);
     ppa_unmap(m->grads, sizeof(float) * m->n_params);
     free(m->wb);

@@ -1,11 +1,53 @@
-/* model_internal.h: the Model struct, shared by model.c (buffers, loading,
- * saving, precision) and llama.c (batches and passes); not for other modules. */
+/* internal.h: what the files of src/model share, for them and the tests
+ * only: the Model struct (model.c: buffers, loading, saving, precision;
+ * llama.c: batches and passes; lora.c; decode.c) and the parameters by name
+ * and by layer. Other modules use model.h. */
 #ifndef PPA_MODEL_INTERNAL_H
 #define PPA_MODEL_INTERNAL_H
 
 #include "io/safetensors.h"
-#include "model/llama_internal.h"
+#include "kernels/matmul.h"
 #include "model/lora.h"
+#include "model/model.h"
+
+/* One layer's tensors inside a buffer (params or grads); NULL where absent. */
+#define LAYER_N_TENSORS 16
+typedef struct {
+    float *attn_norm, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo, *mlp_norm, *wg, *bg, *wu, *bu, *wd, *bd;
+} LayerW;
+/* their spec indices (-1: absent), in the same order */
+typedef struct {
+    int t[LAYER_N_TENSORS];
+} LayerIx;
+
+/* Views into the parameters (not copies): layer l's tensors; one tensor by
+ * its Hugging Face name (NULL if absent); the LM head's [V, H] weights
+ * (embed_tokens when tied). */
+LayerW model_layer(const Model *m, int l);
+float *model_tensor(const Model *m, const char *name);
+float *model_lm_head(const Model *m);
+
+/* The matrices of layer l and the LM head as product operands (float32, bf16
+ * or both: matmul.h); a layer's or the head's matrix when Model trains in bf16
+ * has both. */
+typedef struct {
+    Weight q, k, v, o, g, u, d;
+} LayerM;
+LayerM model_layer_mats(const Model *m, int l);
+Weight model_lm_weight(const Model *m);
+/* x [T, H] = the embeddings of ids [T] (float32, widened from bf16 when frozen) */
+void model_embed(const Model *m, const int *ids, int T, float *x);
+/* A LoRA adapter's term of target k (LayerM order) of layer l, when the
+ * model has one and it is on (lora.c): y[T, out] += s (x A^T) B^T; its
+ * backward dx[T, in] += ..., and into the adapter's gradients. x as the base
+ * product takes it, rows of length in. */
+void lora_forward(Model *m, int l, int k, float *y, Act x, int T);
+void lora_backward(Model *m, int l, int k, float *dx, const float *dy, Act x, int T);
+/* 1 when target k of layer l has an adapter that is on */
+int lora_active(const Model *m, int l, int k);
+/* bf16 scratch of at least n elements, kept in the model */
+bf16 *model_btmp(Model *m, size_t n);
+
 
 #define NO_OFFSET ((size_t)-1) /* a tensor with no float32 copy (frozen bf16 matrices) */
 
@@ -27,7 +69,8 @@ struct Model {
     ModelConfig c;
     ModelTensorSpec *specs; /* [n_specs] the tensor table */
     size_t *offset;         /* [n_specs] into params / grads, or NO_OFFSET */
-    int *mat_spec;          /* [L * 7] spec index of each layer's q, k, v, o, gate, up, down (LayerM order) */
+    LayerIx *layer_ix;      /* [L] spec index of each layer's tensors (LayerW order), found once at load */
+    int ix_embed, ix_norm, ix_head; /* spec index of embed_tokens, model.norm, and the LM head (or reward head) */
     int n_specs;
     size_t n_params;        /* parameters of the model */
     size_t n_f32;           /* floats in params: n_params, or the vectors alone when frozen */
@@ -64,5 +107,7 @@ void lora_free(Lora *a);
 float *tensor_at(const Model *m, float *base, const char *name);
 LayerW layer_view(const Model *m, float *base, int l);
 float *lm_head(const Model *m, float *base);
+float *final_norm(const Model *m, float *base);
+float *embed_tokens(const Model *m, float *base);
 
 #endif
