@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/prep.h"
 #include "cli/objective_flags.h"
+#include "device/device.h"
 #include "core/common.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -253,7 +254,7 @@ static StepTime train_step(Model *m, const Row *rows, int n_rows, AdamW *opt, co
     model_backward(m, b, g);
     if (opt) {
         AdamWConfig ac = {0.9, 0.999, 1e-8, 0.0};
-        adamw_step(opt, model_params(m), model_grads(m), clip_scale(grad_norm(model_grads(m), model_n_params(m)), 1.0), decay, 0,
+        model_device(m)->adamw_step(opt, model_params(m), model_grads(m), clip_scale(model_device(m)->grad_norm(model_grads(m), model_n_params(m)), 1.0), decay, 0,
                    1e-7, &ac);
         model_bf16_refresh(m); /* part of a bf16 step */
     }

@@ -13,6 +13,7 @@
 #include "cli/prep.h"
 #include "cli/run_folder.h"
 #include "core/common.h"
+#include "device/device.h"
 #include "dist/dist.h"
 #include "core/hash.h"
 #include "core/rng.h"
@@ -174,7 +175,7 @@ int cmd_sft(int argc, char **argv) {
         model_lora_dropout(m, 0, 0);
         dist_sum_f32(model_grads(m), n_params); /* every rank's share, on every rank */
         dist_sum_f64(&nll, 1);
-        double gnorm = grad_norm(model_grads(m), n_params), lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
+        double gnorm = model_device(m)->grad_norm(model_grads(m), n_params), lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
         if (!isfinite(nll) || !isfinite(gnorm)) { /* never update with, print or save a NaN */
             char cause[1200], hint[1024];
             train_hint(m, last_lr, NULL, hint, sizeof hint);
@@ -189,7 +190,7 @@ int cmd_sft(int argc, char **argv) {
             failed = 1;
             break;
         }
-        adamw_step(&opt, model_params(m), model_grads(m), clip_scale(gnorm, a.clip), &decay, 0, lr, &ac);
+        model_device(m)->adamw_step(&opt, model_params(m), model_grads(m), clip_scale(gnorm, a.clip), &decay, 0, lr, &ac);
         model_bf16_refresh(m);
         last_lr = lr;
         if (step + 1 == total) { /* the model to be saved: still finite on the step's own rows after the update */

@@ -60,7 +60,7 @@ Decoder *decoder_new(Model *m, int n_seq, int max_len, char *err, size_t errlen)
     double *inv_freq = xmalloc(sizeof(double) * (size_t)(d->HS / 2 ? d->HS / 2 : 1));
     rope_inv_freq(&c->rope, c->head_dim, inv_freq);
     d->cs = xmalloc(sizeof(float) * (size_t)max_len * d->HS);
-    rope_table(d->cs, inv_freq, max_len, d->HS);
+    d->m->dev->rope_table(d->cs, inv_freq, max_len, d->HS);
     free(inv_freq);
     return d;
 }
@@ -99,7 +99,7 @@ static float *cache_at(const Decoder *d, float *base, int l, int seq, int t) {
 
 /* y[T, out] (+)= x[T, in] W^T, in the model's precision (matmul.h), as llama.c */
 static void product(Decoder *d, float *y, float beta, const float *x, Weight W, int T, int in, int out) {
-    mm_forward(y, beta, act_f32(x), in, W, T, in, out, W.b ? model_btmp(d->m, (size_t)T * in) : NULL);
+    d->m->dev->mm_forward(y, beta, act_f32(x), in, W, T, in, out, W.b ? model_btmp(d->m, (size_t)T * in) : NULL);
 }
 
 /* y[T, out] = x[T, in] W^T (+ bias), as llama.c's linear */
@@ -166,7 +166,7 @@ static void attend_step(Decoder *d, int l, const int *seq, int n) {
 static void attend_prefill(Decoder *d, int l, int seq, int T) {
     int rows[2] = {0, T};
     AttnShape s = {d->zero, d->zero, d->zero, rows, 1, T, d->NH, d->NKV, d->HS, 0}; /* the cache stays float32 */
-    attention_forward(d->att, d->lse, d->q, cache_at(d, d->kc, l, seq, 0), cache_at(d, d->vc, l, seq, 0), &s);
+    d->m->dev->attention_forward(d->att, d->lse, d->q, cache_at(d, d->kc, l, seq, 0), cache_at(d, d->vc, l, seq, 0), &s);
 }
 
 /* One layer over the T tokens in d->x (in place); token i goes to slot
@@ -176,15 +176,15 @@ static void layer_forward(Decoder *d, int l, int T, const int *seq, int prefill)
     LayerW w = model_layer(d->m, l);
     LayerM W = model_layer_mats(d->m, l);
     float eps = (float)d->c->rms_norm_eps;
-    rmsnorm_forward(d->xn, d->rstd, d->x, w.attn_norm, T, H, eps);
+    d->m->dev->rmsnorm_forward(d->xn, d->rstd, d->x, w.attn_norm, T, H, eps);
     linear(d, d->q, d->xn, W.q, w.bq, T, H, QD);
     linear(d, d->k, d->xn, W.k, w.bk, T, H, KD);
     linear(d, d->v, d->xn, W.v, w.bv, T, H, KD);
     lora_forward(d->m, l, 0, d->q, act_f32(d->xn), T);
     lora_forward(d->m, l, 1, d->k, act_f32(d->xn), T);
     lora_forward(d->m, l, 2, d->v, act_f32(d->xn), T);
-    rope_apply(d->q, d->pos, d->cs, T, d->NH, d->HS, 0);
-    rope_apply(d->k, d->pos, d->cs, T, d->NKV, d->HS, 0);
+    d->m->dev->rope_apply(d->q, d->pos, d->cs, T, d->NH, d->HS, 0);
+    d->m->dev->rope_apply(d->k, d->pos, d->cs, T, d->NKV, d->HS, 0);
     for (int i = 0; i < T; i++) {
         int s = prefill ? seq[0] : seq[i];
         memcpy(cache_at(d, d->kc, l, s, d->pos[i]), d->k + (size_t)i * KD, sizeof(float) * (size_t)KD);
@@ -201,12 +201,12 @@ static void layer_forward(Decoder *d, int l, int T, const int *seq, int prefill)
         for (int t = 0; t < T; t++)
             for (int n = 0; n < H; n++) d->xmid[(size_t)t * H + n] += w.bo[n];
     lora_forward(d->m, l, 3, d->xmid, act_f32(d->att), T);
-    rmsnorm_forward(d->xn, d->rstd, d->xmid, w.mlp_norm, T, H, eps);
+    d->m->dev->rmsnorm_forward(d->xn, d->rstd, d->xmid, w.mlp_norm, T, H, eps);
     linear(d, d->gate, d->xn, W.g, w.bg, T, H, I);
     linear(d, d->up, d->xn, W.u, w.bu, T, H, I);
     lora_forward(d->m, l, 4, d->gate, act_f32(d->xn), T);
     lora_forward(d->m, l, 5, d->up, act_f32(d->xn), T);
-    swiglu_forward(d->h, NULL, NULL, NULL, act_f32(d->gate), act_f32(d->up), (long)T * I);
+    d->m->dev->swiglu_forward(d->h, NULL, NULL, NULL, act_f32(d->gate), act_f32(d->up), (long)T * I);
     memcpy(d->x, d->xmid, sizeof(float) * TH);
     product(d, d->x, 1.0f, d->h, W.d, T, I, H);
     if (w.bd)
@@ -220,7 +220,7 @@ static void embed(Decoder *d, const int *ids, int T) { model_embed(d->m, ids, T,
 /* logits [n, V] of the n rows of d->x starting at row r0 */
 static void head(Decoder *d, int r0, int n, float *logits) {
     float *xr = d->x + (size_t)r0 * d->H;
-    rmsnorm_forward(d->xn, d->rstd, xr, model_tensor(d->m, "model.norm.weight"), n, d->H, (float)d->c->rms_norm_eps);
+    d->m->dev->rmsnorm_forward(d->xn, d->rstd, xr, model_tensor(d->m, "model.norm.weight"), n, d->H, (float)d->c->rms_norm_eps);
     product(d, logits, 0.0f, d->xn, model_lm_weight(d->m), n, d->H, d->V);
 }
 

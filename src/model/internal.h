@@ -5,6 +5,7 @@
 #ifndef PPA_MODEL_INTERNAL_H
 #define PPA_MODEL_INTERNAL_H
 
+#include "device/device.h"
 #include "io/safetensors.h"
 #include "kernels/matmul.h"
 #include "model/lora.h"
@@ -67,6 +68,7 @@ typedef struct {
 
 struct Model {
     ModelConfig c;
+    const Device *dev;      /* where the passes compute (device/device.h): the CPU's table */
     ModelTensorSpec *specs; /* [n_specs] the tensor table */
     size_t *offset;         /* [n_specs] into params / grads, or NO_OFFSET */
     LayerIx *layer_ix;      /* [L] spec index of each layer's tensors (LayerW order), found once at load */

@@ -168,7 +168,7 @@ static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
     carve(m, b, (char *)grow_mapped(&m->arena, &m->arena_n, total / sizeof(float)));
     b->act_bytes = total;
     ALLOC(b->logp_t, b->n_tgt);
-    rope_table(b->cs, m->inv_freq, b->n_pos, m->c.head_dim);
+    m->dev->rope_table(b->cs, m->inv_freq, b->n_pos, m->c.head_dim);
     return 0;
 }
 
@@ -247,7 +247,7 @@ static bf16 *btmp_for(Model *m, Weight W, size_t n) { return W.b ? model_btmp(m,
 
 /* y[T, out] = x[T, in] W^T (+ bias); W: [out, in] */
 static void linear(Model *m, float *y, Act x, Weight W, const float *bias, int T, int in, int out) {
-    mm_forward(y, 0.0f, x, in, W, T, in, out, x.b ? NULL : btmp_for(m, W, (size_t)T * in));
+    m->dev->mm_forward(y, 0.0f, x, in, W, T, in, out, x.b ? NULL : btmp_for(m, W, (size_t)T * in));
     add_bias(y, bias, T, out);
 }
 
@@ -271,9 +271,9 @@ static Acts acts(const Model *m, const Batch *b, int l) {
 /* xn = rmsnorm(x) w, stored as the model keeps it (bf16 models: through tmp [T, H] into xnb); the product operand */
 static Act norm(const Model *m, float *xn, bf16 *xnb, float *rstd, const float *x, const float *w, int T, float *tmp) {
     int H = m->c.hidden_size;
-    rmsnorm_forward(xnb ? tmp : xn, rstd, x, w, T, H, (float)m->c.rms_norm_eps);
+    m->dev->rmsnorm_forward(xnb ? tmp : xn, rstd, x, w, T, H, (float)m->c.rms_norm_eps);
     if (!xnb) return act_f32(xn);
-    bf16_from_f32(xnb, tmp, (size_t)T * H);
+    m->dev->to_bf16(xnb, tmp, (size_t)T * H);
     return (Act){NULL, xnb};
 }
 
@@ -303,11 +303,11 @@ static Act mlp_hidden(Model *m, Acts *a, Act xn2, const LayerW *w, const LayerM 
     lora_forward(m, l, 4, g, xn2, T);
     lora_forward(m, l, 5, u, xn2, T);
     if (!a->gateb) {
-        swiglu_forward(hbuf, NULL, NULL, NULL, act_f32(g), act_f32(u), (long)TI);
+        m->dev->swiglu_forward(hbuf, NULL, NULL, NULL, act_f32(g), act_f32(u), (long)TI);
         return act_f32(hbuf);
     }
     bf16 *h = model_btmp(m, TI); /* the down product takes a bf16 operand as it is: no other use of the scratch */
-    swiglu_forward(NULL, h, a->gateb, a->upb, act_f32(g), act_f32(u), (long)TI);
+    m->dev->swiglu_forward(NULL, h, a->gateb, a->upb, act_f32(g), act_f32(u), (long)TI);
     return (Act){NULL, h};
 }
 
@@ -324,21 +324,21 @@ static QKV attn_f32(const Acts *a, float *wide, int T, int QD, int KD) {
 
 /* bf16 models keep q, k, v and att rounded, as attention's products and o_proj take them (the same bytes as
  * rounding them there): half the memory. Returns att as o_proj and its adapter take it. */
-static Act attn_keep(const Acts *a, const QKV *f, int T, int QD, int KD) {
+static Act attn_keep(const Device *D, const Acts *a, const QKV *f, int T, int QD, int KD) {
     if (!a->qb) return act_f32(a->att);
     size_t TQ = (size_t)T * QD, TK = (size_t)T * KD;
-    bf16_from_f32(a->qb, f->q, TQ), bf16_from_f32(a->kb, f->k, TK);
-    bf16_from_f32(a->vb, f->v, TK), bf16_from_f32(a->attb, f->att, TQ);
+    D->to_bf16(a->qb, f->q, TQ), D->to_bf16(a->kb, f->k, TK);
+    D->to_bf16(a->vb, f->v, TK), D->to_bf16(a->attb, f->att, TQ);
     return (Act){NULL, a->attb};
 }
 
 /* the same widened back to float32 into wide (bf16 models) for attention's backward */
-static QKV attn_widen(const Acts *a, float *wide, int T, int QD, int KD) {
+static QKV attn_widen(const Device *D, const Acts *a, float *wide, int T, int QD, int KD) {
     QKV f = attn_f32(a, wide, T, QD, KD);
     if (!a->qb) return f;
     size_t TQ = (size_t)T * QD, TK = (size_t)T * KD;
-    bf16_to_f32(f.q, a->qb, TQ), bf16_to_f32(f.k, a->kb, TK);
-    bf16_to_f32(f.v, a->vb, TK), bf16_to_f32(f.att, a->attb, TQ);
+    D->from_bf16(f.q, a->qb, TQ), D->from_bf16(f.k, a->kb, TK);
+    D->from_bf16(f.v, a->vb, TK), D->from_bf16(f.att, a->attb, TQ);
     return f;
 }
 
@@ -359,20 +359,20 @@ static void layer_forward(Model *m, Batch *b, int l, float *hbuf) {
     lora_forward(m, l, 0, f.q, xn1, T);
     lora_forward(m, l, 1, f.k, xn1, T);
     lora_forward(m, l, 2, f.v, xn1, T);
-    rope_apply(f.q, b->pos, b->cs, T, NH, HS, 0);
-    rope_apply(f.k, b->pos, b->cs, T, NKV, HS, 0);
+    m->dev->rope_apply(f.q, b->pos, b->cs, T, NH, HS, 0);
+    m->dev->rope_apply(f.k, b->pos, b->cs, T, NKV, HS, 0);
     AttnShape s = attn_shape(m, b);
-    attention_forward(f.att, a.lse, f.q, f.k, f.v, &s);
-    Act att = attn_keep(&a, &f, T, QD, KD);
+    m->dev->attention_forward(f.att, a.lse, f.q, f.k, f.v, &s);
+    Act att = attn_keep(m->dev, &a, &f, T, QD, KD);
     memcpy(a.xmid, a.x, sizeof(float) * TH); /* residual, then += o_proj(att) */
-    mm_forward(a.xmid, 1.0f, att, QD, W.o, T, QD, H, att.b ? NULL : btmp_for(m, W.o, (size_t)T * QD));
+    m->dev->mm_forward(a.xmid, 1.0f, att, QD, W.o, T, QD, H, att.b ? NULL : btmp_for(m, W.o, (size_t)T * QD));
     add_bias(a.xmid, w.bo, T, H);
     lora_forward(m, l, 3, a.xmid, att, T);
     Act xn2 = norm(m, a.xn2, a.xn2b, a.rstd2, a.xmid, w.mlp_norm, T, hbuf);
     Act h = mlp_hidden(m, &a, xn2, &w, &W, l, T, hbuf);
     float *xout = a.x + TH;
     memcpy(xout, a.xmid, sizeof(float) * TH);
-    mm_forward(xout, 1.0f, h, I, W.d, T, I, H, h.b ? NULL : btmp_for(m, W.d, (size_t)T * I));
+    m->dev->mm_forward(xout, 1.0f, h, I, W.d, T, I, H, h.b ? NULL : btmp_for(m, W.d, (size_t)T * I));
     add_bias(xout, w.bd, T, H);
     lora_forward(m, l, 6, xout, h, T);
 }
@@ -391,7 +391,7 @@ static float *grow(float **buf, size_t *have, size_t n) {
 static float *scratch(Model *m, size_t n) { return grow(&m->scratch, &m->scratch_n, n); }
 
 static float *lmwork(Model *m, const Batch *b) {
-    return grow(&m->lmwork, &m->lmwork_n, lmhead_work(b->n_tgt, m->c.hidden_size, m->c.vocab_size));
+    return grow(&m->lmwork, &m->lmwork_n, m->dev->lmhead_work(b->n_tgt, m->c.hidden_size, m->c.vocab_size));
 }
 
 /* The softmax the forward keeps for the backward: bf16 when the head's products are (half the memory), float32
@@ -412,7 +412,7 @@ static void trunk_forward(Model *m, Batch *b) {
     model_embed(m, b->tokens, T, b->act.x);
     float *hbuf = scratch(m, mlp_scratch(m, (size_t)T)); /* reused by the backward */
     for (int l = 0; l < L; l++) layer_forward(m, b, l, hbuf);
-    rmsnorm_forward(b->xf, b->rstdf, b->act.x + (size_t)L * T * H, final_norm(m, m->params), T, H,
+    m->dev->rmsnorm_forward(b->xf, b->rstdf, b->act.x + (size_t)L * T * H, final_norm(m, m->params), T, H,
                     (float)c->rms_norm_eps);
 }
 
@@ -426,12 +426,12 @@ void model_forward(Model *m, Batch *b, double *logps, int *n_scored) {
     int H = c->hidden_size, V = c->vocab_size;
     need_head(m, 0, "model_forward");
     trunk_forward(m, b);
-    bf16 *bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL;
+    bf16 *bt = m->bf16 ? model_btmp(m, m->dev->lmhead_btmp(b->n_tgt, H, V)) : NULL;
     b->lmkeep = lmkeep(m, b);
-    lmhead_forward(b->logp_t, b->lse_t, b->xf, model_lm_weight(m), b->src, b->tgt, b->n_tgt, H, V, lmwork(m, b),
+    m->dev->lmhead_forward(b->logp_t, b->lse_t, b->xf, model_lm_weight(m), b->src, b->tgt, b->n_tgt, H, V, lmwork(m, b),
                    b->lmkeep, bt);
     if (m->low_memory && b->lmkeep.b) /* the backward reads the kept softmax, not the work's logits chunk */
-        ppa_release(m->lmwork, sizeof(float) * (size_t)lmhead_chunk(b->n_tgt, V) * (size_t)V, 0);
+        ppa_release(m->lmwork, sizeof(float) * (size_t)m->dev->lmhead_chunk(b->n_tgt, V) * (size_t)V, 0);
     for (int g = 0; g < b->n_resp; g++) logps[g] = 0.0;
     for (int i = 0; i < b->n_tgt; i++) logps[b->tgt_resp[i]] += b->logp_t[i];
     if (n_scored) memcpy(n_scored, b->n_scored, sizeof(int) * (size_t)b->n_resp);
@@ -471,7 +471,7 @@ static void bias_backward(float *db, const float *dy, int T, int N) {
 /* y = x W^T + b: dx (+= when beta_x = 1) = dy W, dW += dy^T x, db += sum dy (dy float32 where there is a bias) */
 static void linear_backward(Model *m, float *dx, float beta_x, float *dW, float *db, Act dy, Act x, Weight W, int T,
                             int in, int out) {
-    mm_backward(dx, beta_x, dW, dy, x, W, T, in, out, btmp_for(m, W, mm_tmp(T, in, out)));
+    m->dev->mm_backward(dx, beta_x, dW, dy, x, W, T, in, out, btmp_for(m, W, mm_tmp(T, in, out)));
     if (db && !dy.f) ppa_die(70, "linear_backward: a bias needs a float32 dy (internal)");
     bias_backward(db, dy.f, T, out);
 }
@@ -493,7 +493,7 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     Act gate = {a.gate, a.gateb}, up = {a.up, a.upb};
     float *hf = a.gateb ? NULL : s->h; /* h recomputed, not stored: bf16 from the bf16 gate and up */
     bf16 *hb = a.gateb ? (bf16 *)s->h : NULL;
-    swiglu_forward(hf, hb, NULL, NULL, gate, up, (long)T * I);
+    m->dev->swiglu_forward(hf, hb, NULL, NULL, gate, up, (long)T * I);
     Act h = {hf, hb};
     Act xn1 = {a.xn1, a.xn1b}, xn2 = {a.xn2, a.xn2b};
     linear_backward(m, s->dh, 0.0f, dw.wd, dw.bd, act_f32(dx), h, W.d, T, I, H);
@@ -502,7 +502,7 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     int round = a.gateb && !dw.bg && !dw.bu && !lora_active(m, l, 4) && !lora_active(m, l, 5);
     float *dgf = round ? NULL : s->dg, *duf = round ? NULL : s->du;
     bf16 *dgb = round ? (bf16 *)s->dg : NULL, *dub = round ? (bf16 *)s->du : NULL;
-    swiglu_backward(dgf, dgb, duf, dub, s->dh, gate, up, (long)T * I);
+    m->dev->swiglu_backward(dgf, dgb, duf, dub, s->dh, gate, up, (long)T * I);
     if (m->low_memory && b->slots > 1) { /* the largest activations are dead before the layer's largest gradients */
         size_t TI = (size_t)T * I, e = a.gateb ? sizeof(bf16) : sizeof(float);
         ppa_release(a.gateb ? (void *)a.gateb : (void *)a.gate, TI * e, 0);
@@ -513,7 +513,7 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     lora_backward(m, l, 4, s->dxn, s->dg, xn2, T);
     linear_backward(m, s->dxn, 1.0f, dw.wu, dw.bu, du, xn2, W.u, T, H, I);
     lora_backward(m, l, 5, s->dxn, s->du, xn2, T);
-    rmsnorm_backward(dx, dw.mlp_norm, s->dxn, a.xmid, w.mlp_norm, a.rstd2, T, H); /* dx: d xmid */
+    m->dev->rmsnorm_backward(dx, dw.mlp_norm, s->dxn, a.xmid, w.mlp_norm, a.rstd2, T, H); /* dx: d xmid */
 
     /* attention: xmid = x + o_proj(att) */
     Act att = {a.att, a.attb}; /* one of them, as the model keeps it */
@@ -523,17 +523,17 @@ static void layer_backward(Model *m, Batch *b, int l, float *dx, Scratch *s) {
     memset(s->dk, 0, sizeof(float) * (size_t)T * KD);
     memset(s->dv, 0, sizeof(float) * (size_t)T * KD);
     AttnShape sh = attn_shape(m, b);
-    QKV f = attn_widen(&a, s->dh, T, QD, KD); /* the MLP's buffers are free from here */
-    attention_backward(s->dq, s->dk, s->dv, s->datt, f.att, a.lse, f.q, f.k, f.v, &sh);
-    rope_apply(s->dq, b->pos, b->cs, T, NH, HS, 1); /* the rotation's transpose is its inverse */
-    rope_apply(s->dk, b->pos, b->cs, T, NKV, HS, 1);
+    QKV f = attn_widen(m->dev, &a, s->dh, T, QD, KD); /* the MLP's buffers are free from here */
+    m->dev->attention_backward(s->dq, s->dk, s->dv, s->datt, f.att, a.lse, f.q, f.k, f.v, &sh);
+    m->dev->rope_apply(s->dq, b->pos, b->cs, T, NH, HS, 1); /* the rotation's transpose is its inverse */
+    m->dev->rope_apply(s->dk, b->pos, b->cs, T, NKV, HS, 1);
     linear_backward(m, s->dxn, 0.0f, dw.wq, dw.bq, act_f32(s->dq), xn1, W.q, T, H, QD);
     lora_backward(m, l, 0, s->dxn, s->dq, xn1, T);
     linear_backward(m, s->dxn, 1.0f, dw.wk, dw.bk, act_f32(s->dk), xn1, W.k, T, H, KD);
     lora_backward(m, l, 1, s->dxn, s->dk, xn1, T);
     linear_backward(m, s->dxn, 1.0f, dw.wv, dw.bv, act_f32(s->dv), xn1, W.v, T, H, KD);
     lora_backward(m, l, 2, s->dxn, s->dv, xn1, T);
-    rmsnorm_backward(dx, dw.attn_norm, s->dxn, a.x, w.attn_norm, a.rstd1, T, H); /* dx: d x */
+    m->dev->rmsnorm_backward(dx, dw.attn_norm, s->dxn, a.x, w.attn_norm, a.rstd1, T, H); /* dx: d x */
 }
 
 /* Low memory: once layer l is differentiated, the batch needs none of its activations: their pages go back to the
@@ -571,7 +571,7 @@ static void trunk_backward(Model *m, Batch *b, float *at) {
     size_t TH = (size_t)T * H, TQ = (size_t)T * QD, TK = (size_t)T * KD, TI = (size_t)T * I;
     float *dxf = at, *dx = at + TH;
     at += 2 * TH;
-    rmsnorm_backward(dx, final_norm(m, m->grads), dxf, b->act.x + (size_t)L * T * H,
+    m->dev->rmsnorm_backward(dx, final_norm(m, m->grads), dxf, b->act.x + (size_t)L * T * H,
                      final_norm(m, m->params), b->rstdf, T, H);
     if (m->low_memory) ppa_release(b->act.x + (size_t)L * T * H, sizeof(float) * T * H, 0);
     Scratch s; /* every buffer is written before it is read */
@@ -614,20 +614,20 @@ void model_backward(Model *m, Batch *b, const double *dlogps) {
     double *g = xmalloc(sizeof(double) * (size_t)(b->n_tgt ? b->n_tgt : 1));
     for (int i = 0; i < b->n_tgt; i++) g[i] = dlogps[b->tgt_resp[i]];
     float *at = backward_scratch(m, b);
-    bf16 *bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL;
+    bf16 *bt = m->bf16 ? model_btmp(m, m->dev->lmhead_btmp(b->n_tgt, H, V)) : NULL;
     /* with a kept softmax the head's weight gradient waits in the d logits it leaves there until the layers are
      * done and their activations released: the peak then holds neither it nor the layers' gradients */
     LmKeep kept = b->lmkeep;
     float *dW = lm_head(m, m->grads);
     int defer = dW && (kept.f || kept.b);
-    lmhead_backward(at, defer ? NULL : dW, g, b->logp_t, b->xf, model_lm_weight(m), b->lse_t, b->src, b->tgt, b->n_tgt,
+    m->dev->lmhead_backward(at, defer ? NULL : dW, g, b->logp_t, b->xf, model_lm_weight(m), b->lse_t, b->src, b->tgt, b->n_tgt,
                     H, V, lmwork(m, b), kept, bt);
     b->lmkeep = (LmKeep){NULL, NULL}; /* consumed: another backward recomputes */
     free(g);
     trunk_backward(m, b, at);
     if (defer) {
-        bt = m->bf16 ? model_btmp(m, lmhead_btmp(b->n_tgt, H, V)) : NULL; /* the layers may have grown it */
-        lmhead_backward_weights(dW, b->xf, model_lm_weight(m), b->src, b->n_tgt, H, V, lmwork(m, b), kept, bt);
+        bt = m->bf16 ? model_btmp(m, m->dev->lmhead_btmp(b->n_tgt, H, V)) : NULL; /* the layers may have grown it */
+        m->dev->lmhead_backward_weights(dW, b->xf, model_lm_weight(m), b->src, b->n_tgt, H, V, lmwork(m, b), kept, bt);
         if (m->low_memory) ppa_release(m->lmkeep, sizeof(float) * m->lmkeep_n, 0);
     }
     embed_backward(m, b);

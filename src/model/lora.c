@@ -139,9 +139,9 @@ void lora_forward(Model *m, int l, int k, float *y, Act x, int T) {
     LoraView v = model_lora_view(m, l, k);
     float *xb = work(m->lora, (size_t)T * (v.in + v.r)), *u = xb + (size_t)T * v.in;
     const float *xin = input(m->lora, l, k, x, T, v.in, xb);
-    gemm_rows(T, v.r, v.in, xin, v.in, v.A, v.in, 0.0f, u, v.r); /* u = x A^T, row-invariant like the base */
+    m->dev->gemm_rows(T, v.r, v.in, xin, v.in, v.A, v.in, 0.0f, u, v.r); /* u = x A^T, row-invariant like the base */
     for (size_t i = 0; i < (size_t)T * v.r; i++) u[i] *= v.scale;
-    gemm_rows(T, v.out, v.r, u, v.r, v.B, v.r, 1.0f, y, v.out); /* y += (s u) B^T */
+    m->dev->gemm_rows(T, v.out, v.r, u, v.r, v.B, v.r, 1.0f, y, v.out); /* y += (s u) B^T */
 }
 
 void lora_backward(Model *m, int l, int k, float *dx, const float *dy, Act x, int T) {
@@ -150,15 +150,15 @@ void lora_backward(Model *m, int l, int k, float *dx, const float *dy, Act x, in
     size_t TI = (size_t)T * v.in, TR = (size_t)T * v.r;
     float *xb = work(m->lora, 2 * TI + 2 * TR), *u = xb + TI, *du = u + TR, *dxl = du + TR;
     const float *xin = input(m->lora, l, k, x, T, v.in, xb);
-    gemm_rows(T, v.r, v.in, xin, v.in, v.A, v.in, 0.0f, u, v.r);                  /* u = x A^T, as the forward's */
-    gemm(1, 0, v.out, v.r, T, v.scale, dy, v.out, u, v.r, 1.0f, v.dB, v.r);       /* dB += s dy^T u */
-    gemm(0, 0, T, v.r, v.out, v.scale, dy, v.out, v.B, v.r, 0.0f, du, v.r);       /* du = s dy B */
-    gemm(1, 0, v.r, v.in, T, 1.0f, du, v.r, xin, v.in, 1.0f, v.dA, v.in);         /* dA += du^T x */
+    m->dev->gemm_rows(T, v.r, v.in, xin, v.in, v.A, v.in, 0.0f, u, v.r);                  /* u = x A^T, as the forward's */
+    m->dev->gemm(1, 0, v.out, v.r, T, v.scale, dy, v.out, u, v.r, 1.0f, v.dB, v.r);       /* dB += s dy^T u */
+    m->dev->gemm(0, 0, T, v.r, v.out, v.scale, dy, v.out, v.B, v.r, 0.0f, du, v.r);       /* du = s dy B */
+    m->dev->gemm(1, 0, v.r, v.in, T, 1.0f, du, v.r, xin, v.in, 1.0f, v.dA, v.in);         /* dA += du^T x */
     if (!(m->lora->drop_on && m->lora->s.dropout > 0)) {
-        gemm(0, 0, T, v.in, v.r, 1.0f, du, v.r, v.A, v.in, 1.0f, dx, v.in); /* dx += du A */
+        m->dev->gemm(0, 0, T, v.in, v.r, 1.0f, du, v.r, v.A, v.in, 1.0f, dx, v.in); /* dx += du A */
         return;
     }
-    gemm(0, 0, T, v.in, v.r, 1.0f, du, v.r, v.A, v.in, 0.0f, dxl, v.in); /* through the same mask */
+    m->dev->gemm(0, 0, T, v.in, v.r, 1.0f, du, v.r, v.A, v.in, 0.0f, dxl, v.in); /* through the same mask */
 #pragma omp parallel for schedule(static)
     for (int t = 0; t < T; t++)
         for (int i = 0; i < v.in; i++)

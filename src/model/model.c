@@ -107,6 +107,7 @@ bf16 *model_btmp(Model *m, size_t n) {
 /* The table, offsets and buffers of a config. frozen: float32 room for the
  * vectors only (the matrices live in bf16). */
 static int model_layout(Model *m, int frozen, char *err, size_t errlen) {
+    m->dev = device_cpu();
     if (m->c.qk_norm) {
         snprintf(err, errlen, "qwen3's per-head q/k norms are not implemented by the engine yet");
         return -1;
@@ -281,7 +282,7 @@ int model_set_precision(Model *m, ModelPrecision prec, char *err, size_t errlen)
 void model_bf16_refresh(Model *m) {
     if (!m->bf16 || m->frozen || m->lora) return; /* with an adapter the base does not change */
     for (int i = 0; i < m->n_specs; i++)
-        if (m->wb[i]) bf16_from_f32(m->wb[i], m->params + m->offset[i], (size_t)m->specs[i].numel);
+        if (m->wb[i]) m->dev->to_bf16(m->wb[i], m->params + m->offset[i], (size_t)m->specs[i].numel);
 }
 
 ModelPrecision model_precision(const Model *m) { return m->bf16 ? MODEL_BF16 : MODEL_FP32; }
@@ -423,5 +424,6 @@ int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_
 /* ---- the parameters, for the decoder (llama_internal.h) ---- */
 
 LayerW model_layer(const Model *m, int l) { return layer_view(m, m->params, l); }
+const Device *model_device(const Model *m) { return m->dev; }
 float *model_tensor(const Model *m, const char *name) { return tensor_at(m, m->params, name); }
 float *model_lm_head(const Model *m) { return lm_head(m, m->params); }

@@ -55,6 +55,9 @@ void model_low_memory(Model *m, int on);
 /* The kernel families the products run on, for the state file and resume
  * checks: gemm_kernel(), or "<gemm_kernel()>+<gemm_bf16_kernel()>" for bf16. */
 void model_kernel_name(const Model *m, char *buf, size_t n);
+/* Where its passes compute (device/device.h); the trainers take the
+ * optimizer step and the gradient norm from it too. */
+const struct Device *model_device(const Model *m);
 /* Folds every weight and the precision into a hash (the reference cache's key). */
 uint64_t model_hash(const Model *m, uint64_t h);
 /* A model from a config with the documented random init (checkpoint_init). */

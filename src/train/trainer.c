@@ -10,6 +10,7 @@
 #include "core/common.h"
 #include "core/hash.h"
 #include "core/timer.h"
+#include "device/device.h"
 #include "dist/dist.h"
 #include "kernels/gemm.h"
 #include "model/lora.h"
@@ -355,7 +356,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             snprintf(err, errlen, "step %ld: %s%s%s", st->step + 1, why, cause, nonfinite ? "; nothing was updated" : "");
             rc = -1;
         } else {
-            double gnorm = grad_norm(model_grads(policy), n_params); /* clipping happens inside the AdamW pass */
+            double gnorm = model_device(policy)->grad_norm(model_grads(policy), n_params); /* clipping happens inside the AdamW pass */
             if (!isfinite(gnorm)) {
                 char cause[1600];
                 nonfinite_cause(policy, p, st->step - first, st->step, last_lr, MICRO_NONFINITE_LOSS, cause, sizeof cause);
@@ -368,7 +369,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             double lr = schedule_lr(p->schedule, p->lr, st->step, p->warmup_steps, p->total_steps);
             size_t lo = 0, hi = n_params;
             if (p->zero) trainer_zero_share(n_params, &lo, &hi);
-            adamw_step(opt, model_params(policy) + lo, model_grads(policy) + lo, clip_scale(gnorm, p->clip_grad),
+            model_device(policy)->adamw_step(opt, model_params(policy) + lo, model_grads(policy) + lo, clip_scale(gnorm, p->clip_grad),
                        &decay, lo, lr, &ac);
             if (p->zero) gather_shares(model_params(policy), n_params);
             model_bf16_refresh(policy); /* the products' bf16 copy follows the float32 master weights */
