@@ -177,16 +177,21 @@ done
 # runs), when python3 has it, and the synthetic templates of test_jinja with @huggingface/jinja
 JCASES="$ROOT/tests/fixtures/jinja_cases.json"
 [ -f "$JCASES" ] || die "${JCASES#"$ROOT"/} missing (committed fixture)"
-if /usr/bin/python3 -c 'import jinja2' 2>/dev/null; then
+pyj=""
+for py in /usr/bin/python3 python3; do
+  if command -v "$py" >/dev/null && "$py" -c 'import jinja2' 2>/dev/null; then pyj=$(command -v "$py"); break; fi
+done
+if [ -n "$pyj" ]; then
   for fam in qwen3 llama3_1; do
     tdir="$CACHE/tokenizers/$fam"
-    key=$(input_key "$fam $(/usr/bin/python3 -c 'import jinja2; print(jinja2.__version__)')" "$CASES" \
+    key=$(input_key "$fam $("$pyj" -c 'import jinja2; print(jinja2.__version__)')" "$CASES" \
                     "$ROOT/tests/ref/jinja_ref.py" "$tdir/tokenizer_config.json")
     queue "$CACHE/tokref/chat_py_$fam.jsonl" "$key" \
-          /usr/bin/python3 "$ROOT/tests/ref/jinja_ref.py" --tokenizer "$tdir" --chat "$CASES" --out "$CACHE/tokref/chat_py_$fam.jsonl"
+          "$pyj" "$ROOT/tests/ref/jinja_ref.py" --tokenizer "$tdir" --chat "$CASES" --out "$CACHE/tokref/chat_py_$fam.jsonl"
   done
 else
-  echo "fetch-fixtures: note: python3 has no jinja2 module (python3-jinja2): test_jinja compares the real chat templates with @huggingface/jinja only"
+  echo "fetch-fixtures: note: no python3 with the jinja2 module (Debian: python3-jinja2): test_jinja compares the" \
+       "real chat templates with @huggingface/jinja only"
 fi
 key=$(input_key jinja_js "$JCASES" "$ROOT/tests/ref/jinja_ref.cjs" "$ROOT/tests/ref/refcommon.cjs" "$JINJAJS")
 queue "$CACHE/tokref/jinja_js.jsonl" "$key" \
