@@ -244,8 +244,8 @@ static int open_jinja(ChatTemplate *c, char *src, const Tokenizer *t, char *err,
     snprintf(c->name, sizeof c->name, "jinja-%016" PRIx64, h);
     free(src);
     if (!c->jinja) {
-        snprintf(err, errlen, "%s %s (leave it to --template NAME, one of ppa's own templates, to render rows "
-                 "differently from the model's)", c->origin, why);
+        snprintf(err, errlen, "%s %s (--template NAME renders with one of ppa's own templates instead, which may "
+                 "differ from the model's)", c->origin, why);
         return -1;
     }
     int bos = tokenizer_bos_id(t);
