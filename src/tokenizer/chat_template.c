@@ -119,8 +119,8 @@ static int pick_named(const cJSON *list, const char *cfg, char **out, char *err,
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s\"%s\"", i ? ", " : "", name->valuestring);
     }
     if (!pick)
-        return snprintf(err, errlen, "%s: chat_template lists %d templates (%s) and none is named \"default\", which "
-                        "transformers refuses too: give --template NAME", cfg, i, names), -1;
+        return snprintf(err, errlen, "%s: chat_template lists %d template%s (%s) and none is named \"default\", which "
+                        "transformers refuses too: give --template NAME", cfg, i, i == 1 ? "" : "s", names), -1;
     *out = strdup(pick->valuestring);
     return 0;
 }
