@@ -14,6 +14,8 @@
 #   cache/tokenizers/{qwen3,llama3_1,mistral}/{tokenizer.json,tokenizer_config.json}  symlinks
 #   cache/tokref/{qwen3,llama3_1,mistral}.jsonl      tests/ref/tokenizer_ref.cjs output
 #   cache/tokref/chat_{qwen3,llama3_1}.jsonl          tests/ref/chat_ref.cjs output
+#   cache/tokref/chat_py_{qwen3,llama3_1}.jsonl       tests/ref/jinja_ref.py output (Python's Jinja2, when installed)
+#   cache/tokref/jinja_js.jsonl                      tests/ref/jinja_ref.cjs output
 #   cache/tokref/pair_rlhflow.jsonl                  tests/ref/pair_template_ref.cjs output
 #   cache/judgeref/{afinn,vader}.jsonl               tests/ref/judges_ref.cjs output
 # Nothing here is committed (licences: shared/spec/formats.md sections c and f; the AFINN list
@@ -171,6 +173,30 @@ for entry in "${TOKENIZERS[@]}"; do
           node "$ROOT/tests/ref/chat_ref.cjs" --tokenizer "$tdir" --cases "$CASES" --out "$CACHE/tokref/chat_$fam.jsonl"
   fi
 done
+# The chat templates again with Python's Jinja2 in transformers' environment (what apply_chat_template
+# runs), when python3 has it, and the synthetic templates of test_jinja with @huggingface/jinja
+JCASES="$ROOT/tests/fixtures/jinja_cases.json"
+[ -f "$JCASES" ] || die "${JCASES#"$ROOT"/} missing (committed fixture)"
+pyj=""
+for py in /usr/bin/python3 python3; do
+  if command -v "$py" >/dev/null && "$py" -c 'import jinja2' 2>/dev/null; then pyj=$(command -v "$py"); break; fi
+done
+if [ -n "$pyj" ]; then
+  for fam in qwen3 llama3_1; do
+    tdir="$CACHE/tokenizers/$fam"
+    key=$(input_key "$fam $("$pyj" -c 'import jinja2; print(jinja2.__version__)')" "$CASES" \
+                    "$ROOT/tests/ref/jinja_ref.py" "$tdir/tokenizer_config.json")
+    queue "$CACHE/tokref/chat_py_$fam.jsonl" "$key" \
+          "$pyj" "$ROOT/tests/ref/jinja_ref.py" --tokenizer "$tdir" --chat "$CASES" --out "$CACHE/tokref/chat_py_$fam.jsonl"
+  done
+else
+  echo "fetch-fixtures: note: no python3 with the jinja2 module (Debian: python3-jinja2): test_jinja compares the" \
+       "real chat templates with @huggingface/jinja only"
+fi
+key=$(input_key jinja_js "$JCASES" "$ROOT/tests/ref/jinja_ref.cjs" "$ROOT/tests/ref/refcommon.cjs" "$JINJAJS")
+queue "$CACHE/tokref/jinja_js.jsonl" "$key" \
+      node "$ROOT/tests/ref/jinja_ref.cjs" --cases "$JCASES" --out "$CACHE/tokref/jinja_js.jsonl"
+
 for fam in "${VARIANTS[@]}"; do
   tdir="$CACHE/tokenizers/$fam"
   key=$(input_key "$fam" "$STRINGS" "$ROOT/tests/ref/tokenizer_ref.cjs" "$ROOT/tests/ref/refcommon.cjs" \

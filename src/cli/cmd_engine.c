@@ -23,6 +23,7 @@
 typedef struct {
     Model *model;
     Tokenizer *tok;
+    ChatTemplate *tpl;
     DataSet data;
 } Loaded;
 
@@ -37,14 +38,9 @@ static void load_all(Loaded *L, const TrainOptions *opt, int trainable) {
     L->tok = tokenizer_load_folder(model_dir, err, sizeof err); /* absent: pre-tokenized rows only */
     if (!L->tok && err[0]) ppa_die(2, "%s", err);
     const ModelConfig *c = model_config(L->model);
-    DataOptions o = {L->tok, TEMPLATE_NONE, c->n_eos ? c->eos_token_ids[0] : -1, c->vocab_size, skip, strict};
-    if (template) {
-        if (template_parse(template, &o.tpl)) ppa_die(2, "unknown template '%s' (chatml, llama3, mistral, zephyr, llama2, none)", template);
-    } else if (L->tok) {
-        char *chat = template_from_config(model_dir);
-        o.tpl = template_detect(L->tok, chat);
-        free(chat);
-    }
+    if (!(L->tpl = chat_template_open(template, model_dir, L->tok, err, sizeof err))) ppa_die(2, "%s", err);
+    DataOptions o = {L->tok, L->tpl, c->n_eos ? c->eos_token_ids[0] : -1, c->vocab_size, skip, strict,
+                     opt->special_tokens_in_text};
     if (data_read(&L->data, data, &o, err, sizeof err)) ppa_die(2, "%s", err);
     if (L->data.boundary_fixes)
         fprintf(stderr, "ppa: %ld responses began with a token merged across the prompt boundary; their prompt ends "
@@ -53,6 +49,7 @@ static void load_all(Loaded *L, const TrainOptions *opt, int trainable) {
 
 static void unload(Loaded *L) {
     data_free(&L->data);
+    chat_template_free(L->tpl);
     tokenizer_free(L->tok);
     model_free(L->model);
 }

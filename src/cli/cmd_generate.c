@@ -50,8 +50,8 @@ static GenArgs gen_args(const TrainOptions *o) {
 }
 
 /* the template's end-of-turn token, if the tokenizer has it */
-static int end_of_turn(const Tokenizer *t, TemplateKind k) {
-    const char *s = k == TEMPLATE_CHATML ? "<|im_end|>" : k == TEMPLATE_LLAMA3 ? "<|eot_id|>" : k == TEMPLATE_NONE ? NULL : "</s>";
+static int end_of_turn(const Tokenizer *t, const ChatTemplate *c) {
+    const char *s = chat_template_eot(c);
     return t && s ? tokenizer_token_id(t, s) : -1;
 }
 
@@ -195,28 +195,23 @@ static void load(Run *r, const GenArgs *a) {
     r->tok = tokenizer_load_folder(a->model_dir, err, sizeof err); /* absent: pre-tokenized prompts only */
     if (!r->tok && err[0]) ppa_die(2, "generate: %s", err);
     const ModelConfig *c = model_config(r->model);
-    TemplateKind tpl = TEMPLATE_NONE;
-    if (a->template_name) {
-        if (template_parse(a->template_name, &tpl))
-            ppa_die(2, "unknown template '%s' (chatml, llama3, mistral, zephyr, llama2, none)", a->template_name);
-    } else if (r->tok) {
-        char *chat = template_from_config(a->model_dir);
-        tpl = template_detect(r->tok, chat);
-        free(chat);
-    }
+    ChatTemplate *tpl = chat_template_open(a->template_name, a->model_dir, r->tok, err, sizeof err);
+    if (!tpl) ppa_die(2, "generate: %s", err);
     for (int i = 0; i < c->n_eos; i++) r->stop[r->n_stop++] = c->eos_token_ids[i];
     int eot = end_of_turn(r->tok, tpl), dup = 0;
     for (int i = 0; i < r->n_stop; i++) dup |= r->stop[i] == eot;
     if (eot >= 0 && eot < c->vocab_size && !dup) r->stop[r->n_stop++] = eot;
     if (dist_rank() == 0) { /* the resolved settings */
-        fprintf(stderr, "ppa generate: template %s, stop ids [", template_name(tpl));
+        fprintf(stderr, "ppa generate: template %s, stop ids [", chat_template_name(tpl));
         for (int i = 0; i < r->n_stop; i++) fprintf(stderr, i ? ", %d" : "%d", r->stop[i]);
         fprintf(stderr, "], temperature %g%s, top-p %g, n %d, max-new-tokens %d, seed %llu\n", a->temperature,
                 a->temperature > 0 ? "" : " (greedy)", a->top_p, a->n, a->max_new_tokens, (unsigned long long)a->seed);
     }
     ban_nul_tokens(r, c->vocab_size);
-    PromptOptions po = {r->tok, tpl, c->vocab_size, decoder_model_max_len(c), a->skip_invalid};
+    PromptOptions po = {r->tok, tpl, c->vocab_size, decoder_model_max_len(c), a->skip_invalid,
+                        a->o->special_tokens_in_text};
     if (prompts_read(&r->ps, a->prompts, &po, err, sizeof err)) ppa_die(2, "%s", err);
+    chat_template_free(tpl); /* the prompts are tokens now */
 }
 
 int cmd_generate(int argc, char **argv) {

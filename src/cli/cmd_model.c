@@ -140,12 +140,12 @@ static void print_tokenizer(const char *dir) {
         printf("tokenizer: none (%s); pre-tokenized data only\n", err);
         return;
     }
-    char *chat = template_from_config(dir);
+    ChatTemplate *chat = chat_template_open(NULL, dir, tok, err, sizeof err);
     int bos = tokenizer_bos_id(tok);
-    printf("tokenizer: %s BPE, %d tokens, BOS %s (%d), chat template %s%s\n", tokenizer_family(tok), tokenizer_size(tok),
-           bos >= 0 ? tokenizer_token(tok, bos) : "none", bos, template_name(template_detect(tok, chat)),
-           chat ? " (from tokenizer_config.json)" : " (from special tokens)");
-    free(chat);
+    printf("tokenizer: %s BPE, %d tokens, BOS %s (%d), chat template %s%s%s\n", tokenizer_family(tok), tokenizer_size(tok),
+           bos >= 0 ? tokenizer_token(tok, bos) : "none", bos, chat ? chat_template_name(chat) : "refused (",
+           chat ? "" : err, chat ? "" : ")");
+    chat_template_free(chat);
     tokenizer_free(tok);
 }
 

@@ -115,15 +115,13 @@ int cmd_sft(int argc, char **argv) {
     Tokenizer *tok = tokenizer_load_folder(a.model, err, sizeof err);
     if (!tok && err[0]) ppa_die(2, "sft: %s", err);
     const ModelConfig *cfg = model_config(m);
-    DataOptions o = {tok, TEMPLATE_NONE, cfg->n_eos ? cfg->eos_token_ids[0] : -1, cfg->vocab_size, a.skip_invalid, 0};
-    if (a.template && template_parse(a.template, &o.tpl)) ppa_die(2, "sft: unknown template '%s'", a.template);
-    if (!a.template && tok) {
-        char *chat = template_from_config(a.model);
-        o.tpl = template_detect(tok, chat);
-        free(chat);
-    }
+    ChatTemplate *tpl = chat_template_open(a.template, a.model, tok, err, sizeof err);
+    if (!tpl) ppa_die(2, "sft: %s", err);
+    DataOptions o = {tok, tpl, cfg->n_eos ? cfg->eos_token_ids[0] : -1, cfg->vocab_size, a.skip_invalid, 0,
+                     opts.special_tokens_in_text};
     DataSet d;
     if (data_read(&d, a.data, &o, err, sizeof err)) ppa_die(2, "%s", err);
+    chat_template_free(tpl); /* the rows are tokens now */
     if (d.skipped) fprintf(stderr, "ppa sft: skipped %ld invalid lines of %s (--skip-invalid)\n", d.skipped, a.data);
     if (!d.n) ppa_die(2, "sft: %s has no rows", a.data);
     int pos = cfg->max_position_embeddings;

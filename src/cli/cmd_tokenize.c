@@ -14,18 +14,23 @@
 
 static const char HELP[] =
     "usage: ppa tokenize --tokenizer FILE|DIR [--add-special-tokens] [--template NAME]\n"
-    "                    [--decode [--skip-special-tokens]] [--input FILE] [--skip-invalid]\n"
+    "                    [--special-tokens-in-text] [--decode [--skip-special-tokens]]\n"
+    "                    [--input FILE] [--skip-invalid]\n"
     "\n"
-    "Reads JSON Lines (stdin or --input): {\"text\": \"...\"} and writes {\"ids\": [...]};\n"
+    "Reads JSON Lines (stdin or --input): {\"text\": \"...\"} and writes {\"ids\": [...]}, as\n"
+    "Hugging Face's tokenizer(text) (special-token strings in it are control tokens);\n"
     "{\"messages\": [{\"role\": ..., \"content\": ...}, ...]} renders a chat template first\n"
-    "(with the generation prompt when the last turn is the user's) and writes {\"text\", \"ids\"};\n"
+    "(with the generation prompt when the last turn is the user's) and writes {\"text\", \"ids\"}:\n"
+    "special-token strings in the messages stay text there, as in training rows;\n"
     "with --decode reads {\"ids\": [...]} and writes {\"text\": \"...\"}.\n"
     "\n"
     "  --tokenizer FILE|DIR    a Hugging Face tokenizer.json, or the model folder holding it\n"
     "  --add-special-tokens    run the post-processor (BOS for Llama 3 and Mistral; none for Qwen)\n"
-    "  --template NAME         chatml, llama3, mistral, zephyr, llama2 or none (default: detected from\n"
-    "                          tokenizer_config.json's chat_template, else the special tokens); with a\n"
-    "                          template, BOS comes from the template or the post-processor, never both\n"
+    "  --template NAME         chatml, llama3, mistral, zephyr, llama2 or none (default: the tokenizer's\n"
+    "                          own chat template, rendered exactly or refused; without one, the code\n"
+    "                          template its special tokens name); BOS comes from the template or the\n"
+    "                          post-processor, never both\n"
+    "  --special-tokens-in-text  special-token strings in messages become control tokens (HF's default)\n"
     "  --decode                ids to text\n"
     "  --skip-special-tokens   with --decode: drop special tokens\n"
     "  --input FILE            read FILE instead of stdin\n"
@@ -33,8 +38,9 @@ static const char HELP[] =
 
 typedef struct {
     Tokenizer *tok;
-    TemplateKind template;
-    int add_special, decode, skip_special;
+    ChatTemplate *template; /* NULL until a messages line needs it */
+    const char *path, *name;
+    int add_special, decode, skip_special, special_in_text;
 } TokenizeOpts;
 
 static void print_ids(const int *ids, long n) {
@@ -44,7 +50,7 @@ static void print_ids(const int *ids, long n) {
 }
 
 /* {"messages": [...]}: render, then encode with exactly one BOS */
-static int encode_messages(const TokenizeOpts *o, const cJSON *msgs, char *err, size_t errlen) {
+static int encode_messages(TokenizeOpts *o, const cJSON *msgs, char *err, size_t errlen) {
     int n = cJSON_GetArraySize(msgs), i = 0;
     ChatMessage *m = xcalloc((size_t)n + 1, sizeof *m);
     for (const cJSON *it = msgs->child; it; it = it->next, i++) {
@@ -62,11 +68,17 @@ static int encode_messages(const TokenizeOpts *o, const cJSON *msgs, char *err, 
         free(m);
         return -1;
     }
-    char *text = template_render(o->template, m, n, gen);
-    int *ids;
-    long k = tokenizer_encode(o->tok, text, strlen(text), !template_has_bos(o->template), &ids, err, errlen);
+    if (!o->template && !(o->template = chat_template_open(o->name, o->path, o->tok, err, errlen))) {
+        free(m);
+        return -2; /* the template itself is refused: every line would be */
+    }
+    MaskedText text = {0};
+    int *ids = NULL;
+    long k = chat_template_render(o->template, m, n, gen, &text, err, errlen) ? -1
+             : tokenizer_encode_masked(o->tok, text.text.s, o->special_in_text ? NULL : (const unsigned char *)text.mask.s,
+                                       text.text.n, chat_template_add_special(o->template, &text), &ids, err, errlen);
     if (k >= 0) {
-        cJSON *s = cJSON_CreateString(text);
+        cJSON *s = cJSON_CreateString(text.text.s);
         char *js = cJSON_PrintUnformatted(s);
         printf("{\"text\": %s, \"ids\": ", js);
         print_ids(ids, k);
@@ -75,12 +87,12 @@ static int encode_messages(const TokenizeOpts *o, const cJSON *msgs, char *err, 
         cJSON_Delete(s);
         free(ids);
     }
-    free(text);
+    masked_free(&text);
     free(m);
     return k < 0 ? -1 : 0;
 }
 
-static int encode_line(const TokenizeOpts *o, const cJSON *root, char *err, size_t errlen) {
+static int encode_line(TokenizeOpts *o, const cJSON *root, char *err, size_t errlen) {
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text");
     const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (cJSON_IsArray(msgs)) return encode_messages(o, msgs, err, errlen);
@@ -126,7 +138,7 @@ static int decode_line(const TokenizeOpts *o, const cJSON *root, char *err, size
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_TOK, OPT_ADD, OPT_DECODE, OPT_SKIP_SPECIAL, OPT_INPUT, OPT_SKIP, OPT_TEMPLATE };
+    enum { OPT_HELP = 1, OPT_TOK, OPT_ADD, OPT_DECODE, OPT_SKIP_SPECIAL, OPT_INPUT, OPT_SKIP, OPT_TEMPLATE, OPT_SPECIAL_TEXT };
     static const struct option opts[] = {
         {"help", no_argument, NULL, OPT_HELP},
         {"tokenizer", required_argument, NULL, OPT_TOK},
@@ -136,6 +148,7 @@ int cmd_tokenize(int argc, char **argv) {
         {"input", required_argument, NULL, OPT_INPUT},
         {"skip-invalid", no_argument, NULL, OPT_SKIP},
         {"template", required_argument, NULL, OPT_TEMPLATE},
+        {"special-tokens-in-text", no_argument, NULL, OPT_SPECIAL_TEXT},
         {0},
     };
     TokenizeOpts o = {0};
@@ -151,20 +164,15 @@ int cmd_tokenize(int argc, char **argv) {
         case OPT_INPUT: input = optarg; break;
         case OPT_SKIP: skip = 1; break;
         case OPT_TEMPLATE: template = optarg; break;
+        case OPT_SPECIAL_TEXT: o.special_in_text = 1; break;
         default: ppa_die(2, "tokenize: see 'ppa tokenize --help'");
         }
     }
     if (!path) ppa_die(2, "tokenize: --tokenizer is required");
     char err[1024];
     if (!(o.tok = tokenizer_load(path, err, sizeof err))) ppa_die(2, "%s", err);
-    if (template) {
-        if (template_parse(template, &o.template))
-            ppa_die(2, "tokenize: unknown template '%s' (chatml, llama3, mistral, zephyr, llama2, none)", template);
-    } else {
-        char *chat = template_from_config(path);
-        o.template = template_detect(o.tok, chat);
-        free(chat);
-    }
+    o.path = path, o.name = template;
+    if (template && !(o.template = chat_template_open(template, path, o.tok, err, sizeof err))) ppa_die(2, "tokenize: %s", err);
     char perr[4400];
     if (paths_check_stdout("--input", input, perr, sizeof perr)) ppa_die(2, "tokenize: %s", perr);
     FILE *in = stdin;
@@ -181,6 +189,7 @@ int cmd_tokenize(int argc, char **argv) {
         else if (root) rc = o.decode ? decode_line(&o, root, err, sizeof err) : encode_line(&o, root, err, sizeof err);
         cJSON_Delete(root);
         if (!rc) continue;
+        if (rc == -2) ppa_die(2, "tokenize: %s", err);
         if (!skip) ppa_die(2, "%s:%ld: %s", rd.name, rd.line, err);
         fprintf(stderr, "ppa: %s:%ld: skipped: %s\n", rd.name, rd.line, err);
         skipped++;
@@ -188,6 +197,7 @@ int cmd_tokenize(int argc, char **argv) {
     if (skip) fprintf(stderr, "ppa: tokenize: skipped %ld of %ld lines\n", skipped, lines);
     jsonl_free(&rd);
     if (in != stdin) fclose(in);
+    chat_template_free(o.template);
     tokenizer_free(o.tok);
     if (fflush(stdout) || ferror(stdout)) ppa_die(1, "tokenize: error writing the output");
     return 0;

@@ -66,8 +66,8 @@ PrepArgs prep_args(const TrainOptions *o, const Model *m) {
                         "tokens, prompts to %d\n", options_command_name(o->cmd), len, pos, pos, plen);
         len = pos;
     }
-    return (PrepArgs){o->model, o->data, o->template_name, o->skip_invalid, len, plen, c->vocab_size,
-                      c->n_eos ? c->eos_token_ids[0] : -1, o->bf16};
+    return (PrepArgs){o->model, o->data, o->template_name, o->skip_invalid, len, plen, o->special_tokens_in_text,
+                      c->vocab_size, c->n_eos ? c->eos_token_ids[0] : -1, o->bf16};
 }
 
 /* why M cannot serve (a causal LM's commands refuse a reward model, and the other way round; an index past the
@@ -176,17 +176,9 @@ DataOptions prep_data_options(Prepared *p, const PrepArgs *a, const char *who) {
     memset(p, 0, sizeof *p);
     p->tok = tokenizer_load_folder(a->model_dir, err, sizeof err);
     if (!p->tok && err[0]) ppa_die(2, "%s: %s", who, err);
-    DataOptions o = {p->tok, TEMPLATE_NONE, a->eos_id, a->vocab_size, a->skip_invalid, 0};
-    if (a->template_name) {
-        if (template_parse(a->template_name, &o.tpl))
-            ppa_die(2, "%s: unknown template '%s' (chatml, llama3, mistral, zephyr, llama2, none)", who, a->template_name);
-    } else if (p->tok) {
-        char *chat = template_from_config(a->model_dir);
-        o.tpl = template_detect(p->tok, chat);
-        free(chat);
-    }
-    snprintf(p->template_name, sizeof p->template_name, "%s", template_name(o.tpl));
-    return o;
+    if (!(p->tpl = chat_template_open(a->template_name, a->model_dir, p->tok, err, sizeof err))) ppa_die(2, "%s: %s", who, err);
+    snprintf(p->template_name, sizeof p->template_name, "%s", chat_template_name(p->tpl));
+    return (DataOptions){p->tok, p->tpl, a->eos_id, a->vocab_size, a->skip_invalid, 0, a->special_in_text};
 }
 
 void prep_read(Prepared *p, const PrepArgs *a, const char *who) {
@@ -227,6 +219,7 @@ void prep_check_labels(const Prepared *p, PpaObjective obj, const char *path, co
 
 void prep_free(Prepared *p) {
     data_free(&p->data);
+    chat_template_free(p->tpl);
     tokenizer_free(p->tok);
 }
 

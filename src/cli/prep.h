@@ -14,8 +14,9 @@
 typedef struct {
     const char *model_dir;   /* tokenizer and template come from here */
     const char *data;
-    const char *template_name; /* NULL: detected */
+    const char *template_name; /* NULL: the model's own */
     int skip_invalid, max_length, max_prompt_length;
+    int special_in_text; /* --special-tokens-in-text */
     int vocab_size, eos_id;
     int bf16; /* the reference runs in the command's precision */
 } PrepArgs;
@@ -23,6 +24,7 @@ typedef struct {
 typedef struct {
     DataSet data;
     Tokenizer *tok; /* NULL: a folder without tokenizer files (pre-tokenized rows only) */
+    ChatTemplate *tpl;
     char template_name[32];
     PrepStats stats;
     uint64_t data_hash;
@@ -61,8 +63,9 @@ PrepArgs prep_args(const TrainOptions *o, const Model *m);
 
 /* Reads and prepares; dies with a message (exit 2) on bad input. */
 void prep_load(Prepared *p, const PrepArgs *a, const char *who);
-/* The tokenizer (into p->tok) and the chat template (p->template_name) the
- * rows of a model folder are read with. */
+/* The tokenizer (into p->tok) and the chat template (p->tpl, named in
+ * p->template_name) the rows of a model folder are read with; a template
+ * that cannot be rendered exactly dies here, before any work. */
 DataOptions prep_data_options(Prepared *p, const PrepArgs *a, const char *who);
 /* Reads only: every row and response as in the file (no truncation, no
  * filtering; missing labels stay NaN), for the judges. */

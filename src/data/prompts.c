@@ -86,15 +86,17 @@ static int read_conv(const cJSON *j, ChatMessage **m, int *n, char *err, size_t 
 
 static int read_text(const cJSON *j, PromptRow *r, const PromptOptions *o, char *err, size_t errlen) {
     if (!o->tok) return snprintf(err, errlen, "a text prompt needs the model's tokenizer (or use \"prompt_ids\")"), -1;
-    TemplateKind tpl = o->tpl;
+    const ChatTemplate *tpl = o->tpl;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "template");
-    if (cJSON_IsString(t) && !strcmp(t->valuestring, "none")) tpl = TEMPLATE_NONE;
+    if (cJSON_IsString(t) && !strcmp(t->valuestring, "none")) tpl = NULL;
     ChatMessage *m = NULL;
+    MaskedText text = {0};
     int n = 0, rc = -1;
-    if (read_conv(j, &m, &n, err, errlen) || template_check(m, n, 1, err, errlen)) goto done;
-    char *text = template_render(tpl, m, n, 1);
-    long len = tokenizer_encode(o->tok, text, strlen(text), !template_has_bos(tpl), &r->ids, err, errlen);
-    free(text);
+    if (read_conv(j, &m, &n, err, errlen) || template_check(m, n, 1, err, errlen) ||
+        chat_template_render(tpl, m, n, 1, &text, err, errlen))
+        goto done;
+    long len = tokenizer_encode_masked(o->tok, text.text.s, o->special_in_text ? NULL : (const unsigned char *)text.mask.s,
+                                       text.text.n, chat_template_add_special(tpl, &text), &r->ids, err, errlen);
     if (len < 0) goto done;
     if (len < 1) {
         snprintf(err, errlen, "the prompt has no tokens");
@@ -103,6 +105,7 @@ static int read_text(const cJSON *j, PromptRow *r, const PromptOptions *o, char 
     r->len = (int)len;
     rc = 0;
 done:
+    masked_free(&text);
     free(m);
     return rc;
 }

@@ -32,11 +32,12 @@ typedef struct {
 } PromptSet;
 
 typedef struct {
-    Tokenizer *tok;   /* NULL: only "prompt_ids" lines are accepted */
-    TemplateKind tpl; /* chat template of text prompts */
-    int vocab_size;   /* ids must be below it */
-    int max_len;      /* a prompt must leave room for one token: len < max_len */
-    int skip_invalid; /* report each bad line on stderr and go on */
+    Tokenizer *tok;          /* NULL: only "prompt_ids" lines are accepted */
+    const ChatTemplate *tpl; /* chat template of text prompts; NULL: none */
+    int vocab_size;          /* ids must be below it */
+    int max_len;             /* a prompt must leave room for one token: len < max_len */
+    int skip_invalid;        /* report each bad line on stderr and go on */
+    int special_in_text;     /* special-token strings in message text become control tokens (rows.h) */
 } PromptOptions;
 
 /* Reads every prompt of path. 0, or -1 with "path:line: problem" in err. */

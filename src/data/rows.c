@@ -102,9 +102,21 @@ static int same_conv(const Conv *a, const Conv *b) {
 
 /* ---- tokenizing one response ---- */
 
-static int encode(const DataOptions *o, const char *text, int **ids, char *err, size_t errlen) {
-    long n = tokenizer_encode(o->tok, text, strlen(text), !template_has_bos(o->tpl), ids, err, errlen);
+static int encode(const DataOptions *o, const MaskedText *x, int add_special, int **ids, char *err, size_t errlen) {
+    long n = tokenizer_encode_masked(o->tok, x->text.s, o->special_in_text ? NULL : (const unsigned char *)x->mask.s,
+                                     x->text.n, add_special, ids, err, errlen);
     return n < 0 ? -1 : (int)n;
+}
+
+/* The end-of-turn text of the template (the EOS token's for none): an answer
+ * holding it would be scored past the end of its turn. */
+static int check_answer(const DataOptions *o, const char *answer, int k, char *err, size_t errlen) {
+    const char *eot = chat_template_eot(o->tpl);
+    if (!eot && chat_template_is_none(o->tpl) && o->eos_id >= 0) eot = tokenizer_token(o->tok, o->eos_id);
+    if (!eot || !*eot || !strstr(answer, eot)) return 0;
+    snprintf(err, errlen, "response %d contains the end-of-turn text \"%s\": it would be scored past the end of its turn",
+             k, eot);
+    return -1;
 }
 
 /* Each prompt + response is tokenized once (formats.md d rule 3). The row's
@@ -116,27 +128,34 @@ typedef struct {
     int *ids, n, cut; /* joint ids, their count, the prefix shared with ids(prompt) */
 } Joint;
 
-static int joint_encode(Joint *j, const DataOptions *o, const char *prompt_text, const char *answer, const int *pids,
-                        int np, char *err, size_t errlen) {
-    char *resp = template_response(o->tpl, answer);
-    size_t lp = strlen(prompt_text), lr = strlen(resp);
-    char *full = xmalloc(lp + lr + 1);
-    memcpy(full, prompt_text, lp);
-    memcpy(full + lp, resp, lr + 1);
-    j->n = encode(o, full, &j->ids, err, errlen);
-    free(resp), free(full);
-    if (j->n < 0) return -1;
+static int joint_encode(Joint *j, const DataOptions *o, const Conv *conv, const MaskedText *prompt, int add, const char *answer,
+                        const int *pids, int np, char *err, size_t errlen) {
+    MaskedText resp = {0}, full = {0};
+    int rc = chat_template_response(o->tpl, conv->m, conv->n, prompt, answer, &resp, err, errlen);
+    if (!rc) {
+        bytebuf_put(&full.text, prompt->text.s, prompt->text.n), bytebuf_put(&full.mask, prompt->mask.s, prompt->text.n);
+        bytebuf_put(&full.text, resp.text.s, resp.text.n), bytebuf_put(&full.mask, resp.mask.s, resp.text.n);
+        rc = (j->n = encode(o, &full, add, &j->ids, err, errlen)) < 0 ? -1 : 0;
+    }
+    masked_free(&resp), masked_free(&full);
+    if (rc) return -1;
     for (j->cut = 0; j->cut < np && j->cut < j->n && pids[j->cut] == j->ids[j->cut];) j->cut++;
     return 0;
 }
 
-static int tokenize_row(DataRow *r, const DataOptions *o, const char *prompt_text, const char *const *answers,
+static int tokenize_row(DataRow *r, const DataOptions *o, const Conv *conv, const char *const *answers,
                         long *boundary_fixes, char *err, size_t errlen) {
-    int *pids = NULL, np = encode(o, prompt_text, &pids, err, errlen), n = r->n_resp, rc = -1, cut = np;
+    int *pids = NULL, np = -1, n = r->n_resp, rc = -1, cut, add = 0;
     Joint *j = xcalloc((size_t)n, sizeof *j);
-    if (np < 0) goto done;
+    MaskedText prompt = {0};
+    for (int k = 0; k < n; k++)
+        if (check_answer(o, answers[k], k, err, errlen)) goto done;
+    if (chat_template_render(o->tpl, conv->m, conv->n, 1, &prompt, err, errlen)) goto done;
+    add = chat_template_add_special(o->tpl, &prompt);
+    if ((np = encode(o, &prompt, add, &pids, err, errlen)) < 0) goto done;
+    cut = np;
     for (int k = 0; k < n; k++) {
-        if (joint_encode(&j[k], o, prompt_text, answers[k], pids, np, err, errlen)) goto done;
+        if (joint_encode(&j[k], o, conv, &prompt, add, answers[k], pids, np, err, errlen)) goto done;
         if (j[k].cut < np && o->strict) {
             snprintf(err, errlen, "response %d: its first token merges with the end of the prompt (token %d)", k, j[k].cut);
             goto done;
@@ -147,7 +166,7 @@ static int tokenize_row(DataRow *r, const DataOptions *o, const char *prompt_tex
         snprintf(err, errlen, "the prompt has no tokens");
         goto done;
     }
-    int extra = o->tpl == TEMPLATE_NONE && o->eos_id >= 0; /* the tokenizer's EOS, once */
+    int extra = chat_template_is_none(o->tpl) && o->eos_id >= 0; /* the tokenizer's EOS, once */
     for (int k = 0; k < n; k++) {
         int len = j[k].n - cut + extra;
         if (len < 1) {
@@ -167,6 +186,7 @@ static int tokenize_row(DataRow *r, const DataOptions *o, const char *prompt_tex
 done:
     for (int k = 0; k < n; k++) free(j[k].ids);
     free(j), free(pids);
+    masked_free(&prompt);
     return rc;
 }
 
@@ -372,13 +392,11 @@ static int read_text(const cJSON *j, DataRow *r, const DataOptions *o, long *fix
     int n = 0, rc = -1, pair = 0;
     DataOptions opt = *o;
     const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(j, "template");
-    if (cJSON_IsString(tpl) && !strcmp(tpl->valuestring, "none")) opt.tpl = TEMPLATE_NONE;
+    if (cJSON_IsString(tpl) && !strcmp(tpl->valuestring, "none")) opt.tpl = NULL;
     if (read_text_parts(j, &conv, &answers, &oscores, &n, &pair, err, errlen)) goto done;
     if (template_check(conv.m, conv.n, 1, err, errlen)) goto done;
-    char *prompt_text = template_render(opt.tpl, conv.m, conv.n, 1);
     alloc_responses(r, n);
-    rc = tokenize_row(r, &opt, prompt_text, answers, fixes, err, errlen);
-    free(prompt_text);
+    rc = tokenize_row(r, &opt, &conv, answers, fixes, err, errlen);
     if (!rc) rc = read_scores(j, r, oscores, err, errlen);
     if (!rc && pair && isnan(r->scores[0]) && isnan(r->scores[1])) r->scores[0] = 1.0, r->scores[1] = 0.0; /* chosen > rejected */
 done:
@@ -387,12 +405,16 @@ done:
 }
 
 /* {"text": ...}: plain next-token data. BOS from the post-processor, the
- * tokenizer's EOS appended; the first token is the "prompt" (never scored). */
+ * tokenizer's EOS appended; the first token is the "prompt" (never scored).
+ * Its special-token strings are text, as a message's are. */
 static int read_plain_text(const cJSON *text, DataRow *r, const DataOptions *o, char *err, size_t errlen) {
     if (!o->tok) return snprintf(err, errlen, "a text row needs the model's tokenizer"), -1;
     if (!cJSON_IsString(text)) return snprintf(err, errlen, "\"text\" must be a string"), -1;
     int *ids;
-    long n = tokenizer_encode(o->tok, text->valuestring, strlen(text->valuestring), 1, &ids, err, errlen);
+    MaskedText x = {0}; /* data: its special-token strings stay text unless special_in_text */
+    masked_put(&x, text->valuestring, strlen(text->valuestring), 1);
+    long n = encode(o, &x, 1, &ids, err, errlen);
+    masked_free(&x);
     if (n < 0) return -1;
     int extra = o->eos_id >= 0;
     if (n + extra < 2) {

@@ -4,7 +4,10 @@
  * tokenized once per response, or pre-tokenized rows
  * {"prompt_ids": [...], "response_ids": [[...], ...], "scores": [...]} used as
  * given; {"text": ...} rows are plain next-token data (one response: the
- * text after its first token). Every problem names FILE:LINE and the field. */
+ * text after its first token). Text from the data never becomes a control
+ * token unless special_in_text, and a response holding the end-of-turn text
+ * is refused (it would be scored past its turn). Every problem names
+ * FILE:LINE and the field. */
 #ifndef PPA_ROWS_H
 #define PPA_ROWS_H
 
@@ -33,12 +36,14 @@ typedef struct {
 } DataSet;
 
 typedef struct {
-    Tokenizer *tok;     /* NULL: only pre-tokenized rows are accepted */
-    TemplateKind tpl;   /* chat template for text rows */
-    int eos_id;         /* appended once to responses when tpl is none; -1 for none */
-    int vocab_size;     /* ids must be below it (pre-tokenized rows too) */
-    int skip_invalid;   /* report and skip bad lines instead of stopping */
-    int strict;         /* a prompt/response boundary merge is an error */
+    Tokenizer *tok;          /* NULL: only pre-tokenized rows are accepted */
+    const ChatTemplate *tpl; /* chat template for text rows; NULL: none */
+    int eos_id;              /* appended once to responses when tpl is none; -1 for none */
+    int vocab_size;          /* ids must be below it (pre-tokenized rows too) */
+    int skip_invalid;        /* report and skip bad lines instead of stopping */
+    int strict;              /* a prompt/response boundary merge is an error */
+    int special_in_text;     /* Hugging Face's default: special-token strings in message text become control tokens
+                              * (by default they stay text; only the template's markers are control tokens) */
 } DataOptions;
 
 /* Reads every row of path. Returns 0, or -1 with "path:line: problem" in err. */

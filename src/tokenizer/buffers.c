@@ -41,3 +41,38 @@ size_t utf8_put(uint32_t cp, char out[4]) {
     utf8proc_ssize_t n = utf8proc_encode_char((utf8proc_int32_t)cp, (utf8proc_uint8_t *)out);
     return n > 0 ? (size_t)n : 0;
 }
+
+/* The second byte's range for a lead byte (Unicode Table 3-7), and the
+ * sequence length; 0 for a byte that starts no sequence (80..C1, F5..FF). */
+static int utf8_lead(unsigned char b, unsigned char *lo, unsigned char *hi) {
+    *lo = 0x80, *hi = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) return 2;
+    if (b >= 0xE0 && b <= 0xEF) {
+        if (b == 0xE0) *lo = 0xA0; /* overlong below */
+        if (b == 0xED) *hi = 0x9F; /* surrogates above */
+        return 3;
+    }
+    if (b >= 0xF0 && b <= 0xF4) {
+        if (b == 0xF0) *lo = 0x90; /* overlong */
+        if (b == 0xF4) *hi = 0x8F; /* past U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
+void utf8_put_lossy(ByteBuf *out, const char *str, size_t len) {
+    const unsigned char *s = (const unsigned char *)str;
+    for (size_t i = 0; i < len;) {
+        unsigned char lo, hi;
+        if (s[i] < 0x80) {
+            bytebuf_put(out, s + i++, 1);
+            continue;
+        }
+        int n = utf8_lead(s[i], &lo, &hi), k = 1;
+        /* the longest prefix of a well-formed sequence, then one U+FFFD for it */
+        while (k < n && i + (size_t)k < len && s[i + k] >= (k == 1 ? lo : 0x80) && s[i + k] <= (k == 1 ? hi : 0xBF)) k++;
+        if (n && k == n) bytebuf_put(out, s + i, (size_t)n);
+        else bytebuf_put(out, "\xEF\xBF\xBD", 3);
+        i += (size_t)k;
+    }
+}

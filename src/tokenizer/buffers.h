@@ -24,5 +24,9 @@ void bytebuf_put(ByteBuf *b, const void *p, size_t n);
 /* UTF-8 decoding of one code point at s[0..len); returns its length (1 for an invalid byte, *cp = 0xFFFD). */
 int utf8_next(const unsigned char *s, size_t len, uint32_t *cp);
 size_t utf8_put(uint32_t cp, char out[4]); /* 1-4 bytes */
+/* Appends s[0..len) to out as valid UTF-8: each maximal subpart of an
+ * ill-formed sequence becomes one U+FFFD (Unicode 15 section 3.9, as Rust's
+ * from_utf8_lossy and Python's decode(errors="replace") do). */
+void utf8_put_lossy(ByteBuf *out, const char *s, size_t len);
 
 #endif

@@ -5,9 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-#include <cjson/cJSON.h>
 
 #include "core/common.h"
 #include "tokenizer/buffers.h"
@@ -23,49 +20,17 @@ int template_parse(const char *name, TemplateKind *out) {
 
 const char *template_name(TemplateKind k) { return NAMES[k]; }
 
-TemplateKind template_detect(const Tokenizer *t, const char *chat_template) {
+TemplateKind template_detect(const Tokenizer *t) {
     static const struct {
         const char *marker;
         TemplateKind kind;
     } SIGNS[] = {{"<|im_start|>", TEMPLATE_CHATML}, {"<|start_header_id|>", TEMPLATE_LLAMA3},
                  {"<<SYS>>", TEMPLATE_LLAMA2},     {"<|user|>", TEMPLATE_ZEPHYR},
                  {"[INST]", TEMPLATE_MISTRAL}};
-    for (size_t i = 0; chat_template && i < PPA_ARRAY_LEN(SIGNS); i++)
-        if (strstr(chat_template, SIGNS[i].marker)) return SIGNS[i].kind;
     for (size_t i = 0; t && i < PPA_ARRAY_LEN(SIGNS); i++)
         if (tokenizer_token_id(t, SIGNS[i].marker) >= 0 && tokenizer_is_special(t, tokenizer_token_id(t, SIGNS[i].marker)))
             return SIGNS[i].kind;
     return TEMPLATE_NONE;
-}
-
-char *template_from_config(const char *tokenizer_path) {
-    char path[4096];
-    struct stat st;
-    if (!stat(tokenizer_path, &st) && S_ISDIR(st.st_mode)) {
-        snprintf(path, sizeof path, "%s/tokenizer_config.json", tokenizer_path);
-    } else {
-        const char *slash = strrchr(tokenizer_path, '/');
-        snprintf(path, sizeof path, "%.*stokenizer_config.json", slash ? (int)(slash - tokenizer_path + 1) : 0,
-                 tokenizer_path);
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    ByteBuf b = {0};
-    char chunk[1 << 16];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) bytebuf_put(&b, chunk, n);
-    fclose(f);
-    cJSON *root = b.s ? cJSON_ParseWithLength(b.s, b.n) : NULL;
-    free(b.s);
-    const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(root, "chat_template");
-    char *out = NULL;
-    if (cJSON_IsString(tpl)) out = strdup(tpl->valuestring);
-    for (const cJSON *it = cJSON_IsArray(tpl) ? tpl->child : NULL; it && !out; it = it->next) {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name"), *t = cJSON_GetObjectItemCaseSensitive(it, "template");
-        if (cJSON_IsString(name) && !strcmp(name->valuestring, "default") && cJSON_IsString(t)) out = strdup(t->valuestring);
-    }
-    cJSON_Delete(root);
-    return out;
 }
 
 int template_check(const ChatMessage *m, int n, int add_generation_prompt, char *err, size_t errlen) {
@@ -88,28 +53,46 @@ int template_check(const ChatMessage *m, int n, int add_generation_prompt, char 
     return 0;
 }
 
-static void put(ByteBuf *b, const char *s) { bytebuf_put(b, s, strlen(s)); }
+void masked_put(MaskedText *m, const char *s, size_t n, int message_text) {
+    static const unsigned char FLAG[2][64] = {{0}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}};
+    bytebuf_put(&m->text, s, n);
+    for (size_t i = 0; i < n; i += 64) bytebuf_put(&m->mask, FLAG[!!message_text], n - i < 64 ? n - i : 64);
+    if (!n) bytebuf_put(&m->mask, "", 0);
+}
+
+void masked_free(MaskedText *m) {
+    free(m->text.s), free(m->mask.s);
+    memset(m, 0, sizeof *m);
+}
+
+typedef MaskedText Out;
+
+/* the template's own text, and a message's */
+static void put(Out *b, const char *s) { masked_put(b, s, strlen(s), 0); }
+static void put_content(Out *b, const char *s) { masked_put(b, s, strlen(s), 1); }
 
 /* Python's str.strip() for the ASCII whitespace the templates meet */
-static void put_stripped(ByteBuf *b, const char *s) {
+static void put_stripped(Out *b, const char *s) {
     size_t len = strlen(s), i = 0;
     while (i < len && strchr(" \t\n\r\v\f", s[i])) i++;
     while (len > i && strchr(" \t\n\r\v\f", s[len - 1])) len--;
-    bytebuf_put(b, s + i, len - i);
+    masked_put(b, s + i, len - i, 1);
 }
 
-static void render_chatml(ByteBuf *b, const ChatMessage *m, int n, int gen) {
+static void render_chatml(Out *b, const ChatMessage *m, int n, int gen) {
     for (int i = 0; i < n; i++) {
         put(b, "<|im_start|>");
         put(b, m[i].role);
         put(b, "\n");
-        put(b, m[i].content);
+        put_content(b, m[i].content);
         put(b, "<|im_end|>\n");
     }
     if (gen) put(b, "<|im_start|>assistant\n");
 }
 
-static void render_llama3(ByteBuf *b, const ChatMessage *m, int n, int gen) {
+static void render_llama3(Out *b, const ChatMessage *m, int n, int gen) {
     put(b, "<|begin_of_text|>");
     for (int i = 0; i < n; i++) {
         put(b, "<|start_header_id|>");
@@ -122,77 +105,88 @@ static void render_llama3(ByteBuf *b, const ChatMessage *m, int n, int gen) {
 }
 
 /* Mistral Instruct v0.1: a system turn is folded into the first user turn */
-static void render_mistral(ByteBuf *b, const ChatMessage *m, int n) {
+static void render_mistral(Out *b, const ChatMessage *m, int n) {
     const char *sys = n && !strcmp(m[0].role, "system") ? m[0].content : NULL;
     put(b, "<s>");
     for (int i = sys ? 1 : 0; i < n; i++) {
         if (!strcmp(m[i].role, "user")) {
             put(b, "[INST] ");
-            if (sys && i == 1) put(b, sys), put(b, "\n\n");
-            put(b, m[i].content);
+            if (sys && i == 1) put_content(b, sys), put(b, "\n\n");
+            put_content(b, m[i].content);
             put(b, " [/INST]");
         } else {
-            put(b, m[i].content);
+            put_content(b, m[i].content);
             put(b, "</s>");
         }
     }
 }
 
-static void render_zephyr(ByteBuf *b, const ChatMessage *m, int n, int gen) {
+static void render_zephyr(Out *b, const ChatMessage *m, int n, int gen) {
     for (int i = 0; i < n; i++) {
         put(b, "<|");
         put(b, m[i].role);
         put(b, "|>\n");
-        put(b, m[i].content);
+        put_content(b, m[i].content);
         put(b, "</s>\n");
     }
     if (gen) put(b, "<|assistant|>\n");
 }
 
-static void render_llama2(ByteBuf *b, const ChatMessage *m, int n) {
+static void render_llama2(Out *b, const ChatMessage *m, int n) {
     const char *sys = n && !strcmp(m[0].role, "system") ? m[0].content : NULL;
     for (int i = sys ? 1 : 0; i < n; i++) {
         if (!strcmp(m[i].role, "user")) {
             put(b, "<s>[INST] ");
-            if (sys && i == 1) put(b, "<<SYS>>\n"), put(b, sys), put(b, "\n<</SYS>>\n\n");
-            put(b, m[i].content);
+            if (sys && i == 1) put(b, "<<SYS>>\n"), put_content(b, sys), put(b, "\n<</SYS>>\n\n");
+            put_content(b, m[i].content);
             put(b, " [/INST]");
         } else {
             put(b, " ");
-            put(b, m[i].content);
+            put_content(b, m[i].content);
             put(b, " </s>");
         }
     }
 }
 
-char *template_render(TemplateKind k, const ChatMessage *m, int n, int gen) {
-    ByteBuf b = {0};
-    bytebuf_put(&b, "", 0);
+/* roles are checked (template_check) before: they are the template's text */
+void template_render_masked(TemplateKind k, const ChatMessage *m, int n, int gen, MaskedText *b) {
+    masked_put(b, "", 0, 0);
     switch (k) {
-    case TEMPLATE_CHATML: render_chatml(&b, m, n, gen); break;
-    case TEMPLATE_LLAMA3: render_llama3(&b, m, n, gen); break;
-    case TEMPLATE_MISTRAL: render_mistral(&b, m, n); break;
-    case TEMPLATE_ZEPHYR: render_zephyr(&b, m, n, gen); break;
-    case TEMPLATE_LLAMA2: render_llama2(&b, m, n); break;
+    case TEMPLATE_CHATML: render_chatml(b, m, n, gen); break;
+    case TEMPLATE_LLAMA3: render_llama3(b, m, n, gen); break;
+    case TEMPLATE_MISTRAL: render_mistral(b, m, n); break;
+    case TEMPLATE_ZEPHYR: render_zephyr(b, m, n, gen); break;
+    case TEMPLATE_LLAMA2: render_llama2(b, m, n); break;
     case TEMPLATE_NONE: /* raw text: the contents as given */
-        for (int i = 0; i < n; i++) put(&b, m[i].content);
+        for (int i = 0; i < n; i++) put_content(b, m[i].content);
         break;
     }
-    return b.s;
+}
+
+void template_response_masked(TemplateKind k, const char *answer, MaskedText *b) {
+    masked_put(b, "", 0, 0);
+    switch (k) {
+    case TEMPLATE_CHATML: put_content(b, answer), put(b, "<|im_end|>"); break;
+    case TEMPLATE_LLAMA3: put_stripped(b, answer), put(b, "<|eot_id|>"); break;
+    case TEMPLATE_MISTRAL:
+    case TEMPLATE_ZEPHYR: put_content(b, answer), put(b, "</s>"); break;
+    case TEMPLATE_LLAMA2: put(b, " "), put_content(b, answer), put(b, " </s>"); break;
+    case TEMPLATE_NONE: put_content(b, answer); break;
+    }
+}
+
+char *template_render(TemplateKind k, const ChatMessage *m, int n, int gen) {
+    MaskedText b = {0};
+    template_render_masked(k, m, n, gen, &b);
+    free(b.mask.s);
+    return b.text.s;
 }
 
 char *template_response(TemplateKind k, const char *answer) {
-    ByteBuf b = {0};
-    bytebuf_put(&b, "", 0);
-    switch (k) {
-    case TEMPLATE_CHATML: put(&b, answer), put(&b, "<|im_end|>"); break;
-    case TEMPLATE_LLAMA3: put_stripped(&b, answer), put(&b, "<|eot_id|>"); break;
-    case TEMPLATE_MISTRAL:
-    case TEMPLATE_ZEPHYR: put(&b, answer), put(&b, "</s>"); break;
-    case TEMPLATE_LLAMA2: put(&b, " "), put(&b, answer), put(&b, " </s>"); break;
-    case TEMPLATE_NONE: put(&b, answer); break;
-    }
-    return b.s;
+    MaskedText b = {0};
+    template_response_masked(k, answer, &b);
+    free(b.mask.s);
+    return b.text.s;
 }
 
 int template_has_bos(TemplateKind k) { return k == TEMPLATE_LLAMA3 || k == TEMPLATE_MISTRAL || k == TEMPLATE_LLAMA2; }

@@ -220,8 +220,14 @@ static int load_decoder(Tokenizer *t, const cJSON *j, char *err, size_t errlen) 
     return 0;
 }
 
-/* id -> string table over the vocabulary and the added tokens */
-static void build_id_table(Tokenizer *t) {
+/* id -> string table over the vocabulary and the added tokens. One id, one
+ * string: where tokenizer.json disagrees with itself, Hugging Face's loader
+ * keeps ids of its own (a warning at most: the vocabulary's id for an added
+ * token's string, a fresh id for a new string, an arbitrary one of two
+ * strings for a shared vocabulary id), so ppa's ids would not be the model's.
+ * An added token that repeats a vocabulary entry (same string, same id) is
+ * the usual case and fine; so is an exact repeat of an added token. */
+static int build_id_table(Tokenizer *t, char *err, size_t errlen) {
     int size = 0;
     for (size_t e = 0; e < t->bpe.vocab.count; e++) size = t->bpe.vocab.values[e] + 1 > size ? t->bpe.vocab.values[e] + 1 : size;
     for (int i = 0; i < t->n_added; i++) size = t->added[i].id + 1 > size ? t->added[i].id + 1 : size;
@@ -231,14 +237,37 @@ static void build_id_table(Tokenizer *t) {
     t->id_special = xcalloc((size_t)size + 1, 1);
     for (size_t e = 0; e < t->bpe.vocab.count; e++) {
         int id = t->bpe.vocab.values[e];
+        if (t->id_str[id]) {
+            snprintf(err, errlen, "model.vocab gives id %d to both \"%s\" and \"%s\"", id, t->id_str[id], t->bpe.vocab.keys[e]);
+            return -1;
+        }
         t->id_str[id] = t->bpe.vocab.keys[e];
         t->id_len[id] = t->bpe.vocab.lens[e];
     }
-    for (int i = 0; i < t->n_added; i++) {
-        t->id_str[t->added[i].id] = t->added[i].content;
-        t->id_len[t->added[i].id] = t->added[i].len;
-        t->id_special[t->added[i].id] = (unsigned char)t->added[i].special;
+    StrMap seen = {0}; /* added token string -> index in t->added */
+    int rc = 0;
+    for (int i = 0; i < t->n_added && !rc; i++) {
+        const AddedToken *a = &t->added[i];
+        int vid = strmap_get(&t->bpe.vocab, a->content, a->len);
+        long prev = strmap_index(&seen, a->content, a->len);
+        const AddedToken *p = prev >= 0 ? &t->added[seen.values[prev]] : NULL;
+        if (vid >= 0 && vid != a->id)
+            rc = snprintf(err, errlen, "added token \"%s\" has id %d, but model.vocab gives \"%s\" id %d", a->content,
+                          a->id, a->content, vid);
+        else if (p && (p->id != a->id || p->special != a->special || p->lstrip != a->lstrip || p->rstrip != a->rstrip))
+            rc = snprintf(err, errlen, "added token \"%s\" is listed twice, with ids %d and %d%s", a->content, p->id, a->id,
+                          p->id == a->id ? " and different flags" : "");
+        else if (t->id_str[a->id] && !p && vid < 0)
+            rc = snprintf(err, errlen, "id %d is given to both \"%s\" and added token \"%s\"", a->id, t->id_str[a->id],
+                          a->content);
+        if (rc) break;
+        strmap_put(&seen, a->content, a->len, i);
+        t->id_str[a->id] = a->content;
+        t->id_len[a->id] = a->len;
+        t->id_special[a->id] = (unsigned char)a->special;
     }
+    strmap_free(&seen);
+    return rc ? -1 : 0;
 }
 
 static int load_json(Tokenizer *t, const cJSON *root, char *err, size_t errlen) {
@@ -253,8 +282,7 @@ static int load_json(Tokenizer *t, const cJSON *root, char *err, size_t errlen) 
         snprintf(err, errlen, "missing \"model\"");
         return -1;
     }
-    if (bpe_load(&t->bpe, model, pretok_is_byte_level(t->pre), err, errlen)) return -1;
-    build_id_table(t);
+    if (bpe_load(&t->bpe, model, pretok_is_byte_level(t->pre), err, errlen) || build_id_table(t, err, errlen)) return -1;
     for (int i = 0; i < t->n_post; i++) /* encode's ids must all be tokens */
         if (t->post[i] >= 0 && (t->post[i] >= t->size || !t->id_str[t->post[i]])) {
             snprintf(err, errlen, "post_processor: id %d is in neither the vocabulary nor added_tokens", t->post[i]);
@@ -352,12 +380,16 @@ void tokenizer_free(Tokenizer *t) {
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
-/* Leftmost, longest added token in s[from..len); returns its index or -1. */
-static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from, size_t *at) {
+/* Leftmost, longest added token in s[from..len); returns its index or -1.
+ * With a mask, a special token never matches over a byte marked 1 (message
+ * text): what Hugging Face's split_special_tokens does for that text. */
+static int find_added(const Tokenizer *t, const char *s, const unsigned char *mask, size_t len, size_t from,
+                      size_t *at) {
     for (size_t i = from; i < len; i++) {
         if (!t->added_first[(unsigned char)s[i]]) continue;
         for (int k = 0; k < t->n_added; k++) /* longest first */
-            if (t->added[k].len <= len - i && !memcmp(s + i, t->added[k].content, t->added[k].len)) {
+            if (t->added[k].len <= len - i && !memcmp(s + i, t->added[k].content, t->added[k].len) &&
+                !(mask && t->added[k].special && memchr(mask + i, 1, t->added[k].len))) {
                 *at = i;
                 return k;
             }
@@ -376,6 +408,11 @@ static int encode_segment(Tokenizer *t, const char *s, size_t len, int first, In
 
 long tokenizer_encode(Tokenizer *t, const char *text, size_t len, int add_special, int **ids, char *err,
                       size_t errlen) {
+    return tokenizer_encode_masked(t, text, NULL, len, add_special, ids, err, errlen);
+}
+
+long tokenizer_encode_masked(Tokenizer *t, const char *text, const unsigned char *mask, size_t len, int add_special,
+                             int **ids, char *err, size_t errlen) {
     *ids = NULL;
     for (size_t i = 0; i < len;) { /* PCRE2 and the normalizers need valid UTF-8 */
         uint32_t cp;
@@ -390,7 +427,7 @@ long tokenizer_encode(Tokenizer *t, const char *text, size_t len, int add_specia
     size_t pos = 0;
     while (pos <= len) {
         size_t at = len;
-        int k = find_added(t, text, len, pos, &at);
+        int k = find_added(t, text, mask, len, pos, &at);
         size_t seg_end = at, next = k >= 0 ? at + t->added[k].len : len + 1;
         if (k >= 0 && t->added[k].lstrip)
             while (seg_end > pos && is_space(text[seg_end - 1])) seg_end--;
@@ -427,17 +464,6 @@ typedef struct {
     size_t n;
 } Tokens;
 
-/* Bytes to UTF-8, each invalid sequence replaced by U+FFFD (from_utf8_lossy). */
-static void put_lossy(ByteBuf *out, const char *s, size_t len) {
-    for (size_t i = 0; i < len;) {
-        uint32_t cp;
-        int n = utf8_next((const unsigned char *)s + i, len - i, &cp);
-        if (cp == 0xFFFD && !(len - i >= 3 && !memcmp(s + i, "\xEF\xBF\xBD", 3))) bytebuf_put(out, "\xEF\xBF\xBD", 3);
-        else bytebuf_put(out, s + i, (size_t)n);
-        i += (size_t)n;
-    }
-}
-
 static void fuse_all(Tokens *t) {
     for (size_t i = 1; i < t->n; i++) {
         bytebuf_put(&t->tok[0], t->tok[i].s, t->tok[i].n);
@@ -463,7 +489,7 @@ static void dec_byte_level(Tokens *t) {
         }
         i += (size_t)n;
     }
-    put_lossy(&out, raw.s ? raw.s : "", raw.n);
+    utf8_put_lossy(&out, raw.s ? raw.s : "", raw.n); /* Rust's from_utf8_lossy */
     free(raw.s);
     free(t->tok[0].s);
     t->tok[0] = out;
@@ -475,7 +501,8 @@ static int hex_byte(const ByteBuf *b) {
     return (int)v;
 }
 
-/* Runs of <0xXX> tokens become their UTF-8 text, or one U+FFFD per byte when invalid. */
+/* Runs of <0xXX> tokens become their UTF-8 text, or one U+FFFD per byte when
+ * invalid: Hugging Face's ByteFallback decoder does that, not from_utf8_lossy. */
 static void dec_byte_fallback(Tokens *t) {
     Tokens out = {xcalloc(t->n + 1, sizeof(ByteBuf)), 0};
     for (size_t i = 0; i < t->n;) {
@@ -490,7 +517,7 @@ static void dec_byte_fallback(Tokens *t) {
             bytebuf_put(&bytes, &c, 1);
             free(t->tok[j].s);
         }
-        put_lossy(&text, bytes.s, bytes.n);
+        utf8_put_lossy(&text, bytes.s, bytes.n);
         int valid = text.n == bytes.n && !memcmp(text.s, bytes.s, bytes.n);
         if (valid) {
             out.tok[out.n++] = text;
@@ -592,7 +619,22 @@ int tokenizer_clean_up_spaces(const Tokenizer *t) { return t->cleanup; }
 
 int tokenizer_has_added_token(const Tokenizer *t, const char *text, size_t len) {
     size_t at;
-    return find_added(t, text, len, 0, &at) >= 0;
+    return find_added(t, text, NULL, len, 0, &at) >= 0;
+}
+
+long tokenizer_find_special(const Tokenizer *t, const char *text, const unsigned char *mask, size_t len, size_t *tok_len) {
+    size_t at;
+    for (size_t from = 0;; from = at + 1) {
+        int k = find_added(t, text, mask, len, from, &at);
+        if (k < 0) return -1;
+        if (t->added[k].special) return *tok_len = t->added[k].len, (long)at;
+    }
+}
+
+int tokenizer_added_id(const Tokenizer *t, const char *token) {
+    for (int i = 0; i < t->n_added; i++)
+        if (!strcmp(t->added[i].content, token)) return t->added[i].id;
+    return -1;
 }
 
 int tokenizer_token_id(const Tokenizer *t, const char *token) {

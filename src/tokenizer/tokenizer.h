@@ -25,6 +25,14 @@ void tokenizer_free(Tokenizer *t);
 long tokenizer_encode(Tokenizer *t, const char *text, size_t len, int add_special, int **ids, char *err,
                       size_t errlen);
 
+/* The same for text in which mask[i] = 1 marks message text (from a chat
+ * template): no special token is matched over those bytes, so their
+ * "<|im_end|>" stays text, as Hugging Face's split_special_tokens=True does.
+ * Non-special added tokens still match there, as they do in HF. mask may be
+ * NULL (every special string is a control token, HF's default). */
+long tokenizer_encode_masked(Tokenizer *t, const char *text, const unsigned char *mask, size_t len, int add_special,
+                             int **ids, char *err, size_t errlen);
+
 /* Decodes ids to a NUL-terminated UTF-8 string (free it). skip_special drops
  * added tokens marked special. Unknown ids are skipped. */
 char *tokenizer_decode(const Tokenizer *t, const int *ids, size_t n, int skip_special, size_t *len);
@@ -37,7 +45,12 @@ int tokenizer_clean_up_spaces(const Tokenizer *t);
 /* 1 if text contains the content of an added token (it is split out). */
 int tokenizer_has_added_token(const Tokenizer *t, const char *text, size_t len);
 
+/* Where the first special added token starts in text (outside mask's 1
+ * bytes, when mask is given), its length in *tok_len; -1 if none. */
+long tokenizer_find_special(const Tokenizer *t, const char *text, const unsigned char *mask, size_t len, size_t *tok_len);
+
 int tokenizer_token_id(const Tokenizer *t, const char *token); /* -1 if absent */
+int tokenizer_added_id(const Tokenizer *t, const char *token); /* id if token is an added token (split out whole), else -1 */
 const char *tokenizer_token(const Tokenizer *t, int id);       /* NULL if absent */
 int tokenizer_is_special(const Tokenizer *t, int id);
 int tokenizer_size(const Tokenizer *t);  /* largest id + 1 */

@@ -62,6 +62,7 @@ typedef enum {
     TOPT_MAX_LENGTH,
     TOPT_MAX_PROMPT_LENGTH,
     TOPT_TEMPLATE,
+    TOPT_SPECIAL_TOKENS_IN_TEXT,
     TOPT_SKIP_INVALID,
     TOPT_REFERENCE_FREE,
     TOPT_REF,
@@ -187,6 +188,7 @@ typedef struct {
     int max_prompt_length;  /* prompt tokens, 512 (paper); responses get max_length - this */
 
     /* data, checkpoints, logging */
+    int special_tokens_in_text; /* special-token strings in message text become control tokens (HF default); off */
     int skip_invalid;       /* report and skip malformed rows instead of stopping */
     long save_every;        /* checkpoint every N optimizer steps; 0 = only the final model */
     SaveDtype save_dtype;   /* f32 */

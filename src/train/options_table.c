@@ -70,7 +70,11 @@ const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_MAX_PROMPT_LENGTH, "max_prompt_length", "max-prompt-length", T_INT, max_prompt_length,
       LISTS | CMD_SCORE | CMD_EVAL, 0, S_IO, "N", "prompt tokens; responses get the rest"),
     F(TOPT_TEMPLATE, "template", "template", T_STR, template_name, ANY_MODEL, 0, S_IO, "NAME",
-      "chatml | llama3 | mistral | zephyr | llama2 | none (default: detected)"),
+      "chatml | llama3 | mistral | zephyr | llama2 | none (default: the model's own)"),
+    F(TOPT_SPECIAL_TOKENS_IN_TEXT, "special_tokens_in_text", "special-tokens-in-text", T_BOOL, special_tokens_in_text,
+      ANY_MODEL, 0, S_IO, NULL,
+      "special-token strings in prompts and responses become control tokens (Hugging Face's default); "
+      "without it they stay text"),
     F(TOPT_SKIP_INVALID, "skip_invalid", "skip-invalid", T_BOOL, skip_invalid, ANY_MODEL, 0, S_IO, NULL,
       "report and skip malformed rows"),
     F(TOPT_REFERENCE_FREE, "reference_free", "reference-free", T_BOOL, reference_free, CMD_TRAIN, 0, S_IO, NULL,

@@ -12,6 +12,7 @@
 #define VOCAB 258 /* 256 bytes + <|im_start|> + <|im_end|> */
 
 static Tokenizer *tok;
+static ChatTemplate *chatml;
 static char rows_path[600];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -22,6 +23,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
                          " {\"id\": 257, \"content\": \"<|im_end|>\", \"special\": true}");
     tok = tokenizer_load(path, err, sizeof err);
     FUZZ_ASSERT(tok, "the test tokenizer: %s", err);
+    chatml = chat_template_code(TEMPLATE_CHATML);
     fuzz_path(rows_path, sizeof rows_path, "rows.jsonl");
     return 0;
 }
@@ -50,9 +52,11 @@ static void read_with(const DataOptions *o) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_write(rows_path, data, size);
-    DataOptions ids_only = {NULL, TEMPLATE_NONE, -1, 1000, 1, 0};
+    DataOptions ids_only = {NULL, NULL, -1, 1000, 1, 0, 0};
     read_with(&ids_only);
-    DataOptions text = {tok, TEMPLATE_CHATML, 257, VOCAB, 1, 0};
+    DataOptions text = {tok, chatml, 257, VOCAB, 1, 0, 0};
+    read_with(&text);
+    text.special_in_text = 1; /* Hugging Face's reading of special-token strings in the text */
     read_with(&text);
     return 0;
 }
