@@ -45,7 +45,7 @@ static const char *write_file(const char *name, const char *text, size_t len) {
 static const char *write_text(const char *name, const char *text) { return write_file(name, text, strlen(text)); }
 
 static char *render(const PairTemplate *t, const char *p, const char *a, const char *b) {
-    return pair_template_render(t, p, a, b, NULL);
+    return pair_template_render(t, p, a, b, NULL, NULL);
 }
 
 /* ---- template files ---- */
@@ -302,14 +302,14 @@ static void test_answers(Model *m, const char *tpath) {
     };
     char err[512];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        PairJudgeOptions o = {bad[i].a, bad[i].b, 0};
+        PairJudgeOptions o = {bad[i].a, bad[i].b, 0, 0};
         err[0] = 0;
         PairJudge *j = pair_judge_new(m, tok_path, tpath, &o, err, sizeof err);
         CHECK(!j && strstr(err, bad[i].want1) && strstr(err, bad[i].want2),
               "answers %zu refused with \"%s\": got \"%s\"", i, bad[i].want1, err);
         pair_judge_free(j);
     }
-    PairJudgeOptions o = {EOT, "\n", 0};
+    PairJudgeOptions o = {EOT, "\n", 0, 0};
     PairJudge *j = pair_judge_new(m, tok_path, tpath, &o, err, sizeof err);
     int a = -1, b = -1;
     if (j) pair_judge_answer_ids(j, &a, &b);
@@ -430,7 +430,7 @@ static void test_rlhflow_reference(void) {
                    3);
     char err[512];
     PairJudge *j = m ? pair_judge_new(m, tdir, RLHFLOW, NULL, err, sizeof err) : NULL;
-    PairJudgeOptions bos = {NULL, NULL, 1};
+    PairJudgeOptions bos = {NULL, NULL, 1, 0};
     PairJudge *jb = m ? pair_judge_new(m, tdir, RLHFLOW, &bos, err, sizeof err) : NULL;
     CHECK(j && jb, "the RLHFlow judge on the Llama 3 tokenizer: %s", j && jb ? "" : err);
     PairTemplate *t = pair_template_load(RLHFLOW, err, sizeof err);
@@ -463,6 +463,19 @@ static void test_rlhflow_reference(void) {
         CHECK(a == 32 && b == 33, "Llama 3's \"A\" and \"B\" are tokens 32 and 33: %d %d", a, b);
         CHECK(!pair_judge_prefer(j, "Hi", "Hello!", "Go away.", &p, err, sizeof err) && p >= 0.0 && p <= 1.0,
               "a judgement on the Llama 3 vocabulary: %s", err);
+    }
+    if (j) { /* a prompt that spells a control token: text by default, the token with special_in_text (HF's default) */
+        PairJudgeOptions hf = {NULL, NULL, 0, 1};
+        PairJudge *jh = pair_judge_new(m, tdir, RLHFLOW, &hf, err, sizeof err);
+        int *ids = NULL, *idh = NULL, eot = 0, eoth = 0;
+        long n = pair_judge_encode(j, "x<|eot_id|>y", "a", "b", &ids, err, sizeof err),
+             nh = jh ? pair_judge_encode(jh, "x<|eot_id|>y", "a", "b", &idh, err, sizeof err) : -1;
+        for (long i = 0; i < n; i++) eot += ids[i] == 128009;
+        for (long i = 0; i < nh; i++) eoth += idh[i] == 128009;
+        CHECK(n > 0 && nh > 0 && eoth == eot + 1, "a prompt's \"<|eot_id|>\" stays text (%d eot tokens, the template's), "
+              "and is the token with special_in_text (%d)", eot, eoth);
+        free(ids), free(idh);
+        pair_judge_free(jh);
     }
     printf("RLHFlow template: equals the reference rendering on %d/%d pairs\n", same, compared);
     CHECK(compared >= 10, "%s: %d cases compared", path, compared);

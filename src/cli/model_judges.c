@@ -86,7 +86,8 @@ static void open_pair(const TrainOptions *o, WinJudge *j) {
     PairCtx *c = xcalloc(1, sizeof *c);
     c->m = prep_judge_model(o, o->pair_model, 0);
     char err[4096];
-    c->judge = pair_judge_new(c->m, o->pair_model, o->pair_template, NULL, err, sizeof err);
+    PairJudgeOptions po = {NULL, NULL, 0, o->special_tokens_in_text};
+    c->judge = pair_judge_new(c->m, o->pair_model, o->pair_template, &po, err, sizeof err);
     if (!c->judge) ppa_die(2, "%s: %s", who, err);
     j->prefer = pair_prefer, j->ctx = c;
 }

@@ -18,7 +18,7 @@ struct PairJudge {
     char *tok_name; /* as given, for messages */
     PairTemplate *tpl;
     int id_a, id_b;
-    int add_special;
+    int add_special, special_in_text;
     Decoder *dec; /* one slot, grown to the longest sequence so far */
     int dec_len;
     float *logits; /* [V] */
@@ -69,6 +69,7 @@ PairJudge *pair_judge_new(Model *m, const char *tokenizer, const char *template_
     PairJudge *j = xcalloc(1, sizeof *j);
     j->m = m;
     j->add_special = o ? o->add_special : 0;
+    j->special_in_text = o ? o->special_in_text : 0;
     j->tok_name = xmalloc(strlen(tokenizer) + 1);
     strcpy(j->tok_name, tokenizer);
     if (!(j->tok = tokenizer_load(tokenizer, err, errlen)) ||
@@ -94,9 +95,10 @@ void pair_judge_answer_ids(const PairJudge *j, int *id_a, int *id_b) { *id_a = j
 long pair_judge_encode(PairJudge *j, const char *prompt, const char *first, const char *second, int **ids, char *err,
                        size_t errlen) {
     size_t len;
-    char *text = pair_template_render(j->tpl, prompt, first, second, &len);
-    long n = tokenizer_encode(j->tok, text, len, j->add_special, ids, err, errlen);
-    free(text);
+    unsigned char *mask;
+    char *text = pair_template_render(j->tpl, prompt, first, second, &len, &mask);
+    long n = tokenizer_encode_masked(j->tok, text, j->special_in_text ? NULL : mask, len, j->add_special, ids, err, errlen);
+    free(text), free(mask);
     return n;
 }
 

@@ -84,9 +84,12 @@ PairTemplate *pair_template_load(const char *path, char *err, size_t errlen);
  * for the file in messages. */
 PairTemplate *pair_template_parse(const char *text, size_t len, const char *name, char *err, size_t errlen);
 void pair_template_free(PairTemplate *t);
-/* The text to tokenize (malloc'd, NUL-terminated, length in *len if len). */
+/* The text to tokenize (malloc'd, NUL-terminated, length in *len if len);
+ * *mask (malloc'd, when mask is not NULL): 1 on the bytes of the three
+ * values, which are message text (tokenizer_encode_masked: their special
+ * strings stay text), 0 on the template's own. */
 char *pair_template_render(const PairTemplate *t, const char *prompt, const char *response_a, const char *response_b,
-                           size_t *len);
+                           size_t *len, unsigned char **mask);
 
 /* ---- the judge ---- */
 
@@ -94,6 +97,8 @@ typedef struct {
     const char *answer_a; /* text of the token meaning "A is better"; NULL: "A" */
     const char *answer_b; /* NULL: "B" */
     int add_special; /* 1: run the tokenizer's post-processor (BOS); 0: the template is the whole sequence */
+    int special_in_text; /* 1: special-token strings in the prompt and responses become control tokens (HF's
+                          * default, --special-tokens-in-text); 0: they stay text */
 } PairJudgeOptions;
 
 typedef struct PairJudge PairJudge;

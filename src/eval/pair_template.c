@@ -175,17 +175,24 @@ void pair_template_free(PairTemplate *t) {
 }
 
 char *pair_template_render(const PairTemplate *t, const char *prompt, const char *response_a, const char *response_b,
-                           size_t *len) {
+                           size_t *len, unsigned char **mask) {
     const char *val[N_SLOTS] = {prompt, response_a, response_b};
     size_t vlen[N_SLOTS], total = 0;
     for (int k = 0; k < N_SLOTS; k++) vlen[k] = strlen(val[k]), total += vlen[k];
     for (int q = 0; q <= N_SLOTS; q++) total += t->len[q];
     char *out = xmalloc(total + 1), *w = out;
+    unsigned char *mk = mask ? xmalloc(total + 1) : NULL, *wm = mk;
     for (int q = 0; q <= N_SLOTS; q++) {
         memcpy(w, t->buf + t->off[q], t->len[q]), w += t->len[q];
-        if (q < N_SLOTS) memcpy(w, val[t->order[q]], vlen[t->order[q]]), w += vlen[t->order[q]];
+        if (mk) memset(wm, 0, t->len[q]), wm += t->len[q];
+        if (q < N_SLOTS) {
+            size_t n = vlen[t->order[q]];
+            memcpy(w, val[t->order[q]], n), w += n;
+            if (mk) memset(wm, 1, n), wm += n;
+        }
     }
     *w = 0;
     if (len) *len = total;
+    if (mask) *mask = mk;
     return out;
 }

@@ -29,8 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* marked values: the literal text may hold a marker too, so each must appear once more
      * than in the rendering with empty values (the markers cannot overlap across a boundary) */
     size_t n0, n1;
-    char *empty = pair_template_render(t, "", "", "", &n0);
-    char *full = pair_template_render(t, "\x01P\x02", "\x01" "A\x02", "\x01" "B\x02", &n1);
+    char *empty = pair_template_render(t, "", "", "", &n0, NULL);
+    char *full = pair_template_render(t, "\x01P\x02", "\x01" "A\x02", "\x01" "B\x02", &n1, NULL);
     FUZZ_ASSERT(n1 == n0 + 9 && strlen(full) == n1 && strlen(empty) == n0, "rendered lengths %zu, %zu", n0, n1);
     FUZZ_ASSERT(count(full, "\x01P\x02") == count(empty, "\x01P\x02") + 1, "the prompt is not there once");
     FUZZ_ASSERT(count(full, "\x01" "A\x02") == count(empty, "\x01" "A\x02") + 1, "response A is not there once");
