@@ -1,5 +1,5 @@
-/* test_jinja.c: ppa's chat-template renderer (tokenizer/jinja.h) and the
- * template of a run (tokenizer/template.h chat_template_*).
+/* test_jinja.c: ppa's chat-template renderer (template/jinja.h) and the
+ * template of a run (template/template.h chat_template_*).
  * 1. Every template of tests/fixtures/jinja_cases.json against Python's
  *    Jinja2 in transformers' environment (tests/fixtures/jinja_golden.jsonl,
  *    written by tests/ref/jinja_ref.py): the same text, or both fail; where
@@ -23,8 +23,8 @@
 #include "byte_tokenizer.h"
 #include "check.h"
 #include "io/jsonl.h"
-#include "tokenizer/jinja.h"
-#include "tokenizer/template.h"
+#include "template/jinja.h"
+#include "template/template.h"
 
 static char tmpdir[64];
 

@@ -1,5 +1,5 @@
 /* test_options.c: the option table the model commands share
- * (train/options.h): that it is well formed, that each command takes
+ * (options/options.h): that it is well formed, that each command takes
  * exactly its own flags, requires its own inputs and starts from its own
  * defaults (sft), that --help lists exactly a command's flags with their
  * defaults, generate's one-letter and alias flags, and --collective-timeout
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "train/options.h"
+#include "options/options.h"
 
 static const OptCommand CMDS[] = {CMD_TRAIN, CMD_SFT, CMD_SCORE, CMD_EVAL, CMD_LOGPROBS, CMD_GRAD, CMD_GENERATE,
                                   CMD_REWARD, CMD_JUDGE, CMD_WINRATE};

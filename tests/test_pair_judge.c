@@ -1,4 +1,4 @@
-/* test_pair_judge.c: the pair-preference judge (eval/pair_judge.h):
+/* test_pair_judge.c: the pair-preference judge (judge/pair_judge.h):
  * template files (placeholders in any order, escapes, the final newline,
  * refusals naming FILE:LINE), special tokens written in a template, the
  * answer tokens, the exact symmetry of the averaging, the judge against the
@@ -16,12 +16,12 @@
 #include "byte_tokenizer.h"
 #include "check.h"
 #include "core/rng.h"
-#include "eval/pair_judge.h"
+#include "judge/pair_judge.h"
 #include "io/jsonl.h"
 #include "hf/checkpoint.h"
 #include "model/decode.h"
 #include "model/model.h"
-#include "tokenizer/template.h"
+#include "template/template.h"
 #include "tokenizer/tokenizer.h"
 
 #define RLHFLOW "examples/pair_templates/rlhflow_llama3.txt"

@@ -16,7 +16,7 @@
 #include "check.h"
 #include "io/jsonl.h"
 #include "tokenizer/internal.h" /* byte_level_char */
-#include "tokenizer/template.h"
+#include "template/template.h"
 #include "tokenizer/tokenizer.h"
 
 static Tokenizer *load_text(const char *json, char *err, size_t errlen) {

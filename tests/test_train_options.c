@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
-#include "train/options.h"
+#include "options/options.h"
 
 static char dir[64];          /* temporary folder: model/, data.jsonl, eval.jsonl, cfg.yaml */
 static char cfg[128];         /* the config path */
@@ -902,7 +902,7 @@ static void test_batch(void) {
 }
 
 /* values whose arithmetic overflows are refused with the option and the
- * bound (options_check.c: beta x sharpness <= 1e20, lr <= 1e18, an
+ * bound (options/check.c: beta x sharpness <= 1e20, lr <= 1e18, an
  * adapter's scale <= 1e20); the bounds themselves are accepted */
 static void test_magnitudes(void) {
     TrainOptions o;

@@ -1,5 +1,5 @@
 /* cmd_eval.c: `ppa eval`: how a policy ranks held-out lists compared with its
- * reference (train/metrics.h has the definitions). */
+ * reference (eval/metrics.h has the definitions). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +8,7 @@
 #include "cli/prep.h"
 #include "core/common.h"
 #include "dist/dist.h"
-#include "train/metrics.h"
+#include "eval/metrics.h"
 
 static const char USAGE[] =
     "usage: ppa eval --model DIR --ref DIR --data FILE.jsonl [options]\n"

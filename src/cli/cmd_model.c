@@ -12,7 +12,7 @@
 #include "core/common.h"
 #include "hf/checkpoint.h"
 #include "hf/merge.h"
-#include "tokenizer/template.h"
+#include "template/template.h"
 
 static const char INIT_HELP[] =
     "usage: ppa init --config config.json [--tokenizer tokenizer.json|DIR] --out DIR [--seed N]\n"

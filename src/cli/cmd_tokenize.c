@@ -10,7 +10,7 @@
 #include "io/paths.h"
 #include "io/json.h"
 #include "io/jsonl.h"
-#include "tokenizer/template.h"
+#include "template/template.h"
 
 static const char HELP[] =
     "usage: ppa tokenize --tokenizer FILE|DIR [--add-special-tokens] [--template NAME]\n"

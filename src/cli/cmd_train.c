@@ -18,8 +18,8 @@
 #include "dist/dist.h"
 #include "io/atomic.h"
 #include "kernels/gemm.h"
-#include "train/metrics.h"
-#include "train/options.h"
+#include "eval/metrics.h"
+#include "options/options.h"
 #include "train/trainer.h"
 
 

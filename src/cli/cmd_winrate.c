@@ -79,7 +79,7 @@ static int open_pair(const TrainOptions *o, WinJudge *j, char *err, size_t errle
  * WinScoreFn: scores the responses of a prompt, as a reward model does) or
  * j->prefer (a WinPreferFn: p that A's response is better than B's, as a
  * pair-preference model does) and j->ctx; close releases ctx. The options it
- * needs go into the option table (train/options_table.c). */
+ * needs go into the option table (options/table.c). */
 typedef struct {
     const char *name;
     const char *help; /* for --help */

@@ -8,7 +8,7 @@
 
 #include "cli/prep.h"
 #include "core/common.h"
-#include "eval/pair_judge.h"
+#include "judge/pair_judge.h"
 #include "model/decode.h"
 #include "model/model.h"
 

@@ -5,14 +5,14 @@
  *                 {"prompt", "responses"} row (the reward model's tokenizer
  *                 and chat template), scored in one batch with the prompt
  *                 computed once; the head's output --reward-index;
- *   pair-model    a preference judge: eval/pair_judge.h on --pair-model with
+ *   pair-model    a preference judge: judge/pair_judge.h on --pair-model with
  *                 --pair-template, both orders averaged.
  * Both load their model frozen in --precision; a problem dies with exit 2. */
 #ifndef PPA_CLI_MODEL_JUDGES_H
 #define PPA_CLI_MODEL_JUDGES_H
 
 #include "eval/winrate.h"
-#include "train/options.h"
+#include "options/options.h"
 
 /* kind: "reward-model" or "pair-model"; sets j->score or j->prefer, and j->ctx */
 void model_judge_open(const TrainOptions *o, const char *kind, WinJudge *j);

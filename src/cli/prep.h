@@ -8,7 +8,7 @@
 #include "model/model.h"
 #include "model/lora.h"
 #include "train/data.h"
-#include "train/options.h"
+#include "options/options.h"
 #include "train/refcache.h"
 
 typedef struct {
@@ -30,7 +30,7 @@ typedef struct {
     uint64_t data_hash;
 } Prepared;
 
-/* Parses a model command's options (train/options.h). --help prints usage
+/* Parses a model command's options (options/options.h). --help prints usage
  * and the command's option lines and exits 0, --list-objectives the names;
  * an error dies with "CMD: message" and exit status 2. Sets the threads. */
 void prep_options(OptCommand cmd, const char *usage, int argc, char **argv, TrainOptions *o);

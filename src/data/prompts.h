@@ -14,7 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "tokenizer/template.h"
+#include "template/template.h"
 
 typedef struct {
     long line;         /* of the source file, 1-based */

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "tokenizer/template.h"
+#include "template/template.h"
 
 typedef struct {
     long line;      /* line of the source file */

@@ -23,7 +23,7 @@
 
 #include "core/common.h"
 #include "io/file.h"
-#include "io/safetensors_internal.h"
+#include "io/internal.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors data is little-endian and is copied as is: ppa needs a little-endian host"
@@ -31,7 +31,7 @@
 
 #define HEADER_MAX 100000000ull /* the format's limit on the header length */
 
-/* ================================================================ helpers (safetensors_internal.h) */
+/* ================================================================ helpers (io/internal.h) */
 
 static char *dup_str(const char *s) {
     size_t n = strlen(s) + 1;

@@ -17,7 +17,7 @@
 #include "core/common.h"
 #include "io/atomic.h"
 #include "io/safetensors.h"
-#include "io/safetensors_internal.h"
+#include "io/internal.h"
 
 /* A growing text buffer for headers and the index. */
 typedef struct {

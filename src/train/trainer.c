@@ -179,7 +179,7 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
  * settings; after an update it means the model diverged, and the settings
  * that size an update are named, those beyond their usual ranges as the
  * likely cause. The bounds that certainly overflow are refused up front
- * (options_check.c); these are the ranges seen in practice. */
+ * (options/check.c); these are the ranges seen in practice. */
 #define USUAL_LR_MAX 1e-2     /* full fine-tuning uses about 1e-7..1e-4, LoRA up to about 1e-3 */
 #define USUAL_SHARP_MAX 1e3   /* beta, beta / tau, beta x alpha, beta x sigma: the gradient's scale */
 #define USUAL_IPO_BETA_MIN 1e-3

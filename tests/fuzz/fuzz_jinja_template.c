@@ -1,9 +1,9 @@
-/* fuzz_jinja_template.c: chat templates (tokenizer/jinja.h). Each input is a
+/* fuzz_jinja_template.c: chat templates (template/jinja.h). Each input is a
  * template source: parsed, and when accepted rendered on two conversations
  * with and without the generation prompt. Refusals must say where ("line N:"
  * or why), and an accepted rendering must be valid UTF-8 with exactly one
  * message-text flag per byte, set only on bytes of the messages' text. */
-#include "tokenizer/jinja.h"
+#include "template/jinja.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

@@ -1,7 +1,7 @@
 /* fuzz_pair_template.c: the pair judge's template files
- * (eval/pair_judge.h pair_template_load). An accepted template must render
+ * (judge/pair_judge.h pair_template_load). An accepted template must render
  * to its literal text plus the three values, each once. */
-#include "eval/pair_judge.h"
+#include "judge/pair_judge.h"
 #include "fuzz_common.h"
 
 static char path[600];

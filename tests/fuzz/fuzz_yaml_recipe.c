@@ -4,7 +4,7 @@
  * flags), which reads the file again and maps its keys to options. */
 #include "fuzz_common.h"
 #include "io/yaml.h"
-#include "train/options.h"
+#include "options/options.h"
 
 static char recipe_path[600];
 static FILE *devnull;

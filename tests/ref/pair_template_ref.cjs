@@ -19,7 +19,7 @@
 // Output, one pure-ASCII JSON line per case: {"name", "prompt", "response_a", "response_b", "text", "ids"}.
 // test_pair_judge compares ppa's rendering of examples/pair_templates/rlhflow_llama3.txt with it.
 // Cases whose response B ends in whitespace are left out: the Llama 3 template's trim removes
-// that whitespace, which a literal template file cannot (src/eval/pair_judge.h).
+// that whitespace, which a literal template file cannot (src/judge/pair_judge.h).
 
 const { die, parseArgs, requireCached, loadTokenizer, asciiJson, writeLinesAtomic, JINJA_JS } = require('./refcommon.cjs');
 

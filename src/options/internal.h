@@ -1,4 +1,4 @@
-/* options_internal.h: what the files of the option layer share: the option
+/* internal.h: what the files of the option layer share: the option
  * table, the text of a value, origins, notes, and the steps of a parse
  * (command line, recipe, batch arithmetic, validation). Not for other
  * modules: they use options.h. */
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "train/options.h"
+#include "options/options.h"
 
 /* the paper's global batch: 128 lists per optimizer step (ppa.tex "Training Details", tab_train_hyper) */
 #define DEFAULT_BATCH 128

@@ -18,8 +18,8 @@
 #include "core/common.h"
 #include "core/hash.h"
 #include "io/json.h"
-#include "tokenizer/jinja.h"
-#include "tokenizer/template.h"
+#include "template/jinja.h"
+#include "template/template.h"
 
 struct ChatTemplate {
     TemplateKind kind;

@@ -25,7 +25,7 @@
 #include <stddef.h>
 
 #include "tokenizer/buffers.h"
-#include "tokenizer/template.h"
+#include "template/template.h"
 
 typedef struct JinjaTemplate JinjaTemplate;
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "tokenizer/jinja_internal.h"
+#include "template/internal.h"
 
 #define MAX_STEPS 20000000L           /* nodes evaluated per render: a loop over range(10**9) stops */
 #define MAX_OUTPUT ((size_t)64 << 20) /* bytes rendered */

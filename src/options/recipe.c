@@ -1,4 +1,4 @@
-/* options_recipe.c: alignment-handbook recipes (`ppa train --config
+/* recipe.c: alignment-handbook recipes (`ppa train --config
  * FILE.yaml`): which keys set which option, which are checked, ignored with
  * a note, or refused; the authors' and trl's loss_type names; and the pass
  * over a recipe's keys. options.h has the rules. */
@@ -10,7 +10,7 @@
 #include "core/common.h"
 #include "core/text.h"
 #include "io/yaml.h"
-#include "train/options_internal.h"
+#include "options/internal.h"
 
 typedef enum {
     K_OPT,     /* sets the option `id` */

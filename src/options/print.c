@@ -1,4 +1,4 @@
-/* options_out.c: what the option layer writes: the JSON record of the
+/* print.c: what the option layer writes: the JSON record of the
  * resolved options and where each came from, and every command's --help
  * lines, generated from the table with the command's own defaults. */
 #include <cjson/cJSON.h>
@@ -7,7 +7,7 @@
 
 #include "core/common.h"
 #include "losses/objective_opts.h"
-#include "train/options_internal.h"
+#include "options/internal.h"
 
 /* an objective option's value as JSON */
 static cJSON *loss_json(const PpaLossOptions *l, TrainOptId id) {

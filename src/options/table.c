@@ -1,4 +1,4 @@
-/* options_table.c: the one table of the model commands' options (name,
+/* table.c: the one table of the model commands' options (name,
  * flag, type, field, which commands take it, help), their defaults per
  * command, and the text of their values. options.h has the rules. */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include "core/text.h"
 #include "io/jsonl.h"
 #include "losses/objective_opts.h"
-#include "train/options_internal.h"
+#include "options/internal.h"
 
 #define TRAINING (CMD_TRAIN | CMD_SFT | CMD_REWARD)
 #define LISTS (CMD_TRAIN | CMD_REWARD) /* training on lists: checkpoints, resume, held-out lists */

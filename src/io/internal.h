@@ -1,4 +1,4 @@
-/* safetensors_internal.h: helpers shared by the safetensors reader
+/* internal.h: helpers shared by the safetensors reader
  * (safetensors.c) and writer (safetensors_write.c); not part of the API. */
 #ifndef PPA_SAFETENSORS_INTERNAL_H
 #define PPA_SAFETENSORS_INTERNAL_H

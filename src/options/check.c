@@ -1,4 +1,4 @@
-/* options_check.c: after the command line and the recipe: batch size =
+/* check.c: after the command line and the recipe: batch size =
  * micro-batch x grad-accum from the values given and the defaults, the
  * ranges and combinations of every value, and the parse as a whole. */
 #include <getopt.h>
@@ -8,8 +8,8 @@
 
 #include "core/common.h"
 #include "model/lora.h"
-#include "tokenizer/template.h"
-#include "train/options_internal.h"
+#include "template/template.h"
+#include "options/internal.h"
 
 /* ---- batch size = micro-batch x grad-accum ---- */
 

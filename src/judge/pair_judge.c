@@ -1,7 +1,7 @@
 /* pair_judge.c: the pair-preference judge (pair_judge.h): answer tokens,
  * encoding, the decoder's next-token logits for both orders, and the
  * averaging. Not here: template files (pair_template.c). */
-#include "eval/pair_judge.h"
+#include "judge/pair_judge.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* template.c: the chat templates of template.h, written from the rendered
  * strings in formats.md d. */
-#include "tokenizer/template.h"
+#include "template/template.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 #include <utf8proc.h>
 
 #include "core/common.h"
-#include "tokenizer/jinja_internal.h"
+#include "template/internal.h"
 
 #define MAX_PARAMS 4
 #define MAX_RANGE 100000 /* jinja2.sandbox.MAX_RANGE */

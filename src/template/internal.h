@@ -1,4 +1,4 @@
-/* jinja_internal.h: the pieces of the chat-template interpreter (jinja.h):
+/* internal.h: the pieces of the chat-template interpreter (jinja.h):
  * an arena, values, tokens, the syntax tree, and the calls between the
  * parser (jinja_parse.c), the values (jinja_value.c), the evaluator
  * (jinja_eval.c) and the filters, tests and methods (jinja_builtins.c).
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "tokenizer/buffers.h"
-#include "tokenizer/jinja.h"
+#include "template/jinja.h"
 
 /* ---- arena (jinja_value.c) ---- */
 typedef struct ArBlock ArBlock;

@@ -1,11 +1,11 @@
-/* options_paths.c: what each command does with the paths its options name,
+/* paths.c: what each command does with the paths its options name,
  * for paths_check (io/paths.h): an output never replaces an input. */
 #include <stddef.h>
 #include <stdio.h>
 
 #include "core/common.h"
 #include "io/paths.h"
-#include "train/options_internal.h"
+#include "options/internal.h"
 
 /* what a training command writes into --out: the model folder (model_save), the run's files and caches */
 static const char *const RUN_WRITES[] = {"config.json", "generation_config.json", "*.safetensors",

@@ -1,4 +1,4 @@
-/* jinja_parse.c: chat-template source to a syntax tree (jinja_internal.h).
+/* jinja_parse.c: chat-template source to a syntax tree (template/internal.h).
  * The lexer follows Jinja's with transformers' environment: newlines
  * normalised and one trailing newline dropped, trim_blocks (the newline
  * after a block or comment tag goes), lstrip_blocks (blanks before a block
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "tokenizer/jinja_internal.h"
+#include "template/internal.h"
 
 typedef enum { K_TEXT, K_VAR_BEGIN, K_VAR_END, K_BLOCK_BEGIN, K_BLOCK_END, K_NAME, K_STRING, K_INT, K_FLOAT, K_OP, K_EOF } TokKind;
 

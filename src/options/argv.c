@@ -1,11 +1,11 @@
-/* options_cli.c: the command line of the model commands: the getopt table of
+/* argv.c: the command line of the model commands: the getopt table of
  * a command's options from OPT, the two passes over argv, and messages for
  * flags that are unknown, ambiguous or misused. */
 #include <getopt.h>
 #include <string.h>
 
 #include "core/text.h"
-#include "train/options_internal.h"
+#include "options/internal.h"
 
 /* getopt codes: 1 is getopt's own code for a non-option argument (optstring "-") */
 /* codes above every one-letter flag (-n is 110) */

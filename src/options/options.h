@@ -1,5 +1,5 @@
 /* options.h: the options of the model commands (train, sft, score, eval,
- * logprobs, grad, generate): one declarative table (options_table.c) says for
+ * logprobs, grad, generate): one declarative table (options/table.c) says for
  * every option its name (also its recipe key), flag, type, field, help line
  * and which commands take it, so an option is added once and every command
  * that takes it gets the flag, the --help line, the recipe key and the

@@ -1,5 +1,5 @@
 /* metrics.c: eval_add_list and its JSON. */
-#include "train/metrics.h"
+#include "eval/metrics.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* jinja_value.c: the arena and the values of the chat-template interpreter
- * (jinja_internal.h), with Python's semantics where Jinja borrows them:
+ * (template/internal.h), with Python's semantics where Jinja borrows them:
  * truth, ==, <, str(), repr of floats, json.dumps, str.isspace, and strings
  * indexed by code point. A string carries its message-text flags along. */
 #include <inttypes.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "tokenizer/jinja_internal.h"
+#include "template/internal.h"
 
 struct ArBlock {
     ArBlock *next;

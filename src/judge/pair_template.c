@@ -8,7 +8,7 @@
 
 #include "core/common.h"
 #include "io/file.h"
-#include "eval/pair_judge.h"
+#include "judge/pair_judge.h"
 
 enum { SLOT_PROMPT, SLOT_A, SLOT_B, N_SLOTS };
 static const char *const SLOT_NAMES[N_SLOTS] = {"prompt", "response_A", "response_B"};
