@@ -52,7 +52,8 @@ $(BUILD)/%.o: %.c
 
 # the judges reproduce JavaScript's arithmetic operation by operation, so no
 # fused multiply-add there (it would round differently from node)
-$(BUILD)/src/judge/%.o: CFLAGS += -ffp-contract=off
+# (the lexicon judges only: the pair and reward-model judges live beside them in src/judge/)
+$(addprefix $(BUILD)/src/judge/,afinn.o afinn_load.o vader.o vader_lexicon.o vader_words.o jstext.o judge_io.o): CFLAGS += -ffp-contract=off
 
 # made anew, so that the objects of deleted sources leave the archive
 $(LIB): $(LIB_SRC:%.c=$(BUILD)/%.o)

@@ -11,7 +11,7 @@
 #endif
 
 #include "cli/commands.h"
-#include "cli/prep.h"
+#include "cli/load.h"
 #include "cli/objective_flags.h"
 #include "device/device.h"
 #include "core/common.h"
@@ -296,7 +296,7 @@ static Model *step_model(const char *model, const char *config, int in_bf16, int
     Model *m;
     if (model) {
         m = model_load_as(model, in_bf16 ? MODEL_BF16 : MODEL_FP32, lora_r > 0, err, sizeof err); /* a base is frozen */
-        if (m) prep_need_head(m, model, 0, "bench step");
+        if (m) load_need_head(m, model, 0, "bench step");
     } else {
         ModelConfig cfg;
         if (model_config_load(&cfg, config, err, sizeof err)) ppa_die(2, "%s", err);

@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/prep.h"
+#include "cli/load.h"
+#include "cli/output.h"
+#include "cli/setup.h"
 #include "core/common.h"
 #include "dist/dist.h"
 #include "data/rows.h"
@@ -33,8 +35,8 @@ static void load_all(Loaded *L, const TrainOptions *opt, int trainable) {
     char err[4096];
     const char *model_dir = opt->model, *data = opt->data, *template = opt->template_name;
     int skip = opt->skip_invalid, strict = opt->strict;
-    L->model = prep_model(opt, model_dir, trainable);
-    if (verbose) fprintf(stderr, "ppa: %s\n", prep_kernels(L->model));
+    L->model = load_model(opt, model_dir, trainable);
+    if (verbose) fprintf(stderr, "ppa: %s\n", load_kernels(L->model));
     L->tok = tokenizer_load_folder(model_dir, err, sizeof err); /* absent: pre-tokenized rows only */
     if (!L->tok && err[0]) ppa_die(2, "%s", err);
     const ModelConfig *c = model_config(L->model);
@@ -103,7 +105,7 @@ static const char LOGPROBS_USAGE[] =
 
 int cmd_logprobs(int argc, char **argv) {
     TrainOptions o;
-    prep_options(CMD_LOGPROBS, LOGPROBS_USAGE, argc, argv, &o);
+    setup_options(CMD_LOGPROBS, LOGPROBS_USAGE, argc, argv, &o);
     verbose = o.verbose;
     Loaded L = {0};
     load_all(&L, &o, 0);
@@ -134,7 +136,7 @@ int cmd_logprobs(int argc, char **argv) {
     }
     if (out != stdout) {
         if (fclose(out)) ppa_die(1, "logprobs: cannot buffer the output");
-        prep_write_gathered(buf, len, NULL, "logprobs");
+        output_gathered(buf, len, NULL, "logprobs");
         free(buf);
     }
     unload(&L);
@@ -162,7 +164,7 @@ static double implicit_reward(PpaObjective obj, double beta, double lp, double r
 
 int cmd_grad(int argc, char **argv) {
     TrainOptions o;
-    prep_options(CMD_GRAD, GRAD_USAGE, argc, argv, &o);
+    setup_options(CMD_GRAD, GRAD_USAGE, argc, argv, &o);
     verbose = o.verbose;
     PpaObjective obj = o.objective;
     const PpaLossOptions lo = o.loss; /* lo.beta is --beta: ipo's beta follows the implicit-reward beta */
@@ -170,7 +172,7 @@ int cmd_grad(int argc, char **argv) {
     double beta = o.beta;
     Loaded L = {0};
     load_all(&L, &o, 1);
-    Model *refm = o.ref ? prep_frozen(&o, o.ref) : NULL;
+    Model *refm = o.ref ? load_frozen(&o, o.ref) : NULL;
     if (!L.data.n) ppa_die(2, "grad: %s has no rows", data);
     model_zero_grads(L.model);
     double total = 0.0;

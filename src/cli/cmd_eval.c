@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/prep.h"
+#include "cli/load.h"
+#include "cli/reference.h"
+#include "cli/setup.h"
 #include "core/common.h"
 #include "dist/dist.h"
 #include "eval/metrics.h"
@@ -22,15 +24,15 @@ static const char USAGE[] =
 
 int cmd_eval(int argc, char **argv) {
     TrainOptions o;
-    prep_options(CMD_EVAL, USAGE, argc, argv, &o);
-    Model *m = prep_model(&o, o.model, 0);
-    PrepArgs pa = prep_args(&o, m);
+    setup_options(CMD_EVAL, USAGE, argc, argv, &o);
+    Model *m = load_model(&o, o.model, 0);
+    PrepArgs pa = dataset_args(&o, m);
     Prepared p;
-    prep_load(&p, &pa, "eval");
+    dataset_load(&p, &pa, "eval");
     RefCache pol, rc;
     refcache_compute_ranks(&pol, m, p.data.rows, p.data.n, 4096, 0, NULL, NULL); /* the rows divided among ranks */
     if (!model_lora(m)) model_free(m), m = NULL; /* one model in memory at a time */
-    prep_policy_reference(&rc, &p, &pa, m, o.model, o.ref, o.ref_cache, 0);
+    reference_of_policy(&rc, &p, &pa, m, o.model, o.ref, o.ref_cache, 0);
     model_free(m);
     PpaLossOptions lo;
     ppa_loss_options_default(&lo);
@@ -44,7 +46,7 @@ int cmd_eval(int argc, char **argv) {
         putchar('\n');
     }
     refcache_free(&pol), refcache_free(&rc);
-    prep_free(&p);
+    dataset_free(&p);
     train_options_free(&o);
     return 0;
 }

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/prep.h"
+#include "cli/load.h"
+#include "cli/output.h"
+#include "cli/setup.h"
 #include "core/common.h"
 #include "dist/dist.h"
 #include "core/timer.h"
@@ -191,7 +193,7 @@ static void ban_nul_tokens(Run *r, int V) {
 
 static void load(Run *r, const GenArgs *a) {
     char err[4096];
-    r->model = prep_model(a->o, a->model_dir, 0);
+    r->model = load_model(a->o, a->model_dir, 0);
     r->tok = tokenizer_load_folder(a->model_dir, err, sizeof err); /* absent: pre-tokenized prompts only */
     if (!r->tok && err[0]) ppa_die(2, "generate: %s", err);
     const ModelConfig *c = model_config(r->model);
@@ -216,7 +218,7 @@ static void load(Run *r, const GenArgs *a) {
 
 int cmd_generate(int argc, char **argv) {
     TrainOptions opts;
-    prep_options(CMD_GENERATE, USAGE, argc, argv, &opts);
+    setup_options(CMD_GENERATE, USAGE, argc, argv, &opts);
     GenArgs a = gen_args(&opts);
     gemm_init();
     Run r = {.a = &a};
@@ -234,7 +236,7 @@ int cmd_generate(int argc, char **argv) {
         size_t n = 0;
         FILE *mem = open_memstream(&mine, &n);
         if (write_all(mem, &r) || fclose(mem)) ppa_die(1, "generate: cannot buffer the output");
-        prep_write_gathered(mine, n, a.out, "generate");
+        output_gathered(mine, n, a.out, "generate");
         double counts[2] = {(double)r.responses, (double)r.tokens};
         dist_sum_f64(counts, 2);
         r.responses = (long)counts[0], r.tokens = (long)counts[1];

@@ -9,8 +9,11 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/model_judges.h"
-#include "cli/prep.h"
+#include "cli/judges.h"
+#include "cli/dataset.h"
+#include "cli/load.h"
+#include "cli/output.h"
+#include "cli/setup.h"
 #include "core/common.h"
 #include "dist/dist.h"
 #include "core/timer.h"
@@ -259,7 +262,7 @@ static void write_rows_ranks(Judging *g, const char *out, const char *path) {
     int rc = judge_all(mem, g);
     if (rc == -1) ppa_die(2, "%s%s%s", g->err, out ? " (left unchanged: " : "", out ? out : "");
     if (rc || fclose(mem)) ppa_die(1, "judge: cannot buffer the output");
-    prep_write_gathered(mine, n, out, "judge");
+    output_gathered(mine, n, out, "judge");
     double counts[3] = {(double)g->rows, (double)g->texts, (double)g->pairs};
     dist_sum_f64(counts, 3);
     g->rows = (long)counts[0], g->texts = (long)counts[1], g->pairs = (long)counts[2];
@@ -302,13 +305,13 @@ static void check_lengths(const Prepared *p, const Model *m, const char *path) {
 
 static void reward_judge(TrainOptions *o, Judging *g) {
     if (!strcmp(o->data, "-")) ppa_die(2, "judge: a reward model reads --data twice: give a file, not stdin");
-    Model *m = prep_judge_model(o, o->reward_model, 1);
-    PrepArgs pa = prep_args(o, m);
+    Model *m = load_judge_model(o, o->reward_model, 1);
+    PrepArgs pa = dataset_args(o, m);
     pa.model_dir = o->reward_model;
     Prepared p;
-    prep_read(&p, &pa, "judge");
+    dataset_read(&p, &pa, "judge");
     check_lengths(&p, m, o->data);
-    if (o->verbose) fprintf(stderr, "ppa judge: %s; template %s\n", prep_kernels(m), p.template_name);
+    if (o->verbose) fprintf(stderr, "ppa judge: %s; template %s\n", load_kernels(m), p.template_name);
     RefCache rc;
     long tokens = 0; /* of the sequences scored: prompt + response, each */
     for (int r = 0; r < p.data.n; r++)
@@ -317,7 +320,7 @@ static void reward_judge(TrainOptions *o, Judging *g) {
     refcache_compute_ranks(&rc, m, p.data.rows, p.data.n, 4096, o->reward_index, NULL, NULL); /* rows divided */
     double secs = timer_now() - t0;
     if (dist_rank()) { /* rank 0 writes every row */
-        refcache_free(&rc), prep_free(&p), model_free(m);
+        refcache_free(&rc), dataset_free(&p), model_free(m);
         return;
     }
     g->ds = &p.data, g->rewards = &rc;
@@ -329,7 +332,7 @@ static void reward_judge(TrainOptions *o, Judging *g) {
             o->reward_model, secs, secs > 0 ? (double)tokens / secs : 0.0, g->dropped, o->out ? " -> " : "",
             o->out ? o->out : "");
     refcache_free(&rc);
-    prep_free(&p);
+    dataset_free(&p);
     model_free(m);
 }
 
@@ -350,7 +353,7 @@ static const char *judge_kind(const TrainOptions *o) {
 
 int cmd_judge(int argc, char **argv) {
     TrainOptions o;
-    prep_options(CMD_JUDGE, USAGE, argc, argv, &o);
+    setup_options(CMD_JUDGE, USAGE, argc, argv, &o);
     const char *kind = judge_kind(&o), *npm = o.npm_cache ? o.npm_cache : "cache/npm";
     Judging g = {0};
     g.raw = o.raw;

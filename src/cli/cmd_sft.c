@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 
 #include "cli/commands.h"
-#include "cli/prep.h"
+#include "cli/load.h"
+#include "cli/setup.h"
 #include "cli/run_folder.h"
 #include "core/common.h"
 #include "device/device.h"
@@ -106,12 +107,12 @@ static double sft_micro_step(Model *m, const DataSet *d, const int *idx, int n, 
 
 int cmd_sft(int argc, char **argv) {
     TrainOptions opts;
-    prep_options(CMD_SFT, USAGE, argc, argv, &opts);
+    setup_options(CMD_SFT, USAGE, argc, argv, &opts);
     SftArgs a = sft_args(&opts);
     char err[4096];
     int lead = dist_rank() == 0; /* the one rank that writes (src/dist) */
     if (lead) run_folder_open(a.out, 0, "sft");
-    Model *m = prep_model(&opts, a.model, 1);
+    Model *m = load_model(&opts, a.model, 1);
     Tokenizer *tok = tokenizer_load_folder(a.model, err, sizeof err);
     if (!tok && err[0]) ppa_die(2, "sft: %s", err);
     const ModelConfig *cfg = model_config(m);
@@ -143,7 +144,7 @@ int cmd_sft(int argc, char **argv) {
     if (lead) fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld; %s\n",
             d.n, total, a.batch, a.micro, a.lr,
             a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
-            prep_kernels(m));
+            load_kernels(m));
     double t0 = timer_now(), last_lr = 0;
     int failed = 0;
     for (long step = 0; step < total; step++) {

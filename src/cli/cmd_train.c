@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "cli/prep.h"
+#include "cli/load.h"
+#include "cli/reference.h"
+#include "cli/setup.h"
 #include "cli/run_folder.h"
 #include "core/common.h"
 #include "core/hash.h"
@@ -67,7 +69,7 @@ static char *fingerprint(const TrainOptions *o, const Prepared *p, const RefCach
     cJSON_AddStringToObject(j, "template", p->template_name);
     LoraSpec ls;
     char lora[256] = "none", targets[96];
-    if (prep_lora_spec(o, &ls)) { /* a new adapter's shape, or --adapter's */
+    if (load_lora_spec(o, &ls)) { /* a new adapter's shape, or --adapter's */
         lora_targets_text(ls.targets, targets, sizeof targets);
         snprintf(lora, sizeof lora, "r %d, alpha %.17g, dropout %.17g, rslora %d, %s", ls.r, ls.alpha, ls.dropout,
                  ls.rslora, targets);
@@ -228,27 +230,27 @@ static int train_main(TrainOptions *o) {
     if (lead && atomic_write(opath, write_options, o, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err);
     free(opath);
     if (o->verbose && lead) train_options_print_json(o, stderr);
-    Model *policy = prep_policy(o);
-    PrepArgs pa = prep_args(o, policy);
+    Model *policy = load_policy(o);
+    PrepArgs pa = dataset_args(o, policy);
     Prepared p;
     const char *who = WHO;
     int reward = o->cmd == CMD_REWARD;
-    prep_load(&p, &pa, who);
-    prep_check_labels(&p, o->objective, o->data, who);
+    dataset_load(&p, &pa, who);
+    dataset_check_labels(&p, o->objective, o->data, who);
     RefCache ref = {0};
     int need_ref = !reward && !o->reference_free && o->objective != PPA_SIMPO;
     char *cache = o->ref_cache ? strdup(o->ref_cache) : ppa_path_join(o->out, "reference.cache");
-    if (need_ref) prep_policy_reference(&ref, &p, &pa, policy, o->model, o->ref, cache, o->verbose);
+    if (need_ref) reference_of_policy(&ref, &p, &pa, policy, o->model, o->ref, cache, o->verbose);
     TrainPlan plan;
     plan_of(&plan, o, p.data.n);
     EvalSet ev = {0};
     if (o->eval_data) { /* the reference of held-out lists is needed for rank flips even without a training reference */
         PrepArgs ea = pa;
         ea.data = o->eval_data;
-        prep_load(&ev.p, &ea, "eval data");
-        prep_check_labels(&ev.p, o->objective, o->eval_data, "eval data");
+        dataset_load(&ev.p, &ea, "eval data");
+        dataset_check_labels(&ev.p, o->objective, o->eval_data, "eval data");
         char *ecache = ppa_path_join(o->out, "reference.eval.cache");
-        if (!reward) prep_policy_reference(&ev.ref, &ev.p, &ea, policy, o->model, o->ref, ecache, o->verbose);
+        if (!reward) reference_of_policy(&ev.ref, &ev.p, &ea, policy, o->model, o->ref, ecache, o->verbose);
         free(ecache);
         ev.beta = reward ? 1.0 : o->beta, ev.lo = o->loss, ev.reward = reward, ev.index = o->reward_index, ev.who = who;
         if (lead) plan.eval = eval_hook, plan.eval_ctx = &ev, plan.eval_every = o->eval_every;
@@ -294,7 +296,7 @@ static int train_main(TrainOptions *o) {
     if (lead)
         fprintf(stderr, "ppa %s: %d lists, %s, %s, list size %d; %ld steps of %ld lists (micro-batch %d), lr %g, "
                         "warm-up %ld; %s%s\n", who, p.data.n, ppa_objective_name(o->objective), scored, o->list_size,
-                plan.total_steps, plan.batch_size, plan.micro_batch, o->lr, plan.warmup_steps, prep_kernels(policy),
+                plan.total_steps, plan.batch_size, plan.micro_batch, o->lr, plan.warmup_steps, load_kernels(policy),
                 ranks_text());
     if (lead && dist_size() > 1)
         fprintf(stderr, "ppa %s: AdamW state %.1f MB per rank (%s)\n", who, 8.0 * (double)(zhi - zlo) / 1e6,
@@ -312,18 +314,18 @@ static int train_main(TrainOptions *o) {
     }
     free(tmp), free(logp), free(cache), free(fp);
     train_data_free(td);
-    if (o->eval_data) refcache_free(&ev.ref), prep_free(&ev.p);
+    if (o->eval_data) refcache_free(&ev.ref), dataset_free(&ev.p);
     state_free(&st);
     adamw_free(&opt);
     refcache_free(&ref);
-    prep_free(&p);
+    dataset_free(&p);
     model_free(policy);
     return 0;
 }
 
 int cmd_train(int argc, char **argv) {
     TrainOptions o;
-    prep_options(CMD_TRAIN, NULL, argc, argv, &o);
+    setup_options(CMD_TRAIN, NULL, argc, argv, &o);
     int rc = train_main(&o);
     train_options_free(&o);
     return rc;
@@ -343,7 +345,7 @@ static const char REWARD_USAGE[] =
 
 int cmd_reward(int argc, char **argv) {
     TrainOptions o;
-    prep_options(CMD_REWARD, REWARD_USAGE, argc, argv, &o);
+    setup_options(CMD_REWARD, REWARD_USAGE, argc, argv, &o);
     int rc = train_main(&o);
     train_options_free(&o);
     return rc;
@@ -360,18 +362,18 @@ static const char SCORE_USAGE[] =
 
 int cmd_score(int argc, char **argv) {
     TrainOptions o;
-    prep_options(CMD_SCORE, SCORE_USAGE, argc, argv, &o);
+    setup_options(CMD_SCORE, SCORE_USAGE, argc, argv, &o);
     if (exists(o.out)) ppa_die(2, "score: %s exists; delete it first (a cache is never overwritten)", o.out);
-    Model *m = prep_model(&o, o.model, 0); /* with --adapter, the adapted model */
-    PrepArgs pa = prep_args(&o, m);
+    Model *m = load_model(&o, o.model, 0); /* with --adapter, the adapted model */
+    PrepArgs pa = dataset_args(&o, m);
     Prepared p;
-    prep_load(&p, &pa, "score");
+    dataset_load(&p, &pa, "score");
     RefCache rc;
-    prep_reference_with(&rc, &p, &pa, m, o.out, 1);
+    reference_with(&rc, &p, &pa, m, o.out, 1);
     model_free(m);
     fprintf(stderr, "ppa score: wrote %s (%d rows, %d responses)\n", o.out, rc.n_rows, rc.offset[rc.n_rows]);
     refcache_free(&rc);
-    prep_free(&p);
+    dataset_free(&p);
     train_options_free(&o);
     return 0;
 }

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/model_judges.h"
-#include "cli/prep.h"
+#include "cli/judges.h"
+#include "cli/setup.h"
 #include "core/common.h"
 #include "eval/winrate.h"
 #include "io/atomic.h"
@@ -159,7 +159,7 @@ int cmd_winrate(int argc, char **argv) {
     for (int i = 1; i < argc; i++) /* the judges' list first, then the option table's lines */
         if (!strcmp(argv[i], "--help")) help();
     TrainOptions o;
-    prep_options(CMD_WINRATE, "", argc, argv, &o);
+    setup_options(CMD_WINRATE, "", argc, argv, &o);
     const JudgeKind *kind = find_judge(o.judge);
     WinSet a, b;
     read_set(o.a, &a); /* the inputs first: a bad row is found before a judge is loaded */

@@ -146,6 +146,16 @@ int jb_method_of(Arena *a, JVal self, JStr name, JVal *out);
 JVal jb_call(Ctx *c, const JNode *at, int index, JVal self, JVal *args, int nargs, const JStr *kwn, JVal *kwv, int nkw);
 
 /* ---- evaluator (jinja_eval.c), for the builtins ---- */
+/* what the builtins call back into (select, map, attribute lookups, ...): given to them in their context, so
+ * that the evaluator and the builtins do not call each other's functions by name */
+typedef struct {
+    /* getattr then getitem, as Jinja's sandbox does for obj.name */
+    JVal (*getattr)(Ctx *c, int line, JVal obj, JStr name);
+    /* apply a test or filter by name to v (select, map, ...) */
+    JVal (*apply)(Ctx *c, const JNode *at, BuiltinKind k, JStr name, JVal v, JVal *args, int nargs);
+    /* the items a for loop or a filter walks: a list's, a string's characters, a dict's keys */
+    JList *(*iter)(Ctx *c, int line, JVal v);
+} EvalOps;
 struct Ctx {
     Arena *ar;
     ByteBuf *out, *mask;
@@ -154,12 +164,7 @@ struct Ctx {
     long steps;
     int ctl;               /* 1: break, 2: continue */
     struct Pending *pending; /* {% set %} blocks being rendered */
+    const EvalOps *ev;     /* the evaluator's services */
 };
-/* getattr then getitem, as Jinja's sandbox does for obj.name */
-JVal jj_getattr(Ctx *c, int line, JVal obj, JStr name);
-/* apply a test or filter by name to v (select, map, ...) */
-JVal jj_apply(Ctx *c, const JNode *at, BuiltinKind k, JStr name, JVal v, JVal *args, int nargs);
-/* the items a for loop or a filter walks: a list's, a string's characters, a dict's keys */
-JList *jj_iter(Ctx *c, int line, JVal v);
 
 #endif

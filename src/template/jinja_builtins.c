@@ -157,26 +157,26 @@ FN(f_length) {
 
 FN(f_first) {
     UNUSED_ARGS;
-    JList *l = jj_iter(c, LINE, v);
+    JList *l = c->ev->iter(c, LINE, v);
     return l->n ? l->v[0] : jv_undef("No first item, sequence was empty.");
 }
 
 FN(f_last) {
     UNUSED_ARGS;
-    JList *l = jj_iter(c, LINE, v);
+    JList *l = c->ev->iter(c, LINE, v);
     return l->n ? l->v[l->n - 1] : jv_undef("No last item, sequence was empty.");
 }
 
 FN(f_list) {
     UNUSED_ARGS;
-    JList *src = jj_iter(c, LINE, v), *l = jl_new(c->ar, src->n);
+    JList *src = c->ev->iter(c, LINE, v), *l = jl_new(c->ar, src->n);
     for (size_t i = 0; i < src->n; i++) jl_push(c->ar, l, src->v[i]);
     return list_val(l);
 }
 
 FN(f_reverse) {
     UNUSED_ARGS;
-    JList *src = jj_iter(c, LINE, v), *l = jl_new(c->ar, src->n);
+    JList *src = c->ev->iter(c, LINE, v), *l = jl_new(c->ar, src->n);
     for (size_t i = src->n; i-- > 0;) jl_push(c->ar, l, src->v[i]);
     if (v.t != V_STR) return list_val(l);
     JStr out = js_lit("");
@@ -294,7 +294,7 @@ static JVal attr_path(Ctx *c, int line, JVal item, JStr path) {
         } else if (item.t == V_DICT && jd_get(item.d, part.s, part.n)) {
             item = *jd_get(item.d, part.s, part.n);
         } else {
-            item = jj_getattr(c, line, item, part);
+            item = c->ev->getattr(c, line, item, part);
         }
         i = j + 1;
     }
@@ -303,7 +303,7 @@ static JVal attr_path(Ctx *c, int line, JVal item, JStr path) {
 
 FN(f_join) {
     UNUSED_ARGS;
-    JList *items = jj_iter(c, LINE, v);
+    JList *items = c->ev->iter(c, LINE, v);
     if (p[1] && p[1]->t != V_NONE) {
         JStr path = jv_str_of(c->ar, LINE, *p[1]);
         JList *l = jl_new(c->ar, items->n);
@@ -382,7 +382,7 @@ FN(f_indent) {
 
 FN(f_map) {
     UNUSED_ARGS;
-    JList *items = jj_iter(c, LINE, v), *out = jl_new(c->ar, items->n);
+    JList *items = c->ev->iter(c, LINE, v), *out = jl_new(c->ar, items->n);
     if (p[1] && !p[0]) { /* map(attribute="x", default=...) */
         JStr path = jv_str_of(c->ar, LINE, *p[1]);
         for (size_t i = 0; i < items->n; i++) {
@@ -393,17 +393,17 @@ FN(f_map) {
     }
     if (!p[0]) jj_fail(c->ar, LINE, "map needs a filter name or attribute=");
     JStr name = want_str(c, LINE, *p[0], "map's filter name");
-    for (size_t i = 0; i < items->n; i++) jl_push(c->ar, out, jj_apply(c, at, B_FILTER, name, items->v[i], rest, nrest));
+    for (size_t i = 0; i < items->n; i++) jl_push(c->ar, out, c->ev->apply(c, at, B_FILTER, name, items->v[i], rest, nrest));
     return list_val(out);
 }
 
 /* select / reject / selectattr / rejectattr */
 static JVal select_items(Ctx *c, const JNode *at, JVal v, JVal *attr, JVal *test, JVal *rest, int nrest, int keep) {
-    JList *items = jj_iter(c, LINE, v), *out = jl_new(c->ar, items->n);
+    JList *items = c->ev->iter(c, LINE, v), *out = jl_new(c->ar, items->n);
     JStr path = attr ? jv_str_of(c->ar, LINE, *attr) : js_lit("");
     for (size_t i = 0; i < items->n; i++) {
         JVal x = attr ? attr_path(c, LINE, items->v[i], path) : items->v[i];
-        int ok = test ? jv_truthy(jj_apply(c, at, B_TEST, want_str(c, LINE, *test, "the test name"), x, rest, nrest)) : jv_truthy(x);
+        int ok = test ? jv_truthy(c->ev->apply(c, at, B_TEST, want_str(c, LINE, *test, "the test name"), x, rest, nrest)) : jv_truthy(x);
         if (ok == keep) jl_push(c->ar, out, items->v[i]);
     }
     return list_val(out);
@@ -471,7 +471,7 @@ FN(t_in) {
         return jv_bool(!needle.n || memmem(hay.s.s, hay.s.n, needle.s, needle.n));
     }
     if (hay.t == V_DICT) return jv_bool(v.t == V_STR && jd_get(hay.d, v.s.s, v.s.n));
-    JList *l = jj_iter(c, LINE, hay);
+    JList *l = c->ev->iter(c, LINE, hay);
     for (size_t i = 0; i < l->n; i++)
         if (jv_eq(v, l->v[i])) return jv_bool(1);
     return jv_bool(0);
@@ -565,7 +565,7 @@ FN(m_replace) {
     return f_replace(c, at, v, q, rest, nrest);
 }
 
-FN(m_join) { UNUSED_ARGS; return jv_str(joined(c, LINE, jj_iter(c, LINE, *p[0]), v.s)); }
+FN(m_join) { UNUSED_ARGS; return jv_str(joined(c, LINE, c->ev->iter(c, LINE, *p[0]), v.s)); }
 
 static JVal find_or_count(Ctx *c, const JNode *at, JStr s, JVal arg, int count) {
     JStr x = want_str(c, LINE, arg, "the substring");

@@ -12,6 +12,10 @@
 #include "core/common.h"
 #include "template/internal.h"
 
+static JVal jj_getattr(Ctx *c, int line, JVal obj, JStr name);
+static JList *jj_iter(Ctx *c, int line, JVal v);
+static JVal jj_apply(Ctx *c, const JNode *at, BuiltinKind k, JStr name, JVal v, JVal *args, int nargs);
+
 #define MAX_STEPS 20000000L           /* nodes evaluated per render: a loop over range(10**9) stops */
 #define MAX_OUTPUT ((size_t)64 << 20) /* bytes rendered */
 
@@ -80,7 +84,7 @@ static JVal undefined_attr(Ctx *c, JVal obj, JStr name) {
     return jv_undef(js_copy(c->ar, msg, NULL, strlen(msg)).s);
 }
 
-JVal jj_getattr(Ctx *c, int line, JVal obj, JStr name) {
+static JVal jj_getattr(Ctx *c, int line, JVal obj, JStr name) {
     if (obj.t == V_UNDEF) jj_fail(c->ar, line, "%s", obj.s.s);
     JVal m;
     if (obj.t != V_NS && jb_method_of(c->ar, obj, name, &m)) return m; /* getattr before the item, as Python */
@@ -160,7 +164,7 @@ static JVal slice(Ctx *c, const JNode *n, JVal obj) {
     return jv_str(out);
 }
 
-JList *jj_iter(Ctx *c, int line, JVal v) {
+static JList *jj_iter(Ctx *c, int line, JVal v) {
     JList *l = jl_new(c->ar, 8);
     if (v.t == V_UNDEF) return l; /* Undefined iterates as empty */
     if (v.t == V_LIST) return v.l;
@@ -304,7 +308,7 @@ static JVal call_value(Ctx *c, const JNode *n, JVal f) {
     jj_fail(c->ar, n->line, "'%s' object is not callable", jv_type(f));
 }
 
-JVal jj_apply(Ctx *c, const JNode *at, BuiltinKind k, JStr name, JVal v, JVal *args, int nargs) {
+static JVal jj_apply(Ctx *c, const JNode *at, BuiltinKind k, JStr name, JVal v, JVal *args, int nargs) {
     int b = jb_find(k, name.s, name.n);
     if (b < 0) jj_fail(c->ar, at->line, "no %s named '%.*s'", k == B_TEST ? "test" : "filter", (int)name.n, name.s);
     return jb_call(c, at, b, v, args, nargs, NULL, NULL, 0);
@@ -466,7 +470,9 @@ static void exec(Ctx *c, const JNode *n) {
 
 int jinja_render(const JinjaTemplate *t, const JinjaChat *chat, ByteBuf *out, ByteBuf *mask, char *err, size_t errlen) {
     jmp_buf jb;
+    static const EvalOps OPS = {jj_getattr, jj_apply, jj_iter};
     Ctx *c = xcalloc(1, sizeof *c); /* on the heap: it changes after setjmp */
+    c->ev = &OPS;
     Arena *ar = xcalloc(1, sizeof *ar);
     *ar = (Arena){.limit = (size_t)256 << 20, .jb = &jb, .err = err, .errlen = errlen};
     Scope *root = xcalloc(1, sizeof *root);

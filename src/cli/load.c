@@ -1,0 +1,109 @@
+/* load.c: the commands' models loaded and checked (load.h). */
+#include "cli/load.h"
+
+#include <stdio.h>
+
+#include "core/common.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_bf16.h"
+
+/* why M cannot serve (a causal LM's commands refuse a reward model, and the other way round; an index past the
+   head), in BUF; 0 when it can */
+static int head_problem(const Model *m, const char *dir, int reward, int index, const char *who, char *buf, size_t n) {
+    const ModelConfig *c = model_config(m);
+    if (reward && c->head == HEAD_LM)
+        snprintf(buf, n, "%s: %s is a causal LM (%s), not a reward model: give a <Type>ForSequenceClassification "
+                         "folder (`ppa reward` trains one)", who, dir, model_config_architecture(c));
+    else if (!reward && c->head != HEAD_LM)
+        snprintf(buf, n, "%s: %s is a reward model (%s) without a language-model head: it scores with `ppa judge "
+                         "--reward-model` and trains with `ppa reward`", who, dir, model_config_architecture(c));
+    else if (reward && index >= c->num_labels)
+        snprintf(buf, n, "%s: --reward-index %d: %s has %d output%s (0..%d)", who, index, dir, c->num_labels,
+                 c->num_labels == 1 ? "" : "s", c->num_labels - 1);
+    else
+        return 0;
+    return 1;
+}
+
+void load_need_head(const Model *m, const char *dir, int reward, const char *who) {
+    char msg[4096];
+    if (head_problem(m, dir, reward, 0, who, msg, sizeof msg)) ppa_die(2, "%s", msg);
+}
+
+int load_lora_spec(const TrainOptions *o, LoraSpec *s) {
+    char err[4096];
+    const char *who = options_command_name(o->cmd);
+    if (o->adapter) {
+        if (adapter_read_spec(o->adapter, s, err, sizeof err)) ppa_die(2, "%s: --adapter: %s", who, err);
+        return 1;
+    }
+    if (!options_takes(o->cmd, TOPT_LORA_R) || o->lora_r <= 0) return 0;
+    *s = (LoraSpec){o->lora_r, o->lora_alpha, o->lora_dropout, o->use_rslora, LORA_ALL_TARGETS};
+    if (o->lora_targets && lora_parse_targets(o->lora_targets, &s->targets, err, sizeof err))
+        ppa_die(2, "%s: --lora-targets: %s", who, err);
+    return 1;
+}
+
+/* adapter: the folder the policy's adapter comes from (a checkpoint), else --adapter's, else a new one when the
+ * options ask; NULL policy: no adapter at all (a reference model) */
+static Model *load_checked(const TrainOptions *o, const char *dir, int trainable, int reward, int policy,
+                           const char *adapter) {
+    char err[4096];
+    const char *who = options_command_name(o->cmd);
+    ModelPrecision prec = o->bf16 ? MODEL_BF16 : MODEL_FP32;
+    LoraSpec ls;
+    int lora = policy && o->cmd != CMD_REWARD && load_lora_spec(o, &ls);
+    Model *m = o->cmd == CMD_REWARD ? model_load_reward(dir, prec, o->seed, err, sizeof err)
+                                    : model_load_as(dir, prec, !trainable || lora, err, sizeof err); /* a base is frozen */
+    if (!m) ppa_die(2, "%s: %s", who, err);
+    const char *from = adapter ? adapter : o->adapter;
+    int bad = head_problem(m, dir, reward, o->reward_index, who, err, sizeof err);
+    if (!bad && lora && from) {
+        char msg[3072];
+        if ((bad = lora_load(m, from, msg, sizeof msg))) snprintf(err, sizeof err, "%s: %s", who, msg);
+    } else if (!bad && lora) {
+        char msg[3072];
+        if ((bad = model_lora_new(m, &ls, o->seed, msg, sizeof msg))) snprintf(err, sizeof err, "%s: %s", who, msg);
+    }
+    if (bad) {
+        model_free(m); /* freed before the exit: a refusal is not a leak */
+        ppa_die(2, "%s", err);
+    }
+    if (trainable) model_gradient_checkpointing(m, o->gradient_checkpointing), model_low_memory(m, o->low_memory);
+    return m;
+}
+
+Model *load_model(const TrainOptions *o, const char *dir, int trainable) {
+    return load_checked(o, dir, trainable, o->cmd == CMD_REWARD, 1, NULL);
+}
+
+Model *load_frozen(const TrainOptions *o, const char *dir) { return load_checked(o, dir, 0, 0, 0, NULL); }
+
+Model *load_policy(const TrainOptions *o) {
+    if (!o->resume) return load_model(o, o->model, 1);
+    if (adapter_is_folder(o->resume)) /* a LoRA run's checkpoint: the adapter on the base */
+        return load_checked(o, o->model, 1, o->cmd == CMD_REWARD, 1, o->resume);
+    return load_model(o, o->resume, 1);
+}
+
+Model *load_judge_model(const TrainOptions *o, const char *dir, int reward) {
+    return load_checked(o, dir, 0, reward, 1, NULL);
+}
+
+const char *load_kernels(const Model *m) {
+    static char line[1536];
+    int at;
+    if (model_precision(m) == MODEL_BF16)
+        at = snprintf(line, sizeof line, "bf16 products: %s; float32 attention: %s", gemm_bf16_backend(), gemm_backend());
+    else
+        at = snprintf(line, sizeof line, "fp32 products: %s; forward rows: %s", gemm_backend(), gemm_rows_kernel());
+    const LoraSpec *s = model_lora(m);
+    if (s && at > 0 && (size_t)at < sizeof line) {
+        char targets[96];
+        lora_targets_text(s->targets, targets, sizeof targets);
+        snprintf(line + at, sizeof line - (size_t)at, "; LoRA r %d, alpha %g%s, dropout %g on %s: %zu parameters train, "
+                 "the base's %zu are frozen", s->r, s->alpha, s->rslora ? " (rslora)" : "", s->dropout, targets,
+                 model_n_params(m), model_n_base_params(m));
+    }
+    return line;
+}
