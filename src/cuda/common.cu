@@ -9,9 +9,11 @@
 static struct {
     int device, ready, cc;
     cudaStream_t stream;
+    void *scratch;
+    size_t scratch_n;
     char name[256];
     char error[1024];
-} G = {-1, 0, 0, NULL, "", ""};
+} G = {-1, 0, 0, NULL, NULL, 0, "", ""};
 
 extern "C" int pc_fail(const char *file, int line, const char *what, const char *why) {
     snprintf(G.error, sizeof G.error, "%s:%d: %s: %s", file, line, what, why);
@@ -22,6 +24,7 @@ extern "C" const char *pc_error(void) { return G.error; }
 
 extern "C" int pc_init(int device, char *err, size_t errlen) {
     if (G.ready && G.device == device) return 0;
+    if (G.ready) pc_shutdown(); /* another device: start afresh */
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
@@ -41,7 +44,38 @@ extern "C" int pc_init(int device, char *err, size_t errlen) {
     snprintf(G.name, sizeof G.name, "%s", p.name);
     G.cc = p.major * 10 + p.minor;
     G.device = device, G.ready = 1;
+    if (pc_lt_init(err, errlen)) { /* the cuBLASLt handle and its workspace (matmul.cu) */
+        pc_shutdown();
+        return -1;
+    }
     return 0;
+}
+
+extern "C" void pc_shutdown(void) {
+    if (!G.ready) return;
+    cudaStreamSynchronize(G.stream);
+    pc_lt_release();
+    if (G.scratch) cudaFree(G.scratch);
+    cudaStreamDestroy(G.stream);
+    G.scratch = NULL, G.scratch_n = 0, G.stream = NULL, G.ready = 0, G.device = -1;
+}
+
+void *pc_scratch(size_t bytes) {
+    if (bytes <= G.scratch_n) return G.scratch;
+    if (G.scratch) {
+        cudaError_t e = cudaStreamSynchronize(G.stream); /* queued kernels may still read the old one */
+        if (e != cudaSuccess) {
+            pc_fail(__FILE__, __LINE__, "cudaStreamSynchronize", cudaGetErrorString(e));
+            return NULL;
+        }
+        cudaFree(G.scratch);
+        G.scratch = NULL, G.scratch_n = 0;
+    }
+    size_t n = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes; /* at least 1 MiB: few regrowths */
+    void *p = pc_alloc(n);
+    if (!p) return NULL;
+    G.scratch = p, G.scratch_n = n;
+    return p;
 }
 
 extern "C" const char *pc_device_name(void) { return G.name; }

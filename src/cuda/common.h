@@ -9,7 +9,8 @@
  * in order on the module's one stream (pc_stream); a function that can fail
  * returns 0 or -1, and pc_error() then says why (the CUDA or cuBLASLt call,
  * its file and line). bf16 is stored as its 16 bits (PcBf16), float32
- * accumulation everywhere. Shapes follow the CPU kernels they mirror
+ * accumulation everywhere. Not thread-safe: one host thread drives the
+ * module (the families share cached algorithms and a scratch buffer). Shapes follow the CPU kernels they mirror
  * (src/model/kernels.h, matmul.h): T tokens, C or H hidden, NH / NKV heads,
  * HS head size, V vocabulary. Nothing here knows a model. */
 #ifndef PPA_CUDA_COMMON_H
@@ -30,6 +31,9 @@ typedef enum { PC_F32 = 0, PC_BF16 = 1 } PcDtype;
  * workspace. 0, or -1 with the reason in err ("no CUDA driver", "no device",
  * ...). Calling it again with the same device does nothing. */
 int pc_init(int device, char *err, size_t errlen);
+/* Frees what pc_init and the families made (stream, cuBLASLt handle and workspace, cached algorithms, scratch);
+ * a later pc_init starts afresh. Device memory from pc_alloc stays the caller's. */
+void pc_shutdown(void);
 /* The device's name ("NVIDIA H200") and its compute capability, after pc_init. */
 const char *pc_device_name(void);
 int pc_device_cc(void); /* 90 for sm_90 */
