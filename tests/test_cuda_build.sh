@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# tests/test_cuda_build.sh: the CUDA module's checks that need no GPU (tests/run.sh runs it; CI has no nvcc).
+#   1. with nvcc (found as the Makefile finds it: on PATH, /usr/local/cuda/bin/nvcc, or NVCC=path): the module
+#      builds (make cuda: build/libppa_cuda.so), the GPU test binaries link (make cuda-tests), and `nm -D` shows
+#      every pc_* function the headers src/cuda/*.h declare; without nvcc these say SKIP;
+#   2. `make NVCC= all` (nvcc turned off) still builds, runs no nvcc, and says it skips the module in one line.
+# Closing line "test_cuda_build: N passed, N failed"; exit 1 on a failure.
+set -u
+cd "$(dirname "$0")/.."
+unset MAKEFLAGS MFLAGS MAKELEVEL # a make of its own, whatever make runs this script
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL test_cuda_build: $*"; }
+
+nvcc=${NVCC-$(command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })}
+if [ -n "$nvcc" ]; then
+  if out=$(make -s cuda 2>&1); then ok; else bad "make cuda failed:"; echo "$out" | tail -n 30; fi
+  if out=$(make -s cuda-tests 2>&1); then ok; else bad "make cuda-tests failed:"; echo "$out" | tail -n 30; fi
+  for t in tests/cuda/test_*.c; do
+    b=build/cuda-tests/$(basename "$t" .c)
+    if [ -x "$b" ]; then ok; else bad "$b was not built"; fi
+  done
+  if [ -f build/libppa_cuda.so ]; then
+    exported=$(nm -D --defined-only build/libppa_cuda.so | awk '$2 == "T" {print $3}' | sort -u)
+    declared=$(grep -hE '^[A-Za-z_][A-Za-z0-9_ *]*[ *]pc_[a-z0-9_]+\(' src/cuda/*.h | grep -oE 'pc_[a-z0-9_]+\(' | tr -d '(' | sort -u)
+    n=0
+    for f in $declared; do
+      n=$((n + 1))
+      if grep -qx "$f" <<<"$exported"; then ok; else bad "nm -D build/libppa_cuda.so: $f (declared in src/cuda/*.h) is not exported"; fi
+    done
+    [ "$n" -ge 20 ] && ok || bad "only $n pc_* declarations found in src/cuda/*.h"
+    echo "test_cuda_build: $n pc_* functions declared, all checked in nm -D"
+  else
+    bad "build/libppa_cuda.so is missing"
+  fi
+else
+  echo "test_cuda_build: SKIP the module's build checks (no nvcc on PATH or in /usr/local/cuda/bin)"
+fi
+
+# the build without nvcc: everything else as before, one line about the module, no nvcc run
+if out=$(make -s NVCC= all 2>&1); then ok; else bad "make NVCC= all failed:"; echo "$out" | tail -n 30; fi
+lines=$(grep -c "nvcc not found" <<<"$out")
+[ "$lines" -eq 1 ] && ok || bad "make NVCC= all: $lines lines about skipping the module (want 1): $out"
+if make -n NVCC= all 2>/dev/null | grep -v '^echo ' | grep -q nvcc; then bad "make NVCC= all would run nvcc"; else ok; fi
+for target in cuda-tests test-cuda gpu-carry; do
+  if make -s NVCC= "$target" >/dev/null 2>&1; then bad "make NVCC= $target succeeded without nvcc"; else ok; fi
+done
+
+echo "test_cuda_build: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
