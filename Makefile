@@ -129,19 +129,31 @@ $(BUILD)/cuda-tests/%: tests/cuda/%.c $(CUDA_HARNESS) $(LIB) $(CUDA_LIB)
 
 cuda-tests: $(CUDA_TESTS)
 
+# the tests' own logic on a machine without a GPU: test_cuda against a CPU stand-in of the module
+# (tests/cuda/mock/mock_cuda.c); tests/test_cuda_build.sh runs it with --small
+$(BUILD)/cuda-mock/test_cuda_mock: tests/cuda/test_cuda.c $(CUDA_FAMILY) tests/cuda/harness.c tests/cuda/mock/mock_cuda.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< $(CUDA_FAMILY) tests/cuda/harness.c tests/cuda/mock/mock_cuda.c $(LIB) -o $@ $(LDLIBS)
+
+cuda-mock: $(BUILD)/cuda-mock/test_cuda_mock
+
 test-cuda: cuda-tests
 	bash scripts/test-cuda.sh $(BUILD)
 
-# what the GPU machine runs: the test binaries, the module and the libraries it may lack (docs/gpu.md's list)
-GPU_CARRY_LIBS := libcjson.so.1 libutf8proc.so.2 libyaml-0.so.2 libgomp.so.1 libmvec.so.1
+# what the GPU machine runs: the test binaries, the module and the libraries it may lack (docs: gpu.md's list).
+# libgomp and libmvec go to lib/fallback: scripts/test-cuda.sh uses them only where the machine has none of its own
+# (libmvec reaches into ld.so's private data: one from another glibc is a last resort)
+GPU_CARRY_LIBS := libcjson.so.1 libutf8proc.so.2 libyaml-0.so.2
+GPU_CARRY_FALLBACK := libgomp.so.1 libmvec.so.1
 gpu-carry: cuda-tests
-	rm -rf gpu-carry && mkdir -p gpu-carry/bin gpu-carry/lib
+	rm -rf gpu-carry && mkdir -p gpu-carry/bin gpu-carry/lib/fallback
 	cp $(CUDA_TESTS) gpu-carry/bin/
 	cp $(CUDA_LIB) gpu-carry/lib/
 	for l in $(GPU_CARRY_LIBS); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/ || exit 1; done
+	for l in $(GPU_CARRY_FALLBACK); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/fallback/ || exit 1; done
 	@du -sh gpu-carry
 else
-cuda cuda-tests test-cuda gpu-carry:
+cuda cuda-tests cuda-mock test-cuda gpu-carry:
 	@echo "$(CUDA_SKIP)"; exit 1
 endif
 
@@ -198,5 +210,5 @@ demo-ablations: demo-deps
 clean:
 	rm -rf build build-asan build-fuzz ppa gpu-carry
 
-.PHONY: all cuda cuda-skip cuda-tests test-cuda gpu-carry fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick demo-ablations clean
+.PHONY: all cuda cuda-skip cuda-tests cuda-mock test-cuda gpu-carry fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick demo-ablations clean
 -include $(shell find build build-asan build-fuzz -name '*.d' 2>/dev/null)

@@ -21,6 +21,16 @@ if [ -n "${OUT:-}" ]; then
   exec > >(tee "$OUT/test-cuda.txt") 2>&1
 fi
 export LD_LIBRARY_PATH="$PWD/$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# a carried libgomp or libmvec only where this machine has none (they belong to its own compiler and glibc)
+if [ -d "$lib/fallback" ]; then
+  for l in "$lib"/fallback/*; do
+    if ! /sbin/ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$(basename "$l") "; then
+      echo "test-cuda: this machine has no $(basename "$l"): using the carried one"
+      mkdir -p "$lib/use" && cp -f "$l" "$lib/use/" 2>/dev/null || true
+    fi
+  done
+  [ -d "$lib/use" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$PWD/$lib/use"
+fi
 export PPA_BF16=builtin # the CPU oracle's bf16 products: ppa's built-in kernel (no oneDNN on the GPU machine)
 unset OPENBLAS_CORETYPE
 tests=()

@@ -3,6 +3,8 @@
 #   1. with nvcc (found as the Makefile finds it: on PATH, /usr/local/cuda/bin/nvcc, or NVCC=path): the module
 #      builds (make cuda: build/libppa_cuda.so), the GPU test binaries link (make cuda-tests), and `nm -D` shows
 #      every pc_* function the headers src/cuda/*.h declare; without nvcc these say SKIP;
+#      and the GPU tests' own logic runs on the CPU: test_cuda against a CPU stand-in of the module
+#      (tests/cuda/mock/mock_cuda.c, make cuda-mock) on its small shapes, all of its checks passing;
 #   2. `make NVCC= all` (nvcc turned off) still builds, runs no nvcc, and says it skips the module in one line.
 # Closing line "test_cuda_build: N passed, N failed"; exit 1 on a failure.
 set -u
@@ -32,6 +34,21 @@ if [ -n "$nvcc" ]; then
     echo "test_cuda_build: $n pc_* functions declared, all checked in nm -D"
   else
     bad "build/libppa_cuda.so is missing"
+  fi
+  if out=$(make -s cuda-mock 2>&1); then
+    ok
+    out=$(build/cuda-mock/test_cuda_mock --small --no-limits 2>&1)
+    status=$?
+    line=$(grep -E '^test_cuda: [0-9]+ passed, [0-9]+ failed$' <<<"$out" | tail -n 1)
+    if [ "$status" -eq 0 ] && [ -n "$line" ]; then
+      ok
+      echo "test_cuda_build: the GPU tests against the CPU stand-in: ${line#test_cuda: }"
+    else
+      bad "the GPU tests against the CPU stand-in (build/cuda-mock/test_cuda_mock --small): exit $status"
+      grep -E '^FAIL|FATAL' <<<"$out" | head -n 20
+    fi
+  else
+    bad "make cuda-mock failed:"; echo "$out" | tail -n 30
   fi
 else
   echo "test_cuda_build: SKIP the module's build checks (no nvcc on PATH or in /usr/local/cuda/bin)"

@@ -16,7 +16,7 @@
 static int g_rows, g_vocab; /* test hooks; 0: automatic */
 
 extern "C" void pc_lmhead_set_chunks(int rows, int vocab) {
-    g_rows = rows > 0 ? rows : 0;
+    g_rows = rows > 0 ? (rows < 65535 ? rows : 65535) : 0; /* a chunk's rows are a grid dimension */
     g_vocab = vocab > 0 ? vocab : 0;
 }
 
@@ -38,7 +38,7 @@ static size_t plan(Plan *p, char *base, int n, int H, int V, PcDtype wt) {
     long Vc = g_vocab ? g_vocab : LM_LOGITS / R / 256 * 256;
     Vc = Vc < 256 && !g_vocab ? 256 : Vc > LM_VOCAB && !g_vocab ? LM_VOCAB : Vc;
     Vc = Vc > V ? V : Vc;
-    p->R = (int)R, p->Vc = (int)Vc, p->ldl = (int)((Vc + 3) / 4 * 4);
+    p->R = (int)R, p->Vc = (int)Vc, p->ldl = (int)((Vc + 7) / 8 * 8); /* rows 32 bytes apart (16 in bf16) */
     size_t off = 0, e = wt == PC_BF16 ? 2 : 4, nn = (size_t)(n > 0 ? n : 1);
 #define PLACE(field, type, bytes)                                                                                      \
     p->field = base ? (type)(base + off) : NULL;                                                                        \
@@ -141,33 +141,50 @@ __global__ void lse_final_kernel(double *logp, float *lse, const float *mx, cons
     logp[i] = (double)lt[i] - ls;
 }
 
-/* d logits of a chunk in place (float32 products): dl = -g exp(l - lse), + g at the target */
-__global__ void dlogits_f32_kernel(float *l, int ldl, const double *g, const float *lse, const int *tgt, int m, int v0,
-                                   int w) {
-    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (long)m * w) return;
-    int r = (int)(i / w), v = (int)(i % w);
-    float gi = (float)g[r];
-    float *p = l + (long)r * ldl + v;
-    float d = -gi * expf(*p - lse[r]);
-    if (v0 + v == tgt[r]) d += gi;
-    *p = d;
+/* d logits of a chunk in place (float32 products): dl = -g exp(l - lse), + g at the target.
+ * grid: x over a row's columns, 4 a thread; y over the chunk's rows (m <= 16384 < 65536) */
+__global__ void dlogits_f32_kernel(float *l, int ldl, const double *g, const float *lse, const int *tgt, int v0, int w) {
+    int r = blockIdx.y, c = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (c >= w) return;
+    float gi = (float)g[r], ls = lse[r], *p = l + (long)r * ldl + c;
+    int t = tgt[r] - v0;
+    if (c + 4 <= w) {
+        float4 v = *reinterpret_cast<float4 *>(p);
+        v.x = -gi * expf(v.x - ls) + (c == t ? gi : 0.0f);
+        v.y = -gi * expf(v.y - ls) + (c + 1 == t ? gi : 0.0f);
+        v.z = -gi * expf(v.z - ls) + (c + 2 == t ? gi : 0.0f);
+        v.w = -gi * expf(v.w - ls) + (c + 3 == t ? gi : 0.0f);
+        *reinterpret_cast<float4 *>(p) = v;
+    } else {
+        for (int k = 0; c + k < w; k++) p[k] = -gi * expf(p[k] - ls) + (c + k == t ? gi : 0.0f);
+    }
 }
 
 /* the same into bf16 (bf16 products), rounded as the CPU's bf16 path: p = bf16(exp(l - lse)), dl = bf16(-g p);
  * at the target bf16(g * -expm1(logp)) (1 - p from the log-prob: a p near 1 has no digits left in bf16) */
+static __device__ __forceinline__ uint16_t dl_bf16(float l, float ls, float ng, int is_t, double g, double logp) {
+    if (is_t) return pc_bf16_round((float)(g * -expm1(logp)));
+    return pc_bf16_round(ng * pc_bf16_f32(pc_bf16_round(expf(l - ls))));
+}
+
 __global__ void dlogits_bf16_kernel(uint16_t *dl, const float *l, int ldl, const double *g, const double *logp,
-                                    const float *lse, const int *tgt, int m, int v0, int w) {
-    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (long)m * w) return;
-    int r = (int)(i / w), v = (int)(i % w);
-    long at = (long)r * ldl + v;
-    if (v0 + v == tgt[r]) {
-        dl[at] = pc_bf16_round((float)(g[r] * -expm1(logp[r])));
-        return;
+                                    const float *lse, const int *tgt, int v0, int w) {
+    int r = blockIdx.y, c = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (c >= w) return;
+    float ls = lse[r], ng = -(float)g[r];
+    double gr = g[r], lp = logp[r];
+    int t = tgt[r] - v0;
+    const float *p = l + (long)r * ldl + c;
+    uint16_t *o = dl + (long)r * ldl + c;
+    if (c + 4 <= w) {
+        float4 v = *reinterpret_cast<const float4 *>(p);
+        uint2 h;
+        h.x = (uint32_t)dl_bf16(v.x, ls, ng, c == t, gr, lp) | (uint32_t)dl_bf16(v.y, ls, ng, c + 1 == t, gr, lp) << 16;
+        h.y = (uint32_t)dl_bf16(v.z, ls, ng, c + 2 == t, gr, lp) | (uint32_t)dl_bf16(v.w, ls, ng, c + 3 == t, gr, lp) << 16;
+        *reinterpret_cast<uint2 *>(o) = h;
+    } else {
+        for (int k = 0; c + k < w; k++) o[k] = dl_bf16(p[k], ls, ng, c + k == t, gr, lp);
     }
-    float p = pc_bf16_f32(pc_bf16_round(expf(l[at] - lse[r])));
-    dl[at] = pc_bf16_round(-(float)g[r] * p);
 }
 
 #define TRY(x)                                                                                                         \
@@ -223,16 +240,15 @@ extern "C" int pc_lmhead_backward(float *dx, float *dW, const double *g, const d
         TRY(gather(&p, x, src + i0, m, H, wt));
         for (int v0 = 0; v0 < V; v0 += p.Vc) {
             int w = V - v0 < p.Vc ? V - v0 : p.Vc;
-            long mw = (long)m * w;
-            unsigned blocks = (unsigned)((mw + 255) / 256);
+            dim3 blocks((unsigned)pc_ceil_div(pc_ceil_div(w, 4), 256), (unsigned)m);
             TRY(chunk_logits(&p, W, wt, m, H, v0, w));
             const void *dl;
             if (wt == PC_BF16) {
                 dlogits_bf16_kernel<<<blocks, 256, 0, s>>>(p.dlb, p.logits, p.ldl, g + i0, logp + i0, lse + i0,
-                                                           tgt + i0, m, v0, w);
+                                                           tgt + i0, v0, w);
                 dl = p.dlb;
             } else {
-                dlogits_f32_kernel<<<blocks, 256, 0, s>>>(p.logits, p.ldl, g + i0, lse + i0, tgt + i0, m, v0, w);
+                dlogits_f32_kernel<<<blocks, 256, 0, s>>>(p.logits, p.ldl, g + i0, lse + i0, tgt + i0, v0, w);
                 dl = p.logits;
             }
             LAUNCH_TRY();

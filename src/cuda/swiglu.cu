@@ -46,50 +46,51 @@ template <int VEC> static __device__ __forceinline__ void stv(uint16_t *p, const
 
 static __device__ __forceinline__ float sigmoid(float g) { return 1.0f / (1.0f + expf(-g)); }
 
+/* grid: x over a row's groups of VEC columns, y over rows (looping past 65535); no division per element */
 template <typename GT, typename HT, int VEC, bool KEEP>
 __global__ void swiglu_fwd_kernel(HT *h, uint16_t *gb, uint16_t *ub, const GT *g, const GT *u, int ld_in, int rows,
                                   int cols) {
-    const int per_row = cols / VEC;
-    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (long)rows * per_row) return;
-    long r = i / per_row;
-    int c = (int)(i % per_row) * VEC;
-    F<VEC> gv = ldv<VEC>(g + r * ld_in + c), uv = ldv<VEC>(u + r * ld_in + c), hv;
+    int c = (blockIdx.x * blockDim.x + threadIdx.x) * VEC;
+    if (c >= cols) return;
+    for (long r = blockIdx.y; r < rows; r += gridDim.y) {
+        F<VEC> gv = ldv<VEC>(g + r * ld_in + c), uv = ldv<VEC>(u + r * ld_in + c), hv;
 #pragma unroll
-    for (int k = 0; k < VEC; k++) hv.v[k] = gv.v[k] * sigmoid(gv.v[k]) * uv.v[k];
-    stv<VEC>(h + r * cols + c, hv);
-    if constexpr (KEEP) stv<VEC>(gb + r * cols + c, gv), stv<VEC>(ub + r * cols + c, uv);
+        for (int k = 0; k < VEC; k++) hv.v[k] = gv.v[k] * sigmoid(gv.v[k]) * uv.v[k];
+        stv<VEC>(h + r * cols + c, hv);
+        if constexpr (KEEP) stv<VEC>(gb + r * cols + c, gv), stv<VEC>(ub + r * cols + c, uv);
+    }
 }
 
 template <typename GT, typename DT, int VEC>
 __global__ void swiglu_bwd_kernel(DT *dg, DT *du, int ld_out, const float *dh, const GT *g, const GT *u, int ld_in,
                                   int rows, int cols) {
-    const int per_row = cols / VEC;
-    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (long)rows * per_row) return;
-    long r = i / per_row;
-    int c = (int)(i % per_row) * VEC;
-    F<VEC> gv = ldv<VEC>(g + r * ld_in + c), uv = ldv<VEC>(u + r * ld_in + c), d = ldv<VEC>(dh + r * cols + c), a, b;
+    int c = (blockIdx.x * blockDim.x + threadIdx.x) * VEC;
+    if (c >= cols) return;
+    for (long r = blockIdx.y; r < rows; r += gridDim.y) {
+        F<VEC> gv = ldv<VEC>(g + r * ld_in + c), uv = ldv<VEC>(u + r * ld_in + c), d = ldv<VEC>(dh + r * cols + c), a, b;
 #pragma unroll
-    for (int k = 0; k < VEC; k++) {
-        float s = sigmoid(gv.v[k]);
-        b.v[k] = d.v[k] * (gv.v[k] * s);
-        a.v[k] = d.v[k] * uv.v[k] * s * (1.0f + gv.v[k] * (1.0f - s));
+        for (int k = 0; k < VEC; k++) {
+            float s = sigmoid(gv.v[k]);
+            b.v[k] = d.v[k] * (gv.v[k] * s);
+            a.v[k] = d.v[k] * uv.v[k] * s * (1.0f + gv.v[k] * (1.0f - s));
+        }
+        stv<VEC>(dg + r * ld_out + c, a);
+        stv<VEC>(du + r * ld_out + c, b);
     }
-    stv<VEC>(dg + r * ld_out + c, a);
-    stv<VEC>(du + r * ld_out + c, b);
 }
 
-static unsigned blocks(long n) { return (unsigned)((n + SWIGLU_THREADS - 1) / SWIGLU_THREADS); }
+static dim3 grid(int rows, int cols, int vec) {
+    return dim3((unsigned)pc_ceil_div(pc_ceil_div(cols, vec), SWIGLU_THREADS), (unsigned)(rows < 65535 ? rows : 65535));
+}
 
 template <typename GT, typename HT>
 static void fwd(HT *h, uint16_t *gb, uint16_t *ub, const GT *g, const GT *u, int ld_in, int rows, int cols, int vec) {
     cudaStream_t s = pc_cuda_stream();
-    long n = (long)rows * (cols / vec);
-    if (vec == 4 && gb) swiglu_fwd_kernel<GT, HT, 4, true><<<blocks(n), SWIGLU_THREADS, 0, s>>>(h, gb, ub, g, u, ld_in, rows, cols);
-    else if (vec == 4) swiglu_fwd_kernel<GT, HT, 4, false><<<blocks(n), SWIGLU_THREADS, 0, s>>>(h, gb, ub, g, u, ld_in, rows, cols);
-    else if (gb) swiglu_fwd_kernel<GT, HT, 1, true><<<blocks(n), SWIGLU_THREADS, 0, s>>>(h, gb, ub, g, u, ld_in, rows, cols);
-    else swiglu_fwd_kernel<GT, HT, 1, false><<<blocks(n), SWIGLU_THREADS, 0, s>>>(h, gb, ub, g, u, ld_in, rows, cols);
+    dim3 gr = grid(rows, cols, vec);
+    if (vec == 4 && gb) swiglu_fwd_kernel<GT, HT, 4, true><<<gr, SWIGLU_THREADS, 0, s>>>(h, gb, ub, g, u, ld_in, rows, cols);
+    else if (vec == 4) swiglu_fwd_kernel<GT, HT, 4, false><<<gr, SWIGLU_THREADS, 0, s>>>(h, gb, ub, g, u, ld_in, rows, cols);
+    else if (gb) swiglu_fwd_kernel<GT, HT, 1, true><<<gr, SWIGLU_THREADS, 0, s>>>(h, gb, ub, g, u, ld_in, rows, cols);
+    else swiglu_fwd_kernel<GT, HT, 1, false><<<gr, SWIGLU_THREADS, 0, s>>>(h, gb, ub, g, u, ld_in, rows, cols);
 }
 
 /* 16-byte alignment for float32 groups of 4, 8 for bf16 */
@@ -115,9 +116,9 @@ template <typename GT, typename DT>
 static void bwd(DT *dg, DT *du, int ld_out, const float *dh, const GT *g, const GT *u, int ld_in, int rows, int cols,
                 int vec) {
     cudaStream_t s = pc_cuda_stream();
-    long n = (long)rows * (cols / vec);
-    if (vec == 4) swiglu_bwd_kernel<GT, DT, 4><<<blocks(n), SWIGLU_THREADS, 0, s>>>(dg, du, ld_out, dh, g, u, ld_in, rows, cols);
-    else swiglu_bwd_kernel<GT, DT, 1><<<blocks(n), SWIGLU_THREADS, 0, s>>>(dg, du, ld_out, dh, g, u, ld_in, rows, cols);
+    dim3 gr = grid(rows, cols, vec);
+    if (vec == 4) swiglu_bwd_kernel<GT, DT, 4><<<gr, SWIGLU_THREADS, 0, s>>>(dg, du, ld_out, dh, g, u, ld_in, rows, cols);
+    else swiglu_bwd_kernel<GT, DT, 1><<<gr, SWIGLU_THREADS, 0, s>>>(dg, du, ld_out, dh, g, u, ld_in, rows, cols);
 }
 
 extern "C" int pc_swiglu_backward(void *dg, void *du, PcDtype dt, int ld_out, const float *dh, const void *g,

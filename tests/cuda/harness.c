@@ -121,7 +121,7 @@ static Buf *find(const void *p) {
 void *d_alloc(size_t bytes) {
     void *p = pc_alloc(bytes + GUARD);
     if (!p) die("pc_alloc", pc_error());
-    CU(cudaMemset((char *)p + bytes, 0xA5, GUARD));
+    if (pc_memset((char *)p + bytes, 0xA5, GUARD) || pc_sync()) die("pc_memset", pc_error()); /* on the module's stream */
     Buf *b = h_malloc(sizeof *b);
     b->p = p, b->bytes = bytes, b->next = bufs, bufs = b;
     return p;
@@ -338,7 +338,14 @@ double *h_sum_bound(const float *S, const float *extra, size_t n, double k) {
 }
 
 void h_bound_round_bf16(double *bound, const float *ref, size_t n) {
-    for (size_t i = 0; i < n; i++) bound[i] += U_BF16 * (fabs((double)ref[i]) + bound[i]);
+    for (size_t i = 0; i < n; i++) bound[i] += U_BF16 * (fabs((double)ref[i]) + bound[i]) * 1.01;
+}
+
+void h_round_bf16(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = h_bf16(x[i]);
+        h_widen(&x[i], &h, 1);
+    }
 }
 
 Cmp cmp_worse(Cmp a, Cmp b) {

@@ -102,7 +102,11 @@ float *h_abs_product(int ta, int tb, int M, int N, int K, const float *A, int ld
  * terms each (the GPU's and the CPU's bf16 path) of the same exact bf16 products, in any order; the 1.001 covers
  * the float32 rounding of S itself (nonnegative terms: relative error <= k 2^-24 < 1e-3 for k < 16000) */
 double *h_sum_bound(const float *S, const float *extra, size_t n, double k);
-/* the same outputs rounded to bf16 on both sides: bound + one bf16 ulp of the larger value (2^-7 relative) */
+/* outputs rounded to bf16 on both sides, each from its own float32 value within bound of the other's: equal, or
+ * one bf16 ulp apart where the two straddle a rounding boundary: bound + 2^-7 (|ref| + bound) (x 1.01: ref may be
+ * the rounded or the unrounded value) */
 void h_bound_round_bf16(double *bound, const float *ref, size_t n);
+/* x rounded to bf16 and widened back, in place (the CPU's bf16 path from its float32 values) */
+void h_round_bf16(float *x, size_t n);
 /* the worse of two comparisons (a failing one first, else the larger err / bound) */
 Cmp cmp_worse(Cmp a, Cmp b);

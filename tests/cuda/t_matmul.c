@@ -270,9 +270,12 @@ static void gemm_case(int ta, int tb, int M, int N, int K, PcDtype ab, PcDtype c
     if (ab == PC_F32 && ct == PC_F32) c = cmp_norm(gg, gref, (size_t)M * N, F32_RTOL);
     else {
         double *bd = h_sum_bound(S, ex, (size_t)M * N, K + 2);
-        if (ct == PC_BF16) h_bound_round_bf16(bd, gref, (size_t)M * N);
-        if (ab == PC_F32) /* float32 products into a bf16 output: the float32 rule's error, then the rounding */
-            for (size_t i = 0; i < (size_t)M * N; i++) bd[i] = 1e-5 * (fabs(gref[i]) + S[i]) + U_BF16 * fabs(gref[i]);
+        if (ab == PC_F32) /* float32 products: the float32 sums' gamma_k(2^-24) on both sides */
+            for (size_t i = 0; i < (size_t)M * N; i++) bd[i] = 2 * h_gamma(K + 2, U_CPU) * 1.001 * (S[i] + ex[i]);
+        if (ct == PC_BF16) { /* against the CPU's result rounded to bf16 */
+            h_bound_round_bf16(bd, gref, (size_t)M * N);
+            h_round_bf16(gref, (size_t)M * N);
+        }
         c = cmp_elem(gg, gref, bd, (size_t)M * N);
         free(bd);
     }

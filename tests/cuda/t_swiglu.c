@@ -50,14 +50,22 @@ static void fetch(float *out, const void *d, PcDtype t, int ld, int rows, int co
     free(b);
 }
 
-static Cmp check(const float *got, const float *ref, const double *delta, size_t n, PcDtype t) {
+/* float32: against the CPU's float32 output ref; bf16: against the CPU's own bf16 output refb (widened), within
+ * delta of the float32 values and then one bf16 ulp */
+static Cmp check(const float *got, const float *ref, const float *refb, const double *delta, size_t n, PcDtype t) {
     if (t == PC_F32) return cmp_norm(got, ref, n, 1e-5);
     double *b = h_malloc(sizeof(double) * n);
     memcpy(b, delta, sizeof(double) * n);
     h_bound_round_bf16(b, ref, n);
-    Cmp c = cmp_elem(got, ref, b, n);
+    Cmp c = cmp_elem(got, refb, b, n);
     free(b);
     return c;
+}
+
+static float *widened(const uint16_t *b, size_t n) {
+    float *f = h_malloc(sizeof(float) * n);
+    h_widen(f, b, n);
+    return f;
 }
 
 static void sw_case(int rows, int cols, int fused, PcDtype gt, PcDtype ht, int keep) {
@@ -84,8 +92,10 @@ static void sw_case(int rows, int cols, int fused, PcDtype gt, PcDtype ht, int k
         }
     Act ga = {gt == PC_F32 ? g : NULL, gt == PC_BF16 ? gbh : NULL}, ua = {gt == PC_F32 ? u : NULL, gt == PC_BF16 ? ubh : NULL};
     float *href = h_malloc(sizeof(float) * n);
-    uint16_t *kgref = h_malloc(2 * n), *kuref = h_malloc(2 * n);
+    uint16_t *kgref = h_malloc(2 * n), *kuref = h_malloc(2 * n), *hbref = h_malloc(2 * n);
     swiglu_forward(href, NULL, keep ? kgref : NULL, keep ? kuref : NULL, ga, ua, (long)n);
+    swiglu_forward(NULL, hbref, NULL, NULL, ga, ua, (long)n); /* the CPU's bf16 h */
+    float *hbw = widened(hbref, n);
     /* device: fused: u = g + cols in the same buffer */
     void *dG, *dU;
     if (fused) dG = gt == PC_BF16 ? d_clone(Gb, nb * 2) : d_clone(G, nb * 4), dU = (char *)dG + cols * ge;
@@ -99,7 +109,7 @@ static void sw_case(int rows, int cols, int fused, PcDtype gt, PcDtype ht, int k
     double *delta = h_malloc(sizeof(double) * n);
     fetch(got, S.h, ht, cols, rows, cols);
     for (size_t i = 0; i < n; i++) delta[i] = 0x1p-19 * fabs(href[i]);
-    Cmp ch = check(got, href, delta, n, ht);
+    Cmp ch = check(got, href, hbw, delta, n, ht);
     snprintf(name, sizeof name, "swiglu_fwd ->%s", dn(ht));
     H_CHECK(ch.ok, "%s %s: err %.3g > bound %.3g at %ld", name, shape, ch.err, ch.bound, ch.worst);
     if (keep) {
@@ -125,6 +135,9 @@ static void sw_case(int rows, int cols, int fused, PcDtype gt, PcDtype ht, int k
         float *dh = h_malloc(sizeof(float) * n), *dgref = h_malloc(sizeof(float) * n), *duref = h_malloc(sizeof(float) * n);
         h_fill(dh, n, 0.1f, 1.0f);
         swiglu_backward(dgref, NULL, duref, NULL, dh, ga, ua, (long)n);
+        uint16_t *dgb = h_malloc(2 * n), *dub = h_malloc(2 * n); /* the CPU's bf16 d gate, d up */
+        swiglu_backward(NULL, dgb, NULL, dub, dh, ga, ua, (long)n);
+        float *dgw = widened(dgb, n), *duw = widened(dub, n);
         void *dD = d_alloc(nb * de * (fused ? 1 : 2));
         S.dg = dD, S.du = fused ? (char *)dD + cols * de : (char *)dD + nb * de, S.dt = dt, S.ld_out = ld;
         S.dh = d_clone(dh, n * 4);
@@ -136,9 +149,9 @@ static void sw_case(int rows, int cols, int fused, PcDtype gt, PcDtype ht, int k
             float s = 1.0f / (1.0f + expf(-g[i]));
             delta[i] = 0x1p-18 * fabs((double)dh[i] * u[i] * s) * (1.0 + 2.0 * fabs(g[i]));
         }
-        Cmp cg = check(gdg, dgref, delta, n, dt);
+        Cmp cg = check(gdg, dgref, dgw, delta, n, dt);
         for (size_t i = 0; i < n; i++) delta[i] = 0x1p-19 * fabs(duref[i]);
-        Cmp cu = check(gdu, duref, delta, n, dt);
+        Cmp cu = check(gdu, duref, duw, delta, n, dt);
         size_t all = nb * de * (fused ? 1 : 2);
         unsigned char *r1 = h_malloc(all), *r2 = h_malloc(all);
         d_down(r1, dD, all);
@@ -153,11 +166,12 @@ static void sw_case(int rows, int cols, int fused, PcDtype gt, PcDtype ht, int k
         Cmp worst = cmp_worse(cg, cu);
         h_row(name, shape, &worst, h_time(sw_bwd, &S), h_floor_bytes((double)n * (2 * ge + 4 + 2 * de)), "bytes/bw");
         d_free(dD), d_free(S.dh);
-        free(dh), free(dgref), free(duref), free(gdg), free(gdu), free(r1), free(r2);
+        free(dh), free(dgref), free(duref), free(gdg), free(gdu), free(r1), free(r2), free(dgb), free(dub), free(dgw),
+            free(duw);
     }
     d_free(S.h), d_free(S.gb), d_free(S.ub), d_free(dG);
     if (!fused) d_free(dU);
-    free(G), free(U), free(Gb), free(Ub), free(g), free(u), free(gbh), free(ubh), free(href), free(kgref), free(kuref);
+    free(G), free(U), free(Gb), free(Ub), free(g), free(u), free(gbh), free(ubh), free(href), free(kgref), free(kuref), free(hbref), free(hbw);
     free(got), free(delta), free(b1), free(b2);
 }
 

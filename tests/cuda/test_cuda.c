@@ -9,6 +9,7 @@
  *                             LM head's inputs and times for bench/cuda_lmhead_torch.py)
  *   --seed N  repeat a run's inputs;  --reps N  timed runs per kernel (median; 7)
  *   --only NAME  one family: convert matmul embedding rmsnorm rope swiglu lmhead adamw
+ *   --no-limits  no bandwidth and bf16-rate measurement first (no floors)
  * Exit status: 0 all passed, 1 a failure, 77 no usable GPU. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@
 #include "harness.h"
 
 int main(int argc, char **argv) {
-    int bench = 0;
+    int bench = 0, limits = 1;
     const char *dump = NULL, *only = NULL;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -32,8 +33,9 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) h_seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) h_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--no-limits")) limits = 0;
         else {
-            fprintf(stderr, "usage: test_cuda [--small] [--bench [DIR]] [--seed N] [--reps N] [--only FAMILY]\n");
+            fprintf(stderr, "usage: test_cuda [--small] [--bench [DIR]] [--seed N] [--reps N] [--only FAMILY] [--no-limits]\n");
             return 2;
         }
     }
@@ -50,7 +52,7 @@ int main(int argc, char **argv) {
     }
     printf("device: %s (sm_%d)\n", pc_device_name(), pc_device_cc());
     fflush(stdout);
-    h_measure_limits();
+    if (limits) h_measure_limits();
     if (bench) {
         b_models(dump);
     } else {
