@@ -10,10 +10,12 @@ with a float32-accumulated reference (bf16 operands widened, TF32 off, computed 
 difference must stay below 2e-2 (a sanity check of the comparison itself: test_cuda checks the kernel's bound;
 PyTorch's own bf16 logits err by about 1e-2 at these magnitudes). Llama-3.1-8B's inputs are drawn here (its
 weights are not written to disk). Closing line: "cuda_lmhead_torch: N passed, N failed"; without torch or a GPU it
-says SKIP and passes."""
+says SKIP and passes. PPA_TORCH_DEVICE=cpu runs it on the CPU (a check of this script on test_cuda --bench-tiny's
+dump; the times then mean nothing)."""
 import json
 import os
 import sys
+import time
 
 
 def main():
@@ -25,27 +27,33 @@ def main():
         print(f"cuda_lmhead_torch: SKIP ({e})")
         print("cuda_lmhead_torch: 0 passed, 0 failed")
         return 0
-    if not torch.cuda.is_available():
+    cuda = os.environ.get("PPA_TORCH_DEVICE", "cuda") == "cuda"
+    if cuda and not torch.cuda.is_available():
         print("cuda_lmhead_torch: SKIP (torch sees no GPU)")
         print("cuda_lmhead_torch: 0 passed, 0 failed")
         return 0
     torch.backends.cuda.matmul.allow_tf32 = False
-    dev = torch.device("cuda")
+    dev = torch.device("cuda" if cuda else "cpu")
     meta = json.load(open(os.path.join(d, "meta.json")))
     passed = failed = 0
     rows = []
 
     def timed(fn, reps=5):
         fn()
-        torch.cuda.synchronize()
         ts = []
         for _ in range(reps):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            ts.append(a.elapsed_time(b))
+            if cuda:
+                torch.cuda.synchronize()
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                fn()
+                b.record()
+                b.synchronize()
+                ts.append(a.elapsed_time(b))
+            else:
+                t0 = time.perf_counter()
+                fn()
+                ts.append((time.perf_counter() - t0) * 1e3)
         ts.sort()
         return ts[len(ts) // 2]
 
@@ -84,9 +92,10 @@ def main():
 
         with torch.no_grad():
             tf = timed(fwd)
-        torch.cuda.reset_peak_memory_stats()
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
         tfb = timed(fwd_bwd)
-        peak = torch.cuda.max_memory_allocated() / 2**30
+        peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0
         line = dict(name=m["name"], n=n, V=V, H=H, ours_fwd=m["ours_fwd_ms"], torch_fwd=tf,
                     ours_fb=m["ours_fwd_ms"] + m["ours_bwd_ms"], torch_fb=tfb, peak=peak)
         if ours is not None:
@@ -108,9 +117,11 @@ def main():
                   f"(PyTorch's bf16-logits path: {tdiff:.3g}){'' if ok else '  FAIL: over 2e-2'}")
         rows.append(line)
         del x, W, xs, xg, Wg
-        torch.cuda.empty_cache()
+        if cuda:
+            torch.cuda.empty_cache()
 
-    print(f"\nLM-head log-probs, n targets of a vocabulary V (torch {torch.__version__}, {torch.cuda.get_device_name()})")
+    where = torch.cuda.get_device_name() if cuda else "CPU"
+    print(f"\nLM-head log-probs, n targets of a vocabulary V (torch {torch.__version__}, {where})")
     print(f"{'model':14} {'n':>6} {'V':>7} {'ours fwd ms':>12} {'torch fwd ms':>13} {'x':>6} "
           f"{'ours f+b ms':>12} {'torch f+b ms':>13} {'x':>6} {'torch peak GiB':>15}")
     for r in rows:

@@ -47,6 +47,24 @@ if [ -n "$nvcc" ]; then
       bad "the GPU tests against the CPU stand-in (build/cuda-mock/test_cuda_mock --small): exit $status"
       grep -E '^FAIL|FATAL' <<<"$out" | head -n 20
     fi
+    # the benchmark's code on toy shapes, and the PyTorch comparison on its dump (on the CPU) where torch is
+    dump=$(mktemp -d)
+    if out=$(build/cuda-mock/test_cuda_mock --bench "$dump" --bench-tiny --no-limits --reps 1 2>&1) && [ -s "$dump/meta.json" ]; then
+      ok
+    else
+      bad "test_cuda_mock --bench --bench-tiny:"; echo "$out" | tail -n 20
+    fi
+    py=
+    for p in python3 /usr/bin/python3; do
+      if command -v "$p" >/dev/null && "$p" -c 'import torch, numpy' 2>/dev/null; then py=$p; break; fi
+    done
+    if [ -n "$py" ]; then
+      if out=$(PPA_TORCH_DEVICE=cpu "$py" bench/cuda_lmhead_torch.py "$dump" 2>&1); then ok
+      else bad "bench/cuda_lmhead_torch.py on the stand-in's dump:"; echo "$out" | tail -n 20; fi
+    else
+      echo "test_cuda_build: SKIP bench/cuda_lmhead_torch.py (no python3 with torch and numpy)"
+    fi
+    rm -rf "$dump"
   else
     bad "make cuda-mock failed:"; echo "$out" | tail -n 30
   fi

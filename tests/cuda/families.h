@@ -13,7 +13,7 @@ void t_adamw(void);
 void t_global_norm(void);
 
 /* the kernel benchmark on model shapes; dump: a folder for the LM head's inputs and log-probs (the PyTorch
- * comparison, bench/cuda_lmhead_torch.py) or NULL */
-void b_models(const char *dump);
+ * comparison, bench/cuda_lmhead_torch.py) or NULL; tiny: toy shapes instead (a check of the benchmark's own code) */
+void b_models(const char *dump, int tiny);
 
 #endif

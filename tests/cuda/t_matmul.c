@@ -218,9 +218,11 @@ static void linear_case(const LinCase *c, PcDtype ab) {
 /* ---- pc_gemm: every transpose, padded row strides, alpha, a separate Cin, a bf16 output ---- */
 
 static void gemm_case(int ta, int tb, int M, int N, int K, PcDtype ab, PcDtype ct) {
-    const int pad = ab == PC_BF16 ? 8 : 3; /* bf16 rows stay 16-byte aligned */
+    /* padded row strides; bf16 rows stay 16-byte aligned (the engine's always are: its dimensions are multiples of
+     * 64, its LM-head chunks rows of multiples of 8) */
     const int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
-    const int lda = ca + pad, ldb = cb + pad, ldd = N + (ct == PC_BF16 ? 8 : 3);
+    const int lda = ab == PC_BF16 ? (ca + 7) / 8 * 8 + 8 : ca + 3, ldb = ab == PC_BF16 ? (cb + 7) / 8 * 8 + 8 : cb + 3;
+    const int ldd = ct == PC_BF16 ? (N + 7) / 8 * 8 + 8 : ab == PC_BF16 ? (N + 3) / 4 * 4 + 4 : N + 3, pad = lda - ca;
     const float alpha = 0.75f;
     const size_t na = (size_t)ra * lda, nb = (size_t)rb * ldb, nd = (size_t)M * ldd;
     char shape[96], name[64];
@@ -321,12 +323,15 @@ static void bias_unaligned_case(void) {
 }
 
 void t_matmul(void) {
-    static const LinCase small[] = {{1, 64, 96, 1, 1}, {37, 200, 136, 1, 0}, {5, 24, 3, 0, 1}, {70, 128, 64, 0, 0}};
+    /* bf16 operands need rows 16-byte aligned (in, out multiples of 8): the odd widths run in float32 only */
+    static const LinCase small[] = {{1, 64, 96, 1, 1}, {37, 200, 136, 1, 0}, {70, 128, 64, 0, 0}, {5, 24, 8, 0, 1}};
+    static const LinCase odd[] = {{5, 17, 3, 1, 1}, {3, 1, 5, 0, 0}};
     static const LinCase big[] = {{2304, 896, 1152, 1, 0}, {2304, 896, 896, 0, 1}, {2304, 4864, 896, 0, 1},
                                   {300, 896, 9728, 0, 0}, {257, 4096, 1024, 1, 0}};
     for (int d = 0; d < 2; d++) {
         PcDtype ab = d ? PC_BF16 : PC_F32;
         for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) linear_case(&small[i], ab);
+        for (size_t i = 0; ab == PC_F32 && i < sizeof odd / sizeof odd[0]; i++) linear_case(&odd[i], ab);
         for (size_t i = 0; !h_small && i < sizeof big / sizeof big[0]; i++) linear_case(&big[i], ab);
         for (int t = 0; t < 4; t++) gemm_case(t >> 1, t & 1, 45, 38, 67, ab, PC_F32);
         gemm_case(0, 1, 33, 48, 40, ab, PC_BF16);

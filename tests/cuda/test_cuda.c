@@ -10,6 +10,7 @@
  *   --seed N  repeat a run's inputs;  --reps N  timed runs per kernel (median; 7)
  *   --only NAME  one family: convert matmul embedding rmsnorm rope swiglu lmhead adamw
  *   --no-limits  no bandwidth and bf16-rate measurement first (no floors)
+ *   --bench-tiny the benchmark's code on toy shapes (with --bench; the CPU stand-in runs it)
  * Exit status: 0 all passed, 1 a failure, 77 no usable GPU. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@
 #include "harness.h"
 
 int main(int argc, char **argv) {
-    int bench = 0, limits = 1;
+    int bench = 0, limits = 1, tiny = 0;
     const char *dump = NULL, *only = NULL;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -34,8 +35,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) h_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--no-limits")) limits = 0;
+        else if (!strcmp(argv[i], "--bench-tiny")) tiny = 1;
         else {
-            fprintf(stderr, "usage: test_cuda [--small] [--bench [DIR]] [--seed N] [--reps N] [--only FAMILY] [--no-limits]\n");
+            fprintf(stderr, "usage: test_cuda [--small] [--bench [DIR]] [--seed N] [--reps N] [--only FAMILY] [--no-limits] [--bench-tiny]\n");
             return 2;
         }
     }
@@ -54,7 +56,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     if (limits) h_measure_limits();
     if (bench) {
-        b_models(dump);
+        b_models(dump, tiny);
     } else {
         static const struct {
             const char *name;

@@ -24,6 +24,7 @@
 #include "cuda/rmsnorm.h"
 #include "cuda/rope.h"
 #include "cuda/swiglu.h"
+#include "model/gemm.h"
 
 static char err_msg[512];
 static int ready;
@@ -123,7 +124,15 @@ int pc_gemm(int ta, int tb, int M, int N, int K, float alpha, const void *A, int
     if (M < 0 || N < 0 || K < 1 || lda < (ta ? M : K) || ldb < (tb ? K : N) || ldd < N) return fail("bad arguments");
     const void *C = beta != 0.0f && Cin ? Cin : D;
     float *out = malloc(sizeof(float) * (size_t)M * N + 1);
-    for (int m = 0; m < M; m++)
+    if ((double)M * N * K > 4194304.0) { /* large: the CPU's float32 gemm on the widened operands (fast) */
+        size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb;
+        float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
+        for (size_t i = 0; i < na; i++) a[i] = ld(A, ab, i);
+        for (size_t i = 0; i < nb; i++) b[i] = ld(B, ab, i);
+        gemm(ta, tb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, out, N);
+        free(a), free(b);
+    }
+    for (int m = 0; m < M && (double)M * N * K <= 4194304.0; m++)
         for (int n = 0; n < N; n++) {
             float acc = 0.0f;
             for (int k = K - 1; k >= 0; k--) {
@@ -131,7 +140,11 @@ int pc_gemm(int ta, int tb, int M, int N, int K, float alpha, const void *A, int
                 float b = ld(B, ab, tb ? (size_t)n * ldb + k : (size_t)k * ldb + n);
                 acc += a * b;
             }
-            float v = alpha * acc;
+            out[(size_t)m * N + n] = acc;
+        }
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float v = alpha * out[(size_t)m * N + n];
             if (beta != 0.0f) v += beta * ld(C, c, (size_t)m * ldd + n);
             if (bias) v += bias[n];
             out[(size_t)m * N + n] = v;
