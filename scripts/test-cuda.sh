@@ -16,10 +16,7 @@ set -u
 cd "$(dirname "$0")/.."
 dir=${1:-build}
 if [ -d "$dir/bin" ]; then bin=$dir/bin lib=$dir/lib; else bin=$dir/cuda-tests lib=$dir; fi
-if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT"
-  exec > >(tee "$OUT/test-cuda.txt") 2>&1
-fi
+main() {
 export LD_LIBRARY_PATH="$PWD/$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # a carried libgomp or libmvec only where this machine has none (they belong to its own compiler and glibc)
 if [ -d "$lib/fallback" ]; then
@@ -110,3 +107,11 @@ echo
 echo "test-cuda: $(( SECONDS - start )) s"
 echo "test_cuda_all: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
+}
+
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+  main 2>&1 | tee "$OUT/test-cuda.txt"
+  exit "${PIPESTATUS[0]}"
+fi
+main
