@@ -17,6 +17,16 @@
 #   make demo-quick the same at smaller scale, one seed and four methods (a first look)
 #   make demo-ablations  PPA's ablations (k, gain, Sinkhorn, discount, tau, beta, list size) over 3 seeds
 #                   beside the paper's, and its Figure 2 (rank flips over training, by reference gap)
+#
+# The CUDA module (src/cuda/*.cu -> build/libppa_cuda.so, which ppa dlopen()s for --device cuda) is part
+# of `make` when nvcc is found: on PATH, else /usr/local/cuda/bin/nvcc, or NVCC=/path/to/nvcc; NVCC= (empty)
+# turns it off. Without nvcc, `make` prints one line saying so and builds everything else as before.
+#   make cuda-tests the GPU tests (tests/cuda/test_*.c, C, linking libppa.a for the CPU oracles and
+#                   libppa_cuda.so) into build/cuda-tests/; builds nothing else of CUDA's
+#   make test-cuda  those, then scripts/test-cuda.sh build (needs a GPU; says SKIP without one)
+#   make gpu-carry  a folder (gpu-carry/, git-ignored) holding the test binaries, libppa_cuda.so and the
+#                   shared libraries a GPU machine may lack, for `bash scripts/test-cuda.sh gpu-carry`
+#                   there: that runs the tests and the kernel benchmark and builds nothing
 
 CC      ?= gcc
 BUILD   ?= build
@@ -44,7 +54,27 @@ LIB     := $(BUILD)/libppa.a
 BIN     := $(if $(filter build,$(BUILD)),ppa,$(BUILD)/ppa)
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 
-all: $(BIN) $(TESTS)
+# ---- the CUDA module: nvcc found on PATH or in /usr/local/cuda/bin, or NVCC=path; NVCC= turns it off ----
+ifeq ($(origin NVCC),undefined)
+NVCC      := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+endif
+CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(realpath $(NVCC))))
+CUDA_ARCH ?= sm_90a
+NVCCFLAGS := -O3 -std=c++17 -arch=$(CUDA_ARCH) --cudart shared -Werror all-warnings \
+             -Xcompiler -fPIC,-Wall,-Wextra,-Werror -Isrc
+CUDA_SRC  := $(sort $(wildcard src/cuda/*.cu))
+CUDA_OBJ  := $(CUDA_SRC:src/cuda/%.cu=$(BUILD)/cuda/%.o)
+CUDA_LIB  := $(BUILD)/libppa_cuda.so
+# the GPU tests: test_cuda is tests/cuda/test_cuda.c with the family files t_*.c; every test_*.c links the harness
+CUDA_TESTS   := $(patsubst tests/cuda/%.c,$(BUILD)/cuda-tests/%,$(sort $(wildcard tests/cuda/test_*.c)))
+CUDA_FAMILY  := $(sort $(wildcard tests/cuda/t_*.c))
+CUDA_HARNESS := $(BUILD)/cuda-tests/harness.o
+CUDA_TEST_LIBS := -L$(BUILD) -lppa_cuda -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..'
+# only the default build makes the module (the sanitizer and fuzz builds are CPU-only)
+CUDA_ALL  := $(if $(filter build,$(BUILD)),$(if $(NVCC),$(CUDA_LIB),cuda-skip))
+CUDA_SKIP := cuda: nvcc not found (looked on PATH and in /usr/local/cuda/bin; NVCC=/path/to/nvcc chooses one): skipping $(CUDA_LIB)
+
+all: $(BIN) $(TESTS) $(CUDA_ALL)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -72,6 +102,61 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(LIB) -o $@ $(LDLIBS)
 
 fuzzers: $(FUZZERS)
+
+cuda-skip:
+	@echo "$(CUDA_SKIP)"
+
+ifneq ($(NVCC),)
+$(BUILD)/cuda/%.o: src/cuda/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -MT $@ -MF $(@:.o=.d) -c $< -o $@
+
+$(CUDA_LIB): $(CUDA_OBJ)
+	$(NVCC) -shared -arch=$(CUDA_ARCH) --cudart shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublasLt
+
+cuda: $(CUDA_LIB)
+
+$(CUDA_HARNESS): tests/cuda/harness.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda -c $< -o $@
+
+$(BUILD)/cuda-tests/test_cuda: tests/cuda/test_cuda.c $(CUDA_FAMILY) $(CUDA_HARNESS) $(LIB) $(CUDA_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< $(CUDA_FAMILY) $(CUDA_HARNESS) $(LIB) -o $@ $(CUDA_TEST_LIBS) $(LDLIBS)
+
+$(BUILD)/cuda-tests/%: tests/cuda/%.c $(CUDA_HARNESS) $(LIB) $(CUDA_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< $(CUDA_HARNESS) $(LIB) -o $@ $(CUDA_TEST_LIBS) $(LDLIBS)
+
+cuda-tests: $(CUDA_TESTS)
+
+# the tests' own logic on a machine without a GPU: test_cuda against a CPU stand-in of the module
+# (tests/cuda/mock/mock_cuda.c); tests/test_cuda_build.sh runs it with --small
+$(BUILD)/cuda-mock/test_cuda_mock: tests/cuda/test_cuda.c $(CUDA_FAMILY) tests/cuda/harness.c tests/cuda/mock/mock_cuda.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< $(CUDA_FAMILY) tests/cuda/harness.c tests/cuda/mock/mock_cuda.c $(LIB) -o $@ $(LDLIBS)
+
+cuda-mock: $(BUILD)/cuda-mock/test_cuda_mock
+
+test-cuda: cuda-tests
+	bash scripts/test-cuda.sh $(BUILD)
+
+# what the GPU machine runs: the test binaries, the module and the libraries it may lack (docs: gpu.md's list).
+# libgomp and libmvec go to lib/fallback: scripts/test-cuda.sh uses them only where the machine has none of its own
+# (libmvec reaches into ld.so's private data: one from another glibc is a last resort)
+GPU_CARRY_LIBS := libcjson.so.1 libutf8proc.so.2 libyaml-0.so.2
+GPU_CARRY_FALLBACK := libgomp.so.1 libmvec.so.1
+gpu-carry: cuda-tests
+	rm -rf gpu-carry && mkdir -p gpu-carry/bin gpu-carry/lib/fallback
+	cp $(CUDA_TESTS) gpu-carry/bin/
+	cp $(CUDA_LIB) gpu-carry/lib/
+	for l in $(GPU_CARRY_LIBS); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/ || exit 1; done
+	for l in $(GPU_CARRY_FALLBACK); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/fallback/ || exit 1; done
+	@du -sh gpu-carry
+else
+cuda cuda-tests cuda-mock test-cuda gpu-carry:
+	@echo "$(CUDA_SKIP)"; exit 1
+endif
 
 deps:
 	@bash scripts/install-deps.sh
@@ -124,7 +209,7 @@ demo-ablations: demo-deps
 	bash scripts/demo.sh --ablations
 
 clean:
-	rm -rf build build-asan build-fuzz ppa
+	rm -rf build build-asan build-fuzz ppa gpu-carry
 
-.PHONY: all fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick demo-ablations clean
+.PHONY: all cuda cuda-skip cuda-tests cuda-mock test-cuda gpu-carry fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick demo-ablations clean
 -include $(shell find build build-asan build-fuzz -name '*.d' 2>/dev/null)

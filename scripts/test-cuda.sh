@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# scripts/test-cuda.sh: the GPU tests and the kernel benchmark of the CUDA module. Builds nothing: it runs what
+# `make cuda-tests` (DIR = build: build/cuda-tests/test_*, build/libppa_cuda.so) or `make gpu-carry` (DIR =
+# gpu-carry: gpu-carry/bin/test_*, gpu-carry/lib/*) left. Usage: scripts/test-cuda.sh [DIR]
+#
+# Steps (each under a time limit; about 2-3 minutes on an H100/H200 in all):
+#   1. every test binary (test_cuda: every kernel family against the CPU engine; test_attention, ...): one table
+#      of kernel, shape, error, bound, median time and its floor;
+#   2. the same binaries with --small (small shapes, untimed) under compute-sanitizer --tool memcheck;
+#   3. test_cuda --bench: the kernels on Qwen2-0.5B and Llama-3.1-8B shapes against their floors;
+#   4. bench/cuda_lmhead_torch.py: PyTorch's log_softmax + gather on the same LM-head inputs (skips without torch).
+# Output: stdout, and $OUT/test-cuda.txt when OUT is set. The closing line "test_cuda_all: N passed, N failed"
+# adds up the binaries' own summary lines (a step that fails without one counts as one failure); the exit status
+# is 1 on any failure. Without a usable GPU the tests say SKIP and the script exits 0, unless PPA_CUDA_REQUIRE=1.
+set -u
+cd "$(dirname "$0")/.."
+dir=${1:-build}
+if [ -d "$dir/bin" ]; then bin=$dir/bin lib=$dir/lib; else bin=$dir/cuda-tests lib=$dir; fi
+main() {
+export LD_LIBRARY_PATH="$PWD/$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# a carried libgomp or libmvec only where this machine has none (they belong to its own compiler and glibc)
+if [ -d "$lib/fallback" ]; then
+  for l in "$lib"/fallback/*; do
+    if ! /sbin/ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$(basename "$l") "; then
+      echo "test-cuda: this machine has no $(basename "$l"): using the carried one"
+      mkdir -p "$lib/use" && cp -f "$l" "$lib/use/" 2>/dev/null || true
+    fi
+  done
+  [ -d "$lib/use" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$PWD/$lib/use"
+fi
+export PPA_BF16=builtin # the CPU oracle's bf16 products: ppa's built-in kernel (no oneDNN on the GPU machine)
+unset OPENBLAS_CORETYPE
+tests=()
+for t in "$bin"/test_*; do [ -x "$t" ] && [ -f "$t" ] && tests+=("$t"); done
+if [ ${#tests[@]} -eq 0 ]; then
+  echo "test-cuda: no test binaries in $bin (make cuda-tests, or make gpu-carry)"
+  echo "test_cuda_all: 0 passed, 1 failed"
+  exit 1
+fi
+echo "test-cuda: $(date -u '+%F %T') UTC, binaries in $bin, libraries from $lib"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+start=$SECONDS
+pass=0 fail=0
+
+# run LIMIT NAME CMD...: runs CMD under a time limit, adds its summary line; 77 (no GPU) is a SKIP
+run() {
+  local limit=$1 name=$2 out status line p f
+  shift 2
+  echo
+  echo "---- $name: $* ($(( SECONDS - start )) s)"
+  out=$(mktemp)
+  timeout -k 10 "$limit" "$@" 2>&1 | tee "$out"
+  status=${PIPESTATUS[0]}
+  line=$(grep -E '^[a-z0-9_]+: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1)
+  rm -f "$out"
+  if [ "$status" -eq 77 ]; then
+    echo "$name: SKIP (no usable GPU)"
+    [ "${PPA_CUDA_REQUIRE:-0}" = 1 ] && fail=$((fail + 1))
+    return 77
+  fi
+  if [ -n "$line" ]; then
+    p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed.*/\1/')
+    f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed$/\1/')
+    pass=$((pass + p)) fail=$((fail + f))
+    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then fail=$((fail + 1)); echo "$name: exit status $status"; fi
+  elif [ "$status" -ne 0 ]; then
+    fail=$((fail + 1))
+    [ "$status" -eq 124 ] || [ "$status" -eq 137 ] && echo "$name: over its ${limit} s limit"
+    echo "$name: exit status $status, no summary line: counted as 1 failure"
+  else
+    pass=$((pass + 1))
+  fi
+  return "$status"
+}
+
+# 1. the tests
+nogpu=0
+for t in "${tests[@]}"; do
+  run 150 "$(basename "$t")" "$t"
+  [ $? -eq 77 ] && nogpu=1 && break
+done
+
+if [ "$nogpu" = 0 ]; then
+  # 2. compute-sanitizer on the small shapes
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  if [ -n "$cs" ]; then
+    for t in "${tests[@]}"; do
+      run 240 "memcheck $(basename "$t")" "$cs" --tool memcheck --error-exitcode 3 "$t" --small
+    done
+  else
+    echo "memcheck: SKIP (no compute-sanitizer on PATH or in /usr/local/cuda/bin)"
+  fi
+
+  # 3. the kernel benchmark, 4. PyTorch beside it
+  dump=$(mktemp -d)
+  run 150 "benchmark" "$bin/test_cuda" --bench "$dump"
+  py=$(command -v python3 || true)
+  if [ -n "$py" ] && [ -f "$dump/meta.json" ]; then
+    run 150 "pytorch lm-head" "$py" bench/cuda_lmhead_torch.py "$dump"
+  else
+    echo "pytorch lm-head: SKIP (no python3 or no benchmark dump)"
+  fi
+  rm -rf "$dump"
+fi
+
+echo
+echo "test-cuda: $(( SECONDS - start )) s"
+echo "test_cuda_all: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
+}
+
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+  main 2>&1 | tee "$OUT/test-cuda.txt"
+  exit "${PIPESTATUS[0]}"
+fi
+main

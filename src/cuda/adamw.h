@@ -1,0 +1,36 @@
+/* adamw.h: one AdamW step on the device, the CPU's adamw_step
+ * (src/optim/optim.c) element for element: torch.optim.AdamW's update on
+ * float32 master weights with float32 moments, the clip factor applied to the
+ * gradient on the fly, decoupled weight decay only inside the decay spans,
+ * and the bf16 copy of the weights refreshed in the same pass. */
+#ifndef PPA_CUDA_ADAMW_H
+#define PPA_CUDA_ADAMW_H
+
+#include "cuda/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* [lo, hi) of the flat parameter buffer: core/span.h's Span (two size_t) on a 64-bit machine, so a Spans array
+ * uploads as it is */
+typedef struct {
+    uint64_t lo, hi;
+} PcSpan;
+
+typedef struct {
+    long step;                                  /* t >= 1: the step being taken (the CPU's a->step after ++) */
+    double lr, beta1, beta2, eps, weight_decay; /* as AdamWConfig, and the step's learning rate */
+} PcAdamW;
+
+/* p: [n] float32 master weights; pb: [n] bf16 copy (rounded from the new p) or NULL; g: [n] gradients;
+ * m, v: [n] moments; grad_scale: the clip factor (1: none); decay: [n_decay] sorted disjoint spans on the device,
+ * counted from base (element i is base + i), or NULL: decay everywhere. p, m, v (and pb) updated in place. */
+int pc_adamw_step(float *p, PcBf16 *pb, const float *g, float *m, float *v, size_t n, float grad_scale,
+                  const PcSpan *decay, int n_decay, size_t base, const PcAdamW *hp);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
