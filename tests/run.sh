@@ -57,9 +57,13 @@ run bash tests/test_winrate.sh "$ppa"
 run bash tests/test_generate.sh "$ppa"
 run bash tests/test_hostile.sh "$ppa"
 run bash tests/test_files.sh "$ppa"
+run bash tests/test_device.sh "$ppa"
 run bash tests/test_precision.sh "$ppa"
 # the demo's pipeline runs some 60 ppa processes; under ASan that takes minutes, and every command it runs is
 # checked under ASan by the tests above
 [ "$build" = build ] && run bash tests/test_demo.sh "$ppa"
+# the CUDA module's checks without a GPU (it is built in build/ only): it compiles, its GPU tests link and run
+# against a CPU stand-in, and the build with nvcc turned off still works
+[ "$build" = build ] && run bash tests/test_cuda_build.sh
 echo "$build: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

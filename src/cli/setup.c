@@ -6,6 +6,7 @@
 #endif
 
 #include "core/common.h"
+#include "device/cuda.h"
 #include "dist/dist.h"
 #include "io/jsonl.h"
 #include "kernels/gemm.h"
@@ -42,4 +43,21 @@ void setup_options(OptCommand cmd, const char *usage, int argc, char **argv, Tra
     setup_threads(o->threads);
     jsonl_set_max_line((size_t)o->max_line_bytes);
     if (options_takes(cmd, TOPT_COLLECTIVE_TIMEOUT)) dist_set_timeout((double)o->collective_timeout);
+    setup_device(o);
+}
+
+/* Where the command computes, said in its first log line. No command runs on the GPU yet (the CUDA module holds
+ * the kernels; the engine's passes come to it command by command), so auto is the CPU without probing the GPU,
+ * and cuda is refused: naming why no GPU is usable, or that the command does not run there yet. */
+void setup_device(const TrainOptions *o) {
+    const char *who = options_command_name(o->cmd);
+    if (o->device == DEVICE_CUDA) {
+        char why[8192];
+        if (device_cuda_open(0, why, sizeof why)) ppa_die(2, "%s: --device cuda: %s", who, why);
+        ppa_die(2, "%s: --device cuda: %s is usable, but ppa %s does not run on the GPU yet: use --device cpu (or auto)",
+                who, device_cuda_name(), who);
+    }
+    if (dist_rank() == 0)
+        fprintf(stderr, "ppa %s: device: cpu%s\n", who, o->device == DEVICE_AUTO ? " (--device auto: no command runs "
+                                                                                   "on the GPU yet)" : "");
 }

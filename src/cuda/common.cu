@@ -28,7 +28,9 @@ extern "C" int pc_init(int device, char *err, size_t errlen) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "no usable CUDA driver or device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+        const char *what = e == cudaErrorInsufficientDriver ? "no NVIDIA driver, or one older than this CUDA runtime needs"
+                           : e == cudaErrorNoDevice ? "no CUDA device" : "no usable CUDA driver or device";
+        snprintf(err, errlen, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
         return -1;
     }
     if (device < 0 || device >= n) {

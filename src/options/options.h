@@ -71,6 +71,7 @@ typedef enum {
     TOPT_RESUME,
     TOPT_SAVE_DTYPE,
     TOPT_PRECISION,
+    TOPT_DEVICE,
     TOPT_GRADIENT_CHECKPOINTING,
     TOPT_LOW_MEMORY,
     TOPT_LORA_R,
@@ -151,6 +152,7 @@ typedef struct {
 } TrainOrigin;
 
 typedef enum { SAVE_F32, SAVE_BF16 } SaveDtype;
+typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA } DeviceChoice;
 
 typedef struct {
     /* files; every string is owned (train_options_free); NULL = not given */
@@ -193,6 +195,7 @@ typedef struct {
     long save_every;        /* checkpoint every N optimizer steps; 0 = only the final model */
     SaveDtype save_dtype;   /* f32 */
     int bf16;               /* --precision bf16: bf16 products, float32 master weights (kernels/matmul.h) */
+    int device;             /* --device: DEVICE_AUTO (the GPU where the command runs there, else the CPU), _CPU, _CUDA */
     int gradient_checkpointing; /* keep each layer's input only, recompute in the backward */
     int low_memory;             /* hand dead buffers back to the system within each step */
     int lora_r;             /* LoRA rank; 0 = no adapter (model/lora.h); use_peft: true in a recipe gives 16 */

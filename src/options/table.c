@@ -88,6 +88,8 @@ const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_RESUME, "resume", "resume", T_STR, resume, LISTS, 0, S_RUN, "DIR", "continue from a checkpoint"),
     F(TOPT_SAVE_DTYPE, "save_dtype", "save-dtype", T_DTYPE, save_dtype, TRAINING, 0, S_RUN, "D",
       "f32 | bf16: the dtype of the written model"),
+    F(TOPT_DEVICE, "device", "device", T_DEVICE, device, ANY_MODEL, 0, S_RUN, "D",
+      "auto | cpu | cuda: where the command computes (auto: the GPU where the command runs there, else the CPU)"),
     F(TOPT_PRECISION, "precision", "precision", T_PRECISION, bf16, ANY_MODEL, 0, S_RUN, "P",
       "fp32 | bf16: matrix products in bf16, sums and the rest in float32"),
     F(TOPT_GRADIENT_CHECKPOINTING, "gradient_checkpointing", "gradient-checkpointing", T_BOOL, gradient_checkpointing,
@@ -393,6 +395,15 @@ int opt_set_text(TrainOptions *o, TrainOptId id, const char *s, char *msg, size_
             return -1;
         }
         return 0;
+    case T_DEVICE:
+        if (!strcmp(s, "auto")) *(int *)field = DEVICE_AUTO;
+        else if (!strcmp(s, "cpu")) *(int *)field = DEVICE_CPU;
+        else if (!strcmp(s, "cuda") || !strcmp(s, "gpu")) *(int *)field = DEVICE_CUDA;
+        else {
+            opt_fail(msg, msglen, "cannot use '%s': expected auto, cpu or cuda", s);
+            return -1;
+        }
+        return 0;
     case T_OBJECTIVE:
         if (ppa_objective_parse(s, (PpaObjective *)field)) {
             opt_fail(msg, msglen, "unknown objective '%s' (see --list-objectives)", s);
@@ -440,6 +451,7 @@ const char *opt_value_text(const TrainOptions *o, TrainOptId id, char *buf, size
     case T_SCHEDULE: snprintf(buf, len, "%s", SCHEDULE_NAMES[o->schedule]); break;
     case T_DTYPE: snprintf(buf, len, "%s", o->save_dtype == SAVE_BF16 ? "bf16" : "f32"); break;
     case T_PRECISION: snprintf(buf, len, "%s", *(const int *)field ? "bf16" : "fp32"); break;
+    case T_DEVICE: snprintf(buf, len, "%s", (const char *[]){"auto", "cpu", "cuda"}[*(const int *)field]); break;
     case T_OBJECTIVE: snprintf(buf, len, "%s", ppa_objective_name(o->objective)); break;
     case T_LOSS: loss_value_text(&o->loss, id, buf, len); break;
     }

@@ -319,7 +319,7 @@ void h_measure_limits(void) {
 
 /* ---- bounds of products ---- */
 
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 
 float *h_abs_product(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb) {
     size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb;

@@ -9,7 +9,7 @@
 #include "cuda/convert.h"
 #include "families.h"
 #include "harness.h"
-#include "model/bf16.h"
+#include "kernels/bf16.h"
 
 typedef struct {
     void *y, *x;

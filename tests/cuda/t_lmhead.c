@@ -32,8 +32,8 @@
 #include "cuda/lmhead.h"
 #include "families.h"
 #include "harness.h"
-#include "model/gemm.h"
-#include "model/kernels.h"
+#include "kernels/gemm.h"
+#include "kernels/kernels.h"
 
 typedef struct {
     int L, P, K, R, H, V, rows, vocab;

@@ -25,9 +25,9 @@
 #include "cuda/matmul.h"
 #include "families.h"
 #include "harness.h"
-#include "model/gemm.h"
-#include "model/gemm_bf16.h"
-#include "model/matmul.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_bf16.h"
+#include "kernels/matmul.h"
 
 #define F32_RTOL 1e-5
 

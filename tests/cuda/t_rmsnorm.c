@@ -12,7 +12,7 @@
 #include "cuda/rmsnorm.h"
 #include "families.h"
 #include "harness.h"
-#include "model/kernels.h"
+#include "kernels/kernels.h"
 
 #define EPS 1e-6f
 

@@ -13,7 +13,7 @@
 #include "cuda/rope.h"
 #include "families.h"
 #include "harness.h"
-#include "model/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct {
     void *x;

@@ -15,7 +15,7 @@
 #include "cuda/swiglu.h"
 #include "families.h"
 #include "harness.h"
-#include "model/kernels.h"
+#include "kernels/kernels.h"
 
 typedef struct {
     void *h, *dg, *du, *g, *u;

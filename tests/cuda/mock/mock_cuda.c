@@ -24,7 +24,7 @@
 #include "cuda/rmsnorm.h"
 #include "cuda/rope.h"
 #include "cuda/swiglu.h"
-#include "model/gemm.h"
+#include "kernels/gemm.h"
 
 static char err_msg[512];
 static int ready;

@@ -1,0 +1,65 @@
+/* cuda.c: the CUDA module loaded at run time (cuda.h). */
+#include "device/cuda.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct {
+    int tried, ok;
+    char why[PATH_MAX + 1024], name[256];
+    void *lib;
+} G;
+
+/* the module's path: $PPA_CUDA_LIB, else the first that exists beside the binary */
+static int find_module(char *path, size_t n) {
+    const char *env = getenv("PPA_CUDA_LIB");
+    if (env && *env) return snprintf(path, n, "%s", env), 0;
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return -1;
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    static const char *const WHERE[] = {"%s/libppa_cuda.so", "%s/build/libppa_cuda.so", "%s/../lib/libppa_cuda.so"};
+    for (size_t i = 0; i < sizeof WHERE / sizeof WHERE[0]; i++) {
+        snprintf(path, n, WHERE[i], exe);
+        if (!access(path, R_OK)) return 0;
+    }
+    return -1;
+}
+
+#define SYM(name) (*(void **)&name = dlsym(G.lib, #name))
+
+int device_cuda_open(int index, char *err, size_t errlen) {
+    if (!G.tried) {
+        G.tried = 1;
+        char path[PATH_MAX + 64];
+        int (*pc_init)(int, char *, size_t);
+        const char *(*pc_device_name)(void);
+        int (*pc_device_cc)(void), (*pc_mem_info)(size_t *, size_t *);
+        if (find_module(path, sizeof path))
+            snprintf(G.why, sizeof G.why, "no CUDA module: this ppa was built without nvcc (libppa_cuda.so is "
+                     "neither beside the binary nor in build/; build with the CUDA toolkit, or set PPA_CUDA_LIB)");
+        else if (!(G.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+            snprintf(G.why, sizeof G.why, "the CUDA module does not load: %s (NVIDIA's libcudart and libcublasLt "
+                     "must be on the library path)", dlerror());
+        else if (!SYM(pc_init) || !SYM(pc_device_name) || !SYM(pc_device_cc) || !SYM(pc_mem_info))
+            snprintf(G.why, sizeof G.why, "%s is not ppa's CUDA module (no pc_init)", path);
+        else if (pc_init(index, G.why, sizeof G.why) == 0) {
+            size_t free_b = 0, total = 0;
+            pc_mem_info(&free_b, &total);
+            int cc = pc_device_cc();
+            snprintf(G.name, sizeof G.name, "%s (GPU %d, sm_%d, %.0f GiB, %.0f GiB free)", pc_device_name(), index, cc,
+                     (double)total / 1073741824.0, (double)free_b / 1073741824.0);
+            G.ok = 1;
+        }
+    }
+    if (!G.ok) snprintf(err, errlen, "%s", G.why);
+    return G.ok ? 0 : -1;
+}
+
+const char *device_cuda_name(void) { return G.name; }

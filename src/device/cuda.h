@@ -1,0 +1,19 @@
+/* cuda.h: the GPU, when there is one: ppa's CUDA module (src/cuda, built
+ * into libppa_cuda.so when nvcc is found) loaded at run time, so that the
+ * ppa binary starts on any machine and only --device cuda needs the driver
+ * and NVIDIA's libraries. The module is looked for in $PPA_CUDA_LIB, then
+ * beside the ppa binary, in build/ under its folder, and in ../lib. */
+#ifndef PPA_DEVICE_CUDA_H
+#define PPA_DEVICE_CUDA_H
+
+#include <stddef.h>
+
+/* 0 when GPU `index` is usable (the module loads, the driver answers, the
+ * device exists; its name in device_cuda_name()); -1 with why in err: no
+ * module built, the module or an NVIDIA library not loadable, no driver, no
+ * device. Probes once; later calls give the same answer. */
+int device_cuda_open(int index, char *err, size_t errlen);
+/* "NVIDIA H200 (GPU 0, sm_90, 140 GiB, 139 GiB free)" after a successful open */
+const char *device_cuda_name(void);
+
+#endif
