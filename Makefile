@@ -146,10 +146,14 @@ test-cuda: cuda-tests
 # (libmvec reaches into ld.so's private data: one from another glibc is a last resort)
 GPU_CARRY_LIBS := libcjson.so.1 libutf8proc.so.2 libyaml-0.so.2
 GPU_CARRY_FALLBACK := libgomp.so.1 libmvec.so.1
-gpu-carry: cuda-tests
+# The GPU machine's CPU is not this one: its binaries (the CPU oracles inside them too) are built for x86-64-v3
+# (AVX2, FMA), which both run, in build-gpu/, not with this machine's -march=native.
+GPU_OPT := -O3 -march=x86-64-v3 -fno-math-errno -ffp-contract=fast
+gpu-carry:
+	$(MAKE) --no-print-directory BUILD=build-gpu OPT="$(GPU_OPT)" cuda-tests
 	rm -rf gpu-carry && mkdir -p gpu-carry/bin gpu-carry/lib/fallback
-	cp $(CUDA_TESTS) gpu-carry/bin/
-	cp $(CUDA_LIB) gpu-carry/lib/
+	cp $(patsubst $(BUILD)/%,build-gpu/%,$(CUDA_TESTS)) gpu-carry/bin/
+	cp build-gpu/libppa_cuda.so gpu-carry/lib/
 	for l in $(GPU_CARRY_LIBS); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/ || exit 1; done
 	for l in $(GPU_CARRY_FALLBACK); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/fallback/ || exit 1; done
 	@du -sh gpu-carry
@@ -209,7 +213,7 @@ demo-ablations: demo-deps
 	bash scripts/demo.sh --ablations
 
 clean:
-	rm -rf build build-asan build-fuzz ppa gpu-carry
+	rm -rf build build-asan build-fuzz build-gpu ppa gpu-carry
 
 .PHONY: all cuda cuda-skip cuda-tests cuda-mock test-cuda gpu-carry fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick demo-ablations clean
 -include $(shell find build build-asan build-fuzz -name '*.d' 2>/dev/null)
