@@ -133,6 +133,17 @@ for f in config.json tokenizer.json tokenizer_config.json model.safetensors; do
   timeout 20 "$ppa" train --model mf "${T[@]}" --data D.jsonl --out fo > /dev/null 2> err.txt
   expect "a FIFO as $f: train refuses it without blocking" test $? -eq 2
 done
+# the model's own chat template is read when --template is not given: its files too
+cp m/tokenizer_config.json tc.orig
+printf '{"chat_template": "{%% for m in messages %%}{{ m.content }}{%% endfor %%}"}' > m/tokenizer_config.json
+for f in tokenizer_config.json chat_template.jinja; do
+  rm -rf mf && cp -r m mf && rm -f "mf/$f" && mkfifo "mf/$f"
+  timeout 20 "$ppa" logprobs --model mf --data D.jsonl > /dev/null 2> err.txt
+  rc=$?
+  expect "a FIFO as $f, the template read: refused without blocking (exit $rc)" test $rc -eq 2
+  expect "a FIFO as $f, the template read: named" grep -qF "mf/$f: is a FIFO, not a regular file" err.txt
+done
+cp tc.orig m/tokenizer_config.json
 rm -rf mf && cp -r m mf && rm mf/config.json && ln -s /dev/zero mf/config.json
 timeout 20 "$ppa" inspect mf > /dev/null 2> err.txt
 expect "a device as config.json: inspect refuses it" sh -c "test $? -eq 2 && grep -qF 'is a character device, not a regular file' err.txt"

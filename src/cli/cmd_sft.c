@@ -64,19 +64,25 @@ static void truncate_rows(DataSet *d, int max_length) {
     }
 }
 
-/* forward + backward of rows idx[0..n): adds -1/n_tok_step * d logp into the gradients */
-/* forward only: 1 if every response of rows idx[0..n) has a finite log-probability */
-static int sft_rows_finite(Model *m, const DataSet *d, const int *idx, int n) {
+/* the batch of rows idx[0..n) (at most 64), their responses' count in *n_resp */
+static Batch *sft_batch(Model *m, const DataSet *d, const int *idx, int n, int *n_resp) {
     Row rows[64];
-    int n_resp = 0, ok = 1;
+    *n_resp = 0;
     for (int i = 0; i < n; i++) {
         const DataRow *x = &d->rows[idx[i]];
         rows[i] = (Row){x->prompt_len, x->prompt, x->n_resp, x->resp_len, (const int *const *)x->resp};
-        n_resp += x->n_resp;
+        *n_resp += x->n_resp;
     }
     char err[512];
     Batch *b = batch_new(m, rows, n, err, sizeof err);
     if (!b) ppa_die(2, "sft: %s", err);
+    return b;
+}
+
+/* forward only: 1 if every response of rows idx[0..n) has a finite log-probability */
+static int sft_rows_finite(Model *m, const DataSet *d, const int *idx, int n) {
+    int n_resp, ok = 1;
+    Batch *b = sft_batch(m, d, idx, n, &n_resp);
     double *lp = xmalloc(sizeof(double) * (size_t)(n_resp ? n_resp : 1));
     model_forward(m, b, lp, NULL);
     for (int i = 0; i < n_resp; i++) ok &= isfinite(lp[i]) != 0;
@@ -85,17 +91,10 @@ static int sft_rows_finite(Model *m, const DataSet *d, const int *idx, int n) {
     return ok;
 }
 
+/* forward + backward of rows idx[0..n): adds -1/n_tok_step * d logp into the gradients */
 static double sft_micro_step(Model *m, const DataSet *d, const int *idx, int n, long n_tok_step) {
-    Row rows[64];
-    int n_resp = 0;
-    for (int i = 0; i < n; i++) {
-        const DataRow *x = &d->rows[idx[i]];
-        rows[i] = (Row){x->prompt_len, x->prompt, x->n_resp, x->resp_len, (const int *const *)x->resp};
-        n_resp += x->n_resp;
-    }
-    char err[512];
-    Batch *b = batch_new(m, rows, n, err, sizeof err);
-    if (!b) ppa_die(2, "sft: %s", err);
+    int n_resp;
+    Batch *b = sft_batch(m, d, idx, n, &n_resp);
     double *lp = xmalloc(sizeof(double) * (size_t)n_resp), *g = xmalloc(sizeof(double) * (size_t)n_resp), sum = 0;
     model_forward(m, b, lp, NULL);
     for (int i = 0; i < n_resp; i++) sum += lp[i], g[i] = -1.0 / (double)n_tok_step;

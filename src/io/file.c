@@ -51,6 +51,24 @@ FILE *file_open_regular(const char *path, char *err, size_t errlen) {
     return f;
 }
 
+char *file_read_all(const char *path, size_t *len, char *err, size_t errlen) {
+    FILE *f = file_open_regular(path, err, errlen);
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = xmalloc(cap + 1);
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0)
+        if ((n += got) == cap) buf = xrealloc(buf, (cap *= 2) + 1);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return ppa_fail(err, errlen, "%s: read error", path), NULL;
+    }
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
 int file_lock_folder(const char *dir, const char *who, char *err, size_t errlen) {
     char *path = ppa_path_join(dir, ".ppa.lock");
     /* kept open (and so locked) until the process exits; O_CLOEXEC: no child inherits it */

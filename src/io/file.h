@@ -20,6 +20,9 @@
 /* fopen(path, "rb") for a regular file; NULL with "PATH: why" in err (also
  * "PATH: is a FIFO, not a regular file"). */
 FILE *file_open_regular(const char *path, char *err, size_t errlen);
+/* The whole of a regular file (as file_open_regular opens it), NUL-terminated and malloc'd, its length in *len
+ * (len may be NULL); NULL with "PATH: why" in err. */
+char *file_read_all(const char *path, size_t *len, char *err, size_t errlen);
 /* 0 if path is a regular file (following links), else -1 with "PATH: why" in err */
 int file_check_regular(const char *path, char *err, size_t errlen);
 /* "a FIFO", "a directory", "a character device", ... for a stat mode */

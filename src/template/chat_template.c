@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "core/hash.h"
 #include "io/json.h"
 #include "template/jinja.h"
@@ -81,19 +82,12 @@ static int check_specials(TemplateKind k, const char *path, const Tokenizer *t, 
 
 /* ---- the folder's own template ---- */
 
+/* a template's text: a regular file without NUL bytes */
 static char *read_text(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)), NULL;
-    ByteBuf b = {0};
-    char chunk[1 << 16];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) bytebuf_put(&b, chunk, n);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) return free(b.s), snprintf(err, errlen, "%s: read error", path), NULL;
-    if (!b.s) bytebuf_put(&b, "", 0);
-    if (strlen(b.s) != b.n) return free(b.s), snprintf(err, errlen, "%s: holds a NUL byte", path), NULL;
-    return b.s;
+    char *text = file_read_all(path, &n, err, errlen);
+    if (text && strlen(text) != n) return free(text), snprintf(err, errlen, "%s: holds a NUL byte", path), NULL;
+    return text;
 }
 
 /* a special token of tokenizer_config.json: a string, {"content": ...} or null */

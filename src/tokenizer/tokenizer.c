@@ -56,24 +56,6 @@ static const char *jtype(const cJSON *j) {
     return cJSON_IsString(t) ? t->valuestring : "";
 }
 
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = file_open_regular(path, err, errlen);
-    if (!f) return NULL;
-    ByteBuf b = {0};
-    char chunk[1 << 16];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) bytebuf_put(&b, chunk, n);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        snprintf(err, errlen, "%s: read error", path);
-        free(b.s);
-        return NULL;
-    }
-    *len = b.n;
-    return b.s ? b.s : calloc(1, 1);
-}
-
 /* ---- loading ---- */
 
 static int cmp_added(const void *x, const void *y) {
@@ -301,7 +283,7 @@ static int load_config(Tokenizer *t, const char *file, char *err, size_t errlen)
     struct stat st;
     if (stat(cfg, &st) && errno == ENOENT) return 0;
     size_t len;
-    char msg[512], *text = read_file(cfg, &len, msg, sizeof msg);
+    char msg[512], *text = file_read_all(cfg, &len, msg, sizeof msg);
     if (!text) return snprintf(err, errlen, "%s", msg), -1; /* msg names the file */
     cJSON *root = json_parse(text, len, msg, sizeof msg);
     free(text);
@@ -327,7 +309,7 @@ Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen) {
     if (!stat(path, &st) && S_ISDIR(st.st_mode)) snprintf(file, sizeof file, "%s/tokenizer.json", path);
     else snprintf(file, sizeof file, "%s", path);
     size_t len;
-    char *text = read_file(file, &len, err, errlen);
+    char *text = file_read_all(file, &len, err, errlen);
     if (!text) return NULL;
     char why[512];
     cJSON *root = json_parse(text, len, why, sizeof why);
