@@ -31,7 +31,9 @@
  * heads in order and, for each, the 64-query blocks listed for its keys,
  * with the keys as the mma's rows: S^T = K Q^T, P^T, dP^T = V dO^T, dS^T,
  * dv += P^T dO, dk += dS^T Q. Every output element is summed by one thread
- * in a fixed order: reruns give the same bits.
+ * in a fixed order: reruns give the same bits. Grids run the heads fastest
+ * and the busiest blocks first (a causal row's last query blocks, its first
+ * key blocks), so the longest CTAs do not end the kernel alone.
  *
  * float32 (the oracle mode): a warp per query row (forward, dq) or key row
  * (dk, dv) and head, its lanes across the head's dimensions, keys in order,
@@ -287,7 +289,8 @@ __global__ void __launch_bounds__(128) fwd_bf16(FwdArgs a) {
     bf16_t *sQ = (bf16_t *)smem, *sK = sQ + BM * LDS, *sV = sK + 2 * BN * LDS;
     int4 *sM = (int4 *)(sV + 2 * BN * LDS); /* [BM] the rows' masks (registers are short) */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
-    const int qt = blockIdx.x, h = blockIdx.y, kvh = h / a.group, T = a.T;
+    /* heads fastest, the last query blocks first: a causal row's longest blocks start first, not in the tail */
+    const int qt = gridDim.y - 1 - blockIdx.y, h = blockIdx.x, kvh = h / a.group, T = a.T;
     const int ldq = a.NH * HS, ldk = a.NKV * HS, q0 = qt * BM, wr = warp * 16 * MT;
     const bf16_t *qg = a.q + (size_t)h * HS, *kg = a.k + (size_t)kvh * HS, *vg = a.v + (size_t)kvh * HS;
 
@@ -469,7 +472,7 @@ __global__ void __launch_bounds__(128) dq_bf16(BwdArgs a) {
     PC_DYNAMIC_SMEM(smem);
     bf16_t *sQ = (bf16_t *)smem, *sO = sQ + BM * LDS, *sK = sO + BM * LDS, *sV = sK + 2 * BN * LDS;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
-    const int qt = blockIdx.x, h = blockIdx.y, kvh = h / a.group, T = a.T;
+    const int qt = gridDim.y - 1 - blockIdx.y, h = blockIdx.x, kvh = h / a.group, T = a.T; /* as the forward's */
     const int ldq = a.NH * HS, ldk = a.NKV * HS, q0 = qt * BM, wr = warp * 16;
     const bf16_t *kg = a.k + (size_t)kvh * HS, *vg = a.v + (size_t)kvh * HS;
 
@@ -607,7 +610,7 @@ __global__ void __launch_bounds__(128) dkv_bf16(BwdArgs a) {
     int4 *sM = (int4 *)(sO + 2 * BQ * LDS); /* [2][BQ] the queries' masks */
     float *sL = (float *)(sM + 2 * BQ), *sD = sL + 2 * BQ; /* [2][BQ] lse, D */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
-    const int kt = blockIdx.x, kvh = blockIdx.y, T = a.T;
+    const int kt = blockIdx.y, kvh = blockIdx.x, T = a.T; /* kv heads fastest, the first (causally busiest) keys first */
     const int ldq = a.NH * HS, ldk = a.NKV * HS, k0 = kt * BK, wr = warp * 16;
 
     for (int c = tid; c < BK * CH; c += NTH) {
@@ -908,6 +911,17 @@ static int check_shape(const PcAttnPlan *p, int NH, int NKV, int HS, PcDtype dt,
     return 0;
 }
 
+/* every pointer 16-byte aligned (cp.async and the vector loads move 16 bytes; cudaMalloc's are 256-aligned) */
+static int check_aligned(const void *const *ptrs, int n, const char *who) {
+    for (int i = 0; i < n; i++)
+        if ((uintptr_t)ptrs[i] % 16) {
+            char why[96];
+            snprintf(why, sizeof why, "pointer %d (%p) is not 16-byte aligned", i, ptrs[i]);
+            return pc_fail(__FILE__, __LINE__, who, why);
+        }
+    return 0;
+}
+
 /* raises a kernel's dynamic shared memory limit (at every launch: a microsecond of host time, and right after a
  * device reset too) */
 template <typename K> static int smem_limit(K kernel, size_t bytes) {
@@ -920,7 +934,7 @@ template <int HS, int MT, int BN> static int launch_fwd(FwdArgs a, const PcAttnP
     if (smem_limit(fwd_bf16<HS, MT, BN>, C::smem)) return -1;
     a.toff = C::BM == 128 ? p->off128 : p->off64;
     a.tiv = C::BM == 128 ? p->iv128 : p->iv64;
-    dim3 grid(C::BM == 128 ? p->nq128 : p->nq64, a.NH);
+    dim3 grid(a.NH, C::BM == 128 ? p->nq128 : p->nq64);
     PC_LAUNCH(grid, 128, C::smem, fwd_bf16<HS, MT, BN>)(a);
     LAUNCH_TRY();
     return 0;
@@ -928,9 +942,9 @@ template <int HS, int MT, int BN> static int launch_fwd(FwdArgs a, const PcAttnP
 
 template <int HS, int BN, int QC> static int launch_bwd(BwdArgs a, const PcAttnPlan *p) {
     if (smem_limit(dq_bf16<HS, BN>, DqCfg<HS, BN>::smem) || smem_limit(dkv_bf16<HS, QC>, DkvCfg<HS>::smem)) return -1;
-    PC_LAUNCH(dim3(p->nq64, a.NH), 128, (DqCfg<HS, BN>::smem), dq_bf16<HS, BN>)(a);
+    PC_LAUNCH(dim3(a.NH, p->nq64), 128, (DqCfg<HS, BN>::smem), dq_bf16<HS, BN>)(a);
     LAUNCH_TRY();
-    PC_LAUNCH(dim3(p->nk64, a.NKV), 128, DkvCfg<HS>::smem, dkv_bf16<HS, QC>)(a);
+    PC_LAUNCH(dim3(a.NKV, p->nk64), 128, DkvCfg<HS>::smem, dkv_bf16<HS, QC>)(a);
     LAUNCH_TRY();
     return 0;
 }
@@ -941,7 +955,9 @@ static unsigned warps_grid(long rows) { return (unsigned)((rows + 3) / 4); }
 
 extern "C" int pc_attention_forward(void *out, float *lse, const void *q, const void *k, const void *v,
                                     const PcAttnPlan *p, int NH, int NKV, int HS, PcDtype dt) {
-    if (check_shape(p, NH, NKV, HS, dt, "pc_attention_forward")) return -1;
+    const void *ptrs[] = {out, lse, q, k, v};
+    if (check_shape(p, NH, NKV, HS, dt, "pc_attention_forward") || check_aligned(ptrs, 5, "pc_attention_forward"))
+        return -1;
     const float scale = 1.0f / sqrtf((float)HS);
     if (dt == PC_F32) {
         F32Args a = {};
@@ -980,7 +996,9 @@ extern "C" size_t pc_attention_work_bytes(int T, int NH) { return sizeof(float) 
 extern "C" int pc_attention_backward(float *dq, float *dk, float *dv, const void *dout, const void *out,
                                      const float *lse, const void *q, const void *k, const void *v,
                                      const PcAttnPlan *p, int NH, int NKV, int HS, PcDtype dt, void *work) {
-    if (check_shape(p, NH, NKV, HS, dt, "pc_attention_backward")) return -1;
+    const void *ptrs[] = {dq, dk, dv, dout, out, lse, q, k, v, work};
+    if (check_shape(p, NH, NKV, HS, dt, "pc_attention_backward") || check_aligned(ptrs, 10, "pc_attention_backward"))
+        return -1;
     const float scale = 1.0f / sqrtf((float)HS);
     float *D = (float *)work;
     const long rows = (long)p->T * NH;

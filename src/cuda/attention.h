@@ -22,7 +22,9 @@
  * NKV; query head h uses kv head h / (NH / NKV)), HS head size.
  * q, out, dout: [T, NH * HS]; k, v: [T, NKV * HS]; lse: [T, NH] (natural
  * log-sum-exp of the scaled scores, scale = 1 / sqrt(HS)); dq: [T, NH * HS];
- * dk, dv: [T, NKV * HS]. Pointers are device memory unless said otherwise. */
+ * dk, dv: [T, NKV * HS], rows packed (no padding between heads or rows).
+ * Pointers are device memory unless said otherwise, 16-byte aligned (as
+ * cudaMalloc's are; a misaligned one is refused). */
 #ifndef PPA_CUDA_ATTENTION_H
 #define PPA_CUDA_ATTENTION_H
 

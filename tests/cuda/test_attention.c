@@ -69,6 +69,7 @@
 
 #include "cuda/attention.h"
 #include "harness.h"
+#include "model/bf16.h"
 #include "model/kernels.h"
 
 static int g_cpu_all, g_variants = 1;
@@ -186,6 +187,27 @@ typedef struct {
 
 static size_t esize(PcDtype dt) { return dt == PC_BF16 ? 2 : 4; }
 
+/* The host loops over the large shapes' arrays (75M elements for the Llama heads) run on every core. */
+
+/* x[n] uniform in [-amp, amp), from the run's seed: chunks of 2^16 seeded in order, the same values whatever the
+ * number of threads */
+static void fill(float *x, size_t n, float amp) {
+    const uint64_t base = h_rand();
+    const long chunks = (long)((n + 65535) / 65536);
+#pragma omp parallel for schedule(static)
+    for (long c = 0; c < chunks; c++) {
+        uint64_t st = base + 0xd1b54a32d192ed03ull * (uint64_t)(c + 1);
+        size_t end = (size_t)(c + 1) * 65536 < n ? (size_t)(c + 1) * 65536 : n;
+        for (size_t i = (size_t)c * 65536; i < end; i++) { /* splitmix64 */
+            uint64_t z = (st += 0x9e3779b97f4a7c15ull);
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+            z ^= z >> 31;
+            x[i] = amp * (float)((double)(z >> 40) * (2.0 / 16777216.0) - 1.0);
+        }
+    }
+}
+
 /* host floats to device elements of dt (bf16: rounded; the floats are already bf16 values there) */
 static void to_dev(void *dst, const float *x, size_t n, PcDtype dt) {
     if (dt == PC_F32) {
@@ -193,7 +215,8 @@ static void to_dev(void *dst, const float *x, size_t n, PcDtype dt) {
         return;
     }
     uint16_t *b = h_malloc(2 * n);
-    for (size_t i = 0; i < n; i++) b[i] = h_bf16(x[i]);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) b[i] = bf16_round(x[i]);
     d_up(dst, b, 2 * n);
     free(b);
 }
@@ -205,15 +228,15 @@ static void from_dev(float *x, const void *src, size_t n, PcDtype dt) {
     }
     uint16_t *b = h_malloc(2 * n);
     d_down(b, src, 2 * n);
-    h_widen(x, b, n);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) x[i] = bf16_f32(b[i]);
     free(b);
 }
 
+/* y = x rounded to bf16 (nearest even, the CPU's bf16_round) and widened; y may be x */
 static void round_bf16(float *y, const float *x, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u = (uint32_t)h_bf16(x[i]) << 16;
-        memcpy(&y[i], &u, 4);
-    }
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] = bf16_f32(bf16_round(x[i]));
 }
 
 /* ---- comparisons ---- */
@@ -221,37 +244,61 @@ static void round_bf16(float *y, const float *x, size_t n) {
 typedef struct {
     long bad;               /* elements outside their bound (NaN counts) */
     double worst;           /* the largest |err| / bound */
-    long at;                /* where */
+    long at;                /* where (the first of equal ratios) */
     double err2, ref2, tol2; /* sums of squares: errors, reference, bounds */
 } Res;
+
+/* r += the part one thread compared */
+static void res_add(Res *r, const Res *p) {
+    r->bad += p->bad, r->err2 += p->err2, r->ref2 += p->ref2, r->tol2 += p->tol2;
+    if (p->worst > r->worst || (p->worst == r->worst && p->at >= 0 && (r->at < 0 || p->at < r->at)))
+        r->worst = p->worst, r->at = p->at;
+}
 
 /* |got - ref| <= ca |A| + cb |B| per element (B may be NULL) */
 static Res cmp_bound(const float *got, const float *ref, const float *A, double ca, const float *B, double cb,
                      size_t n) {
     Res r = {0, 0.0, -1, 0.0, 0.0, 0.0};
-    for (size_t i = 0; i < n; i++) {
-        double tol = ca * fabs((double)A[i]) + (B ? cb * fabs((double)B[i]) : 0.0);
-        double e = fabs((double)got[i] - (double)ref[i]);
-        double ratio = tol > 0 ? e / tol : (e == 0 ? 0.0 : INFINITY);
-        if (!(e <= tol)) r.bad++, ratio = isnan(ratio) ? INFINITY : ratio;
-        if (ratio > r.worst) r.worst = ratio, r.at = (long)i;
-        if (isfinite(e)) r.err2 += e * e;
-        r.ref2 += (double)ref[i] * ref[i], r.tol2 += tol * tol;
+#pragma omp parallel
+    {
+        Res p = {0, 0.0, -1, 0.0, 0.0, 0.0};
+#pragma omp for schedule(static)
+        for (size_t i = 0; i < n; i++) {
+            double tol = ca * fabs((double)A[i]) + (B ? cb * fabs((double)B[i]) : 0.0);
+            double e = fabs((double)got[i] - (double)ref[i]);
+            double ratio = tol > 0 ? e / tol : (e == 0 ? 0.0 : INFINITY);
+            if (!(e <= tol)) p.bad++, ratio = isnan(ratio) ? INFINITY : ratio;
+            if (ratio > p.worst) p.worst = ratio, p.at = (long)i;
+            if (isfinite(e)) p.err2 += e * e;
+            p.ref2 += (double)ref[i] * ref[i], p.tol2 += tol * tol;
+        }
+#pragma omp critical
+        res_add(&r, &p);
     }
     return r;
 }
 
-/* ||got - ref||_2 and ||ref||_2; bad: elements not finite where ref is */
+/* ||got - ref||_2 and ||ref||_2; bad: elements not finite where ref is (at: the first) */
 static Res cmp_norm2(const float *got, const float *ref, size_t n) {
     Res r = {0, 0.0, -1, 0.0, 0.0, 0.0};
-    for (size_t i = 0; i < n; i++) {
-        double e = (double)got[i] - (double)ref[i];
-        if (!isfinite(e)) {
-            if (r.at < 0) r.at = (long)i;
-            r.bad++;
-            continue;
+#pragma omp parallel
+    {
+        Res p = {0, 0.0, -1, 0.0, 0.0, 0.0};
+#pragma omp for schedule(static)
+        for (size_t i = 0; i < n; i++) {
+            double e = (double)got[i] - (double)ref[i];
+            if (!isfinite(e)) {
+                if (p.at < 0) p.at = (long)i;
+                p.bad++;
+                continue;
+            }
+            p.err2 += e * e, p.ref2 += (double)ref[i] * ref[i];
         }
-        r.err2 += e * e, r.ref2 += (double)ref[i] * ref[i];
+#pragma omp critical
+        {
+            r.bad += p.bad, r.err2 += p.err2, r.ref2 += p.ref2;
+            if (p.at >= 0 && (r.at < 0 || p.at < r.at)) r.at = p.at;
+        }
     }
     return r;
 }
@@ -260,6 +307,7 @@ static double rel(const Res *r) { return r->ref2 > 0 ? sqrt(r->err2 / r->ref2) :
 
 static double norm2(const float *x, size_t n) {
     double s = 0;
+#pragma omp parallel for schedule(static) reduction(+ : s)
     for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
     return sqrt(s);
 }
@@ -663,8 +711,7 @@ static void run_shape(const Shape *s) {
             pc_attn_plan_tokens(plan), m.pairs, T);
     size_t nq = (size_t)T * NH * HS, nk = (size_t)T * NKV * HS, nl = (size_t)T * NH;
     float *rq = h_malloc(4 * nq), *rk = h_malloc(4 * nk), *rv = h_malloc(4 * nk), *rd = h_malloc(4 * nq);
-    h_fill(rq, nq, 0.0f, (float)s->aq), h_fill(rk, nk, 0.0f, 1.0f), h_fill(rv, nk, 0.0f, 1.0f);
-    h_fill(rd, nq, 0.0f, 1.0f);
+    fill(rq, nq, (float)s->aq), fill(rk, nk, 1.0f), fill(rv, nk, 1.0f), fill(rd, nq, 1.0f);
     const float *raw_in[4] = {rq, rk, rv, rd};
     Dev d;
     d.q = d_alloc(4 * nq), d.k = d_alloc(4 * nk), d.v = d_alloc(4 * nk), d.dout = d_alloc(4 * nq);
@@ -711,6 +758,8 @@ static void check_refusals(void) {
     H_CHECK(pc_attention_forward(x, l, x, x, x, p, 14, 2, 96, PC_BF16) == -1 && strstr(pc_error(), "HS"),
             "head size 96 accepted: \"%s\"", pc_error());
     H_CHECK(pc_attention_forward(x, l, x, x, x, p, 14, 3, 64, PC_F32) == -1, "NH 14 over NKV 3 accepted");
+    H_CHECK(pc_attention_forward(x, l, (char *)x + 4, x, x, p, 14, 2, 64, PC_BF16) == -1 &&
+            strstr(pc_error(), "aligned"), "a misaligned q accepted: \"%s\"", pc_error());
     H_CHECK(pc_attention_backward(l, l, l, x, x, l, x, x, x, NULL, 14, 2, 64, PC_F32, l) == -1, "a NULL plan accepted");
     H_CHECK(pc_attention_bf16_variant(64, 3) == NULL && pc_attention_bf16_variant(80, 0) == NULL,
             "a tiling that does not exist accepted");
