@@ -69,8 +69,8 @@
 
 #include "cuda/attention.h"
 #include "harness.h"
-#include "model/bf16.h"
-#include "model/kernels.h"
+#include "kernels/bf16.h"
+#include "kernels/kernels.h"
 
 static int g_cpu_all, g_variants = 1;
 static const char *g_only; /* --shape: only the shapes whose name holds this */
