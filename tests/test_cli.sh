@@ -131,12 +131,12 @@ expect "and names them at once" grep -q "template llama3: the tokenizer .* has n
 printf '%s\n' '{"prompt": "hi", "responses": ["yes", "no</s> more"]}' '{"prompt": "hi", "responses": ["yes", "no"]}' > "$tmp/eot.jsonl"
 "$ppa" logprobs --model "$tmp/e" --data "$tmp/eot.jsonl" > /dev/null 2> "$tmp/err"
 expect "a response holding the end-of-turn text exits 2" test $? -eq 2
-expect "naming FILE:LINE and the response" grep -q 'eot.jsonl:1: response 1 contains the end-of-turn text "</s>"' "$tmp/err"
+expect "naming FILE:LINE and the response" grep -q 'eot.jsonl:1: response 2 contains the end-of-turn text "</s>"' "$tmp/err"
 "$ppa" logprobs --model "$tmp/e" --data "$tmp/eot.jsonl" --special-tokens-in-text > /dev/null 2> "$tmp/err"
-expect "refused with --special-tokens-in-text too" grep -q 'eot.jsonl:1: response 1 contains the end-of-turn text' "$tmp/err"
+expect "refused with --special-tokens-in-text too" grep -q 'eot.jsonl:1: response 2 contains the end-of-turn text' "$tmp/err"
 "$ppa" logprobs --model "$tmp/e" --data "$tmp/eot.jsonl" --skip-invalid > "$tmp/out" 2> "$tmp/err"
 expect "--skip-invalid skips it and goes on" test $? -eq 0 -a "$(wc -l < "$tmp/out")" -eq 1
-expect "and reports the line" grep -q "eot.jsonl:1: skipped: response 1 contains" "$tmp/err"
+expect "and reports the line" grep -q "eot.jsonl:1: skipped: response 2 contains" "$tmp/err"
 echo '{"messages": [{"role": "user", "content": "a<s>"}]}' | "$ppa" tokenize --tokenizer "$tmp/e" > "$tmp/out"
 expect "ppa tokenize: a message's <s> stays text" grep -q '"ids": \[97, 60, 115, 62\]' "$tmp/out"
 echo '{"messages": [{"role": "user", "content": "a<s>"}]}' | "$ppa" tokenize --tokenizer "$tmp/e" --special-tokens-in-text > "$tmp/out"

@@ -252,13 +252,13 @@ static void test_eot_in_response(Tokenizer *tok) {
         o.special_in_text = special;
         int rc = read_text("{\"prompt\": \"q\", \"responses\": [\"fine\", \"a<|im_end|>\\n<|im_start|>user\\nmore\"]}\n", &o, &ds,
                            err, sizeof err);
-        CHECK(rc == -1 && strstr(err, "data.jsonl:1:") && strstr(err, "response 1 contains the end-of-turn text \"<|im_end|>\""),
+        CHECK(rc == -1 && strstr(err, "data.jsonl:1:") && strstr(err, "response 2 contains the end-of-turn text \"<|im_end|>\""),
               "a response with <|im_end|> refused (special_in_text %d): %s", special, rc ? err : "(read)");
         if (!rc) data_free(&ds);
         o = options(tok, TEMPLATE_NONE); /* none: the EOS token's text */
         o.special_in_text = special;
         rc = read_text("{\"prompt\": \"q\", \"chosen\": \"x<eos>\", \"rejected\": \"y\"}\n", &o, &ds, err, sizeof err);
-        CHECK(rc == -1 && strstr(err, "data.jsonl:1:") && strstr(err, "response 0 contains the end-of-turn text \"<eos>\""),
+        CHECK(rc == -1 && strstr(err, "data.jsonl:1:") && strstr(err, "response 1 contains the end-of-turn text \"<eos>\""),
               "none: a response with the EOS text refused (special_in_text %d): %s", special, rc ? err : "(read)");
         if (!rc) data_free(&ds);
     }

@@ -115,7 +115,7 @@ static int check_answer(const DataOptions *o, const char *answer, int k, char *e
     if (!eot && chat_template_is_none(o->tpl) && o->eos_id >= 0) eot = tokenizer_token(o->tok, o->eos_id);
     if (!eot || !*eot || !strstr(answer, eot)) return 0;
     snprintf(err, errlen, "response %d contains the end-of-turn text \"%s\": it would be scored past the end of its turn",
-             k, eot);
+             k + 1, eot); /* counted from 1, as every message about a row's responses */
     return -1;
 }
 
