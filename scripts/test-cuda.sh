@@ -8,7 +8,9 @@
 #      of kernel, shape, error, bound, median time and its floor;
 #   2. the same binaries with --small (small shapes, untimed) under compute-sanitizer --tool memcheck;
 #   3. test_cuda --bench: the kernels on Qwen2-0.5B and Llama-3.1-8B shapes against their floors;
-#   4. bench/cuda_lmhead_torch.py: PyTorch's log_softmax + gather on the same LM-head inputs (skips without torch).
+#   4. bench/cuda_lmhead_torch.py: PyTorch's log_softmax + gather on the same LM-head inputs, and
+#      bench/attention_torch.py: its scaled_dot_product_attention on the causal shapes test_attention times (both
+#      skip without torch).
 # Output: stdout, and $OUT/test-cuda.txt when OUT is set. The closing line "test_cuda_all: N passed, N failed"
 # adds up the binaries' own summary lines (a step that fails without one counts as one failure); the exit status
 # is 1 on any failure. Without a usable GPU the tests say SKIP and the script exits 0, unless PPA_CUDA_REQUIRE=1.
@@ -100,6 +102,8 @@ if [ "$nogpu" = 0 ]; then
   else
     echo "pytorch lm-head: SKIP (no python3 or no benchmark dump)"
   fi
+  # PyTorch's scaled_dot_product_attention on the plain causal shapes test_attention times (its TABLE lines above)
+  [ -n "$py" ] && run 150 "pytorch attention" "$py" bench/attention_torch.py
   rm -rf "$dump"
 fi
 
