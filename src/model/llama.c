@@ -174,15 +174,16 @@ static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
     return 0;
 }
 
-/* The packed index a reward head reads for the sequence prompt [p0, s0) +
- * response [s0, end): its last token, or the rightmost one that is not pad
- * when the sequence ends in pad tokens (transformers' rule since 4.48; the
- * first token when all are pad). */
-static int reward_token(const int *tokens, int p0, int s0, int end, int pad) {
+/* The packed index a reward head reads for the sequence prompt [p0, p0 + P) +
+ * response [s0, end) (the row's earlier responses lie between them, and are
+ * not part of this sequence): its last token, or the rightmost one that is
+ * not pad when the sequence ends in pad tokens (transformers' rule since
+ * 4.48; the first token when all are pad). */
+static int reward_token(const int *tokens, int p0, int P, int s0, int end, int pad) {
     if (pad < 0) return end - 1;
     for (int t = end - 1; t >= s0; t--)
         if (tokens[t] != pad) return t;
-    for (int t = s0 - 1; t >= p0; t--)
+    for (int t = p0 + P - 1; t >= p0; t--)
         if (tokens[t] != pad) return t;
     return p0;
 }
@@ -209,7 +210,7 @@ void batch_layout_fill(const ModelConfig *c, const Row *rows, int n_rows, BatchL
                 lay->tgt_resp[i] = g;
             }
             lay->n_scored[g] = w->resp_len[k];
-            lay->last[g] = reward_token(lay->tokens, p0, s0, t, c->pad_token_id);
+            lay->last[g] = reward_token(lay->tokens, p0, P, s0, t, c->pad_token_id);
         }
     }
     lay->rows[n_rows] = t;
