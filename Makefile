@@ -96,6 +96,12 @@ $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
 
+# the GPU engine (src/gpu) against the CPU stand-in of the CUDA module (tests/cuda/mock): no CUDA toolkit needed
+GPU_MOCK := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c
+$(BUILD)/tests/test_gpu_engine: tests/test_gpu_engine.c $(GPU_MOCK) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPPA_MOCK_NO_CUDA_RUNTIME $< $(GPU_MOCK) $(LIB) -o $@ $(LDLIBS)
+
 # only meaningful with the flags fuzz-build gives (clang, FUZZ_SAN)
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -131,12 +137,18 @@ $(BUILD)/cuda-tests/%: tests/cuda/%.c $(CUDA_HARNESS) $(LIB) $(CUDA_LIB)
 cuda-tests: $(CUDA_TESTS)
 
 # the tests' own logic on a machine without a GPU: test_cuda against a CPU stand-in of the module
-# (tests/cuda/mock/mock_cuda.c); tests/test_cuda_build.sh runs it with --small
-$(BUILD)/cuda-mock/test_cuda_mock: tests/cuda/test_cuda.c $(CUDA_FAMILY) tests/cuda/harness.c tests/cuda/mock/mock_cuda.c $(LIB)
+# (tests/cuda/mock/mock_cuda.c, mock_attention.c); tests/test_cuda_build.sh runs it with --small
+$(BUILD)/cuda-mock/test_cuda_mock: tests/cuda/test_cuda.c $(CUDA_FAMILY) tests/cuda/harness.c $(GPU_MOCK) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< $(CUDA_FAMILY) tests/cuda/harness.c tests/cuda/mock/mock_cuda.c $(LIB) -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< $(CUDA_FAMILY) tests/cuda/harness.c $(GPU_MOCK) $(LIB) \
+	  -o $@ $(LDLIBS)
 
-cuda-mock: $(BUILD)/cuda-mock/test_cuda_mock
+# and the GPU engine's test (tests/cuda/test_gpu_forward.c) on the same stand-in
+$(BUILD)/cuda-mock/test_gpu_forward_mock: tests/cuda/test_gpu_forward.c tests/cuda/harness.c $(GPU_MOCK) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< tests/cuda/harness.c $(GPU_MOCK) $(LIB) -o $@ $(LDLIBS)
+
+cuda-mock: $(BUILD)/cuda-mock/test_cuda_mock $(BUILD)/cuda-mock/test_gpu_forward_mock
 
 test-cuda: cuda-tests
 	bash scripts/test-cuda.sh $(BUILD)

@@ -3,9 +3,10 @@
 #   1. with nvcc (found as the Makefile finds it: on PATH, /usr/local/cuda/bin/nvcc, or NVCC=path): the module
 #      builds (make cuda: build/libppa_cuda.so), the GPU test binaries link (make cuda-tests), and `nm -D` shows
 #      every pc_* function the headers src/cuda/*.h declare; without nvcc these say SKIP;
-#      and the GPU tests' own logic runs on the CPU: test_cuda against a CPU stand-in of the module
-#      (tests/cuda/mock/mock_cuda.c, make cuda-mock) on its small shapes, all of its checks passing;
-#   2. `make NVCC= all` (nvcc turned off) still builds, runs no nvcc, and says it skips the module in one line.
+#      and the GPU tests' own logic runs on the CPU: test_cuda and test_gpu_forward against a CPU stand-in of the
+#      module (tests/cuda/mock, make cuda-mock) on their small shapes, all of their checks passing;
+#   2. the engine's table of the module (src/device/pc_api.h) names exactly the pc_* functions src/cuda/*.h declare;
+#   3. `make NVCC= all` (nvcc turned off) still builds, runs no nvcc, and says it skips the module in one line.
 # Closing line "test_cuda_build: N passed, N failed"; exit 1 on a failure.
 set -u
 cd "$(dirname "$0")/.."
@@ -47,6 +48,18 @@ if [ -n "$nvcc" ]; then
       bad "the GPU tests against the CPU stand-in (build/cuda-mock/test_cuda_mock --small): exit $status"
       grep -E '^FAIL|FATAL' <<<"$out" | head -n 20
     fi
+    # the GPU engine's test on the same stand-in (its CPU-oracle comparisons and checks; make test runs the engine
+    # itself on the stand-in in tests/test_gpu_engine.c)
+    out=$(build/cuda-mock/test_gpu_forward_mock --small 2>&1)
+    status=$?
+    line=$(grep -E '^test_gpu_forward: [0-9]+ passed, [0-9]+ failed$' <<<"$out" | tail -n 1)
+    if [ "$status" -eq 0 ] && [ -n "$line" ]; then
+      ok
+      echo "test_cuda_build: the GPU engine's test against the CPU stand-in: ${line#test_gpu_forward: }"
+    else
+      bad "build/cuda-mock/test_gpu_forward_mock --small: exit $status"
+      grep -E '^FAIL|FATAL' <<<"$out" | head -n 20
+    fi
     # the benchmark's code on toy shapes, and the PyTorch comparison on its dump (on the CPU) where torch is
     dump=$(mktemp -d)
     if out=$(build/cuda-mock/test_cuda_mock --bench "$dump" --bench-tiny --no-limits --reps 1 2>&1) && [ -s "$dump/meta.json" ]; then
@@ -70,6 +83,17 @@ if [ -n "$nvcc" ]; then
   fi
 else
   echo "test_cuda_build: SKIP the module's build checks (no nvcc on PATH or in /usr/local/cuda/bin)"
+fi
+
+# the engine's table of the module's functions (src/device/pc_api.h) names every pc_* function the module's headers
+# declare, and no other (their prototypes are checked by the compiler where the tests fill the table)
+declared=$(grep -hE '^[A-Za-z_][A-Za-z0-9_ *]*[ *]pc_[a-z0-9_]+\(' src/cuda/*.h | grep -oE 'pc_[a-z0-9_]+\(' |
+  tr -d '(' | sort -u)
+tabled=$(grep -oE 'X\([^,]+, pc_[a-z0-9_]+,' src/device/pc_api.h | grep -oE 'pc_[a-z0-9_]+' | sort -u)
+if [ -n "$declared" ] && [ "$declared" = "$tabled" ]; then ok
+else
+  bad "src/device/pc_api.h and src/cuda/*.h differ: $(diff <(echo "$declared") <(echo "$tabled") | grep '^[<>]' |
+    tr '\n' ' ')"
 fi
 
 # the build without nvcc: everything else as before, one line about the module, no nvcc run

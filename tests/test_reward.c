@@ -246,6 +246,16 @@ static void test_pad_rule(void) {
     model_forward_rewards(m, bt, s);
     batch_free(bt);
     CHECK(fabs(r[4] - s[0]) <= 1e-6 && fabs(r[5] - s[1]) <= 1e-6, "all-pad response: read at the prompt's last token");
+    /* the same after another response of the row (between the prompt and it in the packed row): still the prompt's */
+    const int *r2[2] = {a, c};
+    int l2[2] = {2, 2};
+    Row two = {3, prompt, 2, l2, r2};
+    double t[4];
+    bt = batch_new(m, &two, 1, err, sizeof err);
+    model_forward_rewards(m, bt, t);
+    batch_free(bt);
+    CHECK(fabs(t[2] - s[0]) <= 1e-6 && fabs(t[3] - s[1]) <= 1e-6,
+          "all-pad second response of a row: read at the prompt's last token, not the first response's");
     model_free(m);
 }
 

@@ -12,16 +12,7 @@
 extern "C" {
 #endif
 
-/* [lo, hi) of the flat parameter buffer: core/span.h's Span (two size_t) on a 64-bit machine, so a Spans array
- * uploads as it is */
-typedef struct {
-    uint64_t lo, hi;
-} PcSpan;
-
-typedef struct {
-    long step;                                  /* t >= 1: the step being taken (the CPU's a->step after ++) */
-    double lr, beta1, beta2, eps, weight_decay; /* as AdamWConfig, and the step's learning rate */
-} PcAdamW;
+/* PcSpan ([lo, hi) of the flat parameter buffer) and PcAdamW (the step's hyperparameters): device/pc_types.h */
 
 /* p: [n] float32 master weights; pb: [n] bf16 copy (rounded from the new p) or NULL; g: [n] gradients;
  * m, v: [n] moments; grad_scale: the clip factor (1: none); decay: [n_decay] sorted disjoint spans on the device,

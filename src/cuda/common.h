@@ -19,13 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device/pc_types.h" /* PcBf16, PcDtype and the other plain types, shared with the engine's table */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef uint16_t PcBf16; /* the upper 16 bits of a float32, rounded to nearest even */
-
-typedef enum { PC_F32 = 0, PC_BF16 = 1 } PcDtype;
 
 /* Chooses GPU `device`, creates the stream and the cuBLASLt handle and its
  * workspace. 0, or -1 with the reason in err ("no CUDA driver", "no device",

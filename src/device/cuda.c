@@ -1,4 +1,4 @@
-/* cuda.c: the CUDA module loaded at run time (cuda.h). */
+/* cuda.c: the CUDA module loaded at run time (cuda.h), its functions resolved into one table (pc_api.h). */
 #include "device/cuda.h"
 
 #include <dlfcn.h>
@@ -12,6 +12,7 @@ static struct {
     int tried, ok;
     char why[PATH_MAX + 1024], name[256];
     void *lib;
+    PcApi api; /* every entry resolved, or the open failed */
 } G;
 
 /* the module's path: $PPA_CUDA_LIB, else the first that exists beside the binary */
@@ -32,34 +33,44 @@ static int find_module(char *path, size_t n) {
     return -1;
 }
 
-#define SYM(name) (*(void **)&name = dlsym(G.lib, #name))
+/* resolves every function of the table; the first one missing (NULL: none) */
+static const char *resolve(PcApi *a) {
+#define PC_API_RESOLVE(ret, name, params)                                                                              \
+    if (!(*(void **)&a->name = dlsym(G.lib, #name))) return #name;
+    PC_API_FUNCTIONS(PC_API_RESOLVE)
+#undef PC_API_RESOLVE
+    return NULL;
+}
 
 int device_cuda_open(int index, char *err, size_t errlen) {
     if (!G.tried) {
         G.tried = 1;
         char path[PATH_MAX + 64];
-        int (*pc_init)(int, char *, size_t);
-        const char *(*pc_device_name)(void);
-        int (*pc_device_cc)(void), (*pc_mem_info)(size_t *, size_t *);
+        const char *missing = NULL;
         if (find_module(path, sizeof path))
             snprintf(G.why, sizeof G.why, "no CUDA module: this ppa was built without nvcc (libppa_cuda.so is "
                      "neither beside the binary nor in build/; build with the CUDA toolkit, or set PPA_CUDA_LIB)");
         else if (!(G.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
             snprintf(G.why, sizeof G.why, "the CUDA module does not load: %s (NVIDIA's libcudart and libcublasLt "
                      "must be on the library path)", dlerror());
-        else if (!SYM(pc_init) || !SYM(pc_device_name) || !SYM(pc_device_cc) || !SYM(pc_mem_info))
+        else if (!dlsym(G.lib, "pc_init"))
             snprintf(G.why, sizeof G.why, "%s is not ppa's CUDA module (no pc_init)", path);
-        else if (pc_init(index, G.why, sizeof G.why) == 0) {
+        else if ((missing = resolve(&G.api)))
+            snprintf(G.why, sizeof G.why, "%s is another version of ppa's CUDA module: it has no %s (rebuild it with "
+                     "this ppa: make)", path, missing);
+        else if (G.api.pc_init(index, G.why, sizeof G.why) == 0) {
             size_t free_b = 0, total = 0;
-            pc_mem_info(&free_b, &total);
-            int cc = pc_device_cc();
-            snprintf(G.name, sizeof G.name, "%s (GPU %d, sm_%d, %.0f GiB, %.0f GiB free)", pc_device_name(), index, cc,
-                     (double)total / 1073741824.0, (double)free_b / 1073741824.0);
+            G.api.pc_mem_info(&free_b, &total);
+            int cc = G.api.pc_device_cc();
+            snprintf(G.name, sizeof G.name, "%s (GPU %d, sm_%d, %.0f GiB, %.0f GiB free)", G.api.pc_device_name(),
+                     index, cc, (double)total / 1073741824.0, (double)free_b / 1073741824.0);
             G.ok = 1;
         }
     }
     if (!G.ok) snprintf(err, errlen, "%s", G.why);
     return G.ok ? 0 : -1;
 }
+
+const PcApi *device_cuda_api(void) { return G.ok ? &G.api : NULL; }
 
 const char *device_cuda_name(void) { return G.name; }

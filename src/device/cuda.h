@@ -8,12 +8,18 @@
 
 #include <stddef.h>
 
-/* 0 when GPU `index` is usable (the module loads, the driver answers, the
- * device exists; its name in device_cuda_name()); -1 with why in err: no
- * module built, the module or an NVIDIA library not loadable, no driver, no
+#include "device/pc_api.h"
+
+/* 0 when GPU `index` is usable (the module loads, it has every function of
+ * pc_api.h, the driver answers, the device exists; its name in
+ * device_cuda_name()); -1 with why in err: no module built, the module or an
+ * NVIDIA library not loadable, a module of another version, no driver, no
  * device. Probes once; later calls give the same answer. */
 int device_cuda_open(int index, char *err, size_t errlen);
 /* "NVIDIA H200 (GPU 0, sm_90, 140 GiB, 139 GiB free)" after a successful open */
 const char *device_cuda_name(void);
+/* The module's functions (pc_api.h), every entry resolved, after a successful open; NULL before one or after a
+ * failed one. The table lives as long as the process (the module is never unloaded). */
+const PcApi *device_cuda_api(void);
 
 #endif

@@ -28,16 +28,13 @@ LayerW model_layer(const Model *m, int l);
 float *model_tensor(const Model *m, const char *name);
 float *model_lm_head(const Model *m);
 
-/* The matrices of layer l and the LM head as product operands (float32, bf16
- * or both: matmul.h); a layer's or the head's matrix when Model trains in bf16
- * has both. */
+/* The matrices of layer l as product operands (float32, bf16 or both:
+ * matmul.h); a layer's matrix when Model trains in bf16 has both. The LM
+ * head's (model_lm_weight) and the embedding rows (model_embed): model.h. */
 typedef struct {
     Weight q, k, v, o, g, u, d;
 } LayerM;
 LayerM model_layer_mats(const Model *m, int l);
-Weight model_lm_weight(const Model *m);
-/* x [T, H] = the embeddings of ids [T] (float32, widened from bf16 when frozen) */
-void model_embed(const Model *m, const int *ids, int T, float *x);
 /* A LoRA adapter's term of target k (LayerM order) of layer l, when the
  * model has one and it is on (lora.c): y[T, out] += s (x A^T) B^T; its
  * backward dx[T, in] += ..., and into the adapter's gradients. x as the base

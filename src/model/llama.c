@@ -80,39 +80,41 @@ struct Batch {
     LmKeep lmkeep;      /* [n_tgt, V] softmax kept by the forward, or none */
 };
 
-static int check_ids(const Model *m, const int *ids, int n, int row, const char *what, char *err, size_t errlen) {
+static int check_ids(const ModelConfig *c, const int *ids, int n, int row, const char *what, char *err,
+                     size_t errlen) {
     for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= m->c.vocab_size) {
+        if (ids[i] < 0 || ids[i] >= c->vocab_size) {
             snprintf(err, errlen, "row %d: %s token %d = %d is outside the vocabulary (0..%d)", row, what, i, ids[i],
-                     m->c.vocab_size - 1);
+                     c->vocab_size - 1);
             return -1;
         }
     return 0;
 }
 
-static int count_rows(const Model *m, const Row *rows, int n_rows, int *T, int *n_resp, int *n_tgt, int *n_pos,
-                      char *err, size_t errlen) {
-    *T = *n_resp = *n_tgt = *n_pos = 0;
+int batch_layout_count(const ModelConfig *c, const Row *rows, int n_rows, BatchLayout *lay, char *err,
+                       size_t errlen) {
+    memset(lay, 0, sizeof *lay);
+    lay->n_rows = n_rows;
     for (int r = 0; r < n_rows; r++) {
         const Row *w = &rows[r];
         if (w->prompt_len < 1 || w->n_resp < 1) {
             snprintf(err, errlen, "row %d: needs a prompt of at least 1 token and at least 1 response", r);
             return -1;
         }
-        if (check_ids(m, w->prompt, w->prompt_len, r, "prompt", err, errlen)) return -1;
-        *T += w->prompt_len;
+        if (check_ids(c, w->prompt, w->prompt_len, r, "prompt", err, errlen)) return -1;
+        lay->T += w->prompt_len;
         for (int k = 0; k < w->n_resp; k++) {
             if (w->resp_len[k] < 1) {
                 snprintf(err, errlen, "row %d: response %d is empty (nothing to score)", r, k);
                 return -1;
             }
-            if (check_ids(m, w->resp[k], w->resp_len[k], r, "response", err, errlen)) return -1;
+            if (check_ids(c, w->resp[k], w->resp_len[k], r, "response", err, errlen)) return -1;
             int len = w->prompt_len + w->resp_len[k];
-            if (model_config_check_seq_len(&m->c, len, err, errlen)) return -1;
-            *n_pos = len > *n_pos ? len : *n_pos;
-            *T += w->resp_len[k];
-            *n_tgt += w->resp_len[k];
-            (*n_resp)++;
+            if (model_config_check_seq_len(c, len, err, errlen)) return -1;
+            lay->n_pos = len > lay->n_pos ? len : lay->n_pos;
+            lay->T += w->resp_len[k];
+            lay->n_tgt += w->resp_len[k];
+            lay->n_resp++;
         }
     }
     return 0;
@@ -172,52 +174,69 @@ static int alloc_activations(Model *m, Batch *b, char *err, size_t errlen) {
     return 0;
 }
 
-/* The packed index a reward head reads for the sequence prompt [p0, s0) +
- * response [s0, end): its last token, or the rightmost one that is not pad
- * when the sequence ends in pad tokens (transformers' rule since 4.48; the
- * first token when all are pad). */
-static int reward_token(const int *tokens, int p0, int s0, int end, int pad) {
+/* The packed index a reward head reads for the sequence prompt [p0, p0 + P) +
+ * response [s0, end) (the row's earlier responses lie between them, and are
+ * not part of this sequence): its last token, or the rightmost one that is
+ * not pad when the sequence ends in pad tokens (transformers' rule since
+ * 4.48; the first token when all are pad). */
+static int reward_token(const int *tokens, int p0, int P, int s0, int end, int pad) {
     if (pad < 0) return end - 1;
     for (int t = end - 1; t >= s0; t--)
         if (tokens[t] != pad) return t;
-    for (int t = s0 - 1; t >= p0; t--)
+    for (int t = p0 + P - 1; t >= p0; t--)
         if (tokens[t] != pad) return t;
     return p0;
 }
 
+void batch_layout_fill(const ModelConfig *c, const Row *rows, int n_rows, BatchLayout *lay) {
+    int T = lay->T, n_tgt = lay->n_tgt, n_resp = lay->n_resp;
+    ALLOC(lay->tokens, T), ALLOC(lay->pos, T), ALLOC(lay->pstart, T), ALLOC(lay->plen, T), ALLOC(lay->sstart, T);
+    ALLOC(lay->rows, n_rows + 1), ALLOC(lay->src, n_tgt), ALLOC(lay->tgt, n_tgt), ALLOC(lay->tgt_resp, n_tgt);
+    ALLOC(lay->n_scored, n_resp), ALLOC(lay->last, n_resp);
+    int t = 0, i = 0, g = 0;
+    for (int r = 0; r < n_rows; r++) {
+        const Row *w = &rows[r];
+        int p0 = t, P = w->prompt_len;
+        lay->rows[r] = t;
+        for (int j = 0; j < P; j++, t++) /* the prompt: causal among itself */
+            lay->tokens[t] = w->prompt[j], lay->pos[t] = j, lay->pstart[t] = p0, lay->plen[t] = 0, lay->sstart[t] = p0;
+        for (int k = 0; k < w->n_resp; k++, g++) {
+            int s0 = t;
+            for (int j = 0; j < w->resp_len[k]; j++, t++, i++) {
+                lay->tokens[t] = w->resp[k][j], lay->pos[t] = P + j, lay->pstart[t] = p0, lay->plen[t] = P;
+                lay->sstart[t] = s0;
+                lay->tgt[i] = w->resp[k][j]; /* scored by the logits of the token before */
+                lay->src[i] = j ? t - 1 : p0 + P - 1;
+                lay->tgt_resp[i] = g;
+            }
+            lay->n_scored[g] = w->resp_len[k];
+            lay->last[g] = reward_token(lay->tokens, p0, P, s0, t, c->pad_token_id);
+        }
+    }
+    lay->rows[n_rows] = t;
+}
+
+void batch_layout_free(BatchLayout *lay) {
+    void *all[] = {lay->tokens, lay->pos, lay->pstart, lay->plen, lay->sstart, lay->rows, lay->src, lay->tgt,
+                   lay->tgt_resp, lay->n_scored, lay->last};
+    for (size_t i = 0; i < PPA_ARRAY_LEN(all); i++) free(all[i]);
+    memset(lay, 0, sizeof *lay);
+}
+
 Batch *batch_new(Model *m, const Row *rows, int n_rows, char *err, size_t errlen) {
-    int T, n_resp, n_tgt, n_pos;
-    if (count_rows(m, rows, n_rows, &T, &n_resp, &n_tgt, &n_pos, err, errlen)) return NULL;
+    BatchLayout lay;
+    if (batch_layout_count(&m->c, rows, n_rows, &lay, err, errlen)) return NULL;
     Batch *b = xcalloc(1, sizeof *b);
-    b->n_rows = n_rows, b->T = T, b->n_resp = n_resp, b->n_tgt = n_tgt, b->n_pos = n_pos;
+    b->n_rows = n_rows, b->T = lay.T, b->n_resp = lay.n_resp, b->n_tgt = lay.n_tgt, b->n_pos = lay.n_pos;
     b->slots = model_trains(m) && !m->gc ? m->c.num_hidden_layers : 1;
     if (alloc_activations(m, b, err, errlen)) { /* first: a batch too large is refused before anything is allocated */
         batch_free(b);
         return NULL;
     }
-    ALLOC(b->tokens, T), ALLOC(b->pos, T), ALLOC(b->pstart, T), ALLOC(b->plen, T), ALLOC(b->sstart, T);
-    ALLOC(b->rows, n_rows + 1), ALLOC(b->src, n_tgt), ALLOC(b->tgt, n_tgt), ALLOC(b->tgt_resp, n_tgt);
-    ALLOC(b->n_scored, n_resp), ALLOC(b->last, n_resp);
-    int t = 0, i = 0, g = 0;
-    for (int r = 0; r < n_rows; r++) {
-        const Row *w = &rows[r];
-        int p0 = t, P = w->prompt_len;
-        b->rows[r] = t;
-        for (int j = 0; j < P; j++, t++) /* the prompt: causal among itself */
-            b->tokens[t] = w->prompt[j], b->pos[t] = j, b->pstart[t] = p0, b->plen[t] = 0, b->sstart[t] = p0;
-        for (int k = 0; k < w->n_resp; k++, g++) {
-            int s0 = t;
-            for (int j = 0; j < w->resp_len[k]; j++, t++, i++) {
-                b->tokens[t] = w->resp[k][j], b->pos[t] = P + j, b->pstart[t] = p0, b->plen[t] = P, b->sstart[t] = s0;
-                b->tgt[i] = w->resp[k][j]; /* scored by the logits of the token before */
-                b->src[i] = j ? t - 1 : p0 + P - 1;
-                b->tgt_resp[i] = g;
-            }
-            b->n_scored[g] = w->resp_len[k];
-            b->last[g] = reward_token(b->tokens, p0, s0, t, m->c.pad_token_id);
-        }
-    }
-    b->rows[n_rows] = t;
+    batch_layout_fill(&m->c, rows, n_rows, &lay); /* the arrays are the batch's from here (batch_free frees them) */
+    b->tokens = lay.tokens, b->pos = lay.pos, b->pstart = lay.pstart, b->plen = lay.plen, b->sstart = lay.sstart;
+    b->rows = lay.rows, b->src = lay.src, b->tgt = lay.tgt, b->tgt_resp = lay.tgt_resp, b->n_scored = lay.n_scored;
+    b->last = lay.last;
     return b;
 }
 

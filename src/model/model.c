@@ -74,6 +74,7 @@ LayerM model_layer_mats(const Model *m, int l) {
 }
 
 Weight model_lm_weight(const Model *m) { return weight_at(m, m->ix_head); }
+Weight model_weight(const Model *m, const char *name) { return weight_at(m, spec_index(m, name)); }
 
 /* Embedding rows in float32 in every precision (as autocast keeps them): a
  * trainable model's master weights, a frozen one's rows read from the mapped

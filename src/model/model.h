@@ -13,6 +13,7 @@
 
 #include "core/span.h"
 #include "hf/config.h"
+#include "kernels/matmul.h"
 
 typedef struct Model Model;
 
@@ -75,6 +76,17 @@ size_t model_n_base_params(const Model *m); /* the model's own, adapter or not *
  * head's share), F32; an adapter's under PEFT's names. */
 int model_save_grads(const Model *m, const char *path, char *err, size_t errlen);
 
+/* The weights as the passes read them, for an engine beside them (src/gpu): views, not copies, valid while m
+ * lives and its weights do not change. A tensor by its Hugging Face name as a product operand (kernels/matmul.h's
+ * Weight: float32, bf16 or both; a frozen bf16 model's matrices are bf16 only, a float32 model's float32 only;
+ * vectors, norms and biases, are float32 in every model), {NULL, NULL} when the model has no such tensor. The head on
+ * the final norm: the LM head's [V, H] (embed_tokens when tied) or a reward model's [num_labels, H]. */
+Weight model_weight(const Model *m, const char *name);
+Weight model_lm_weight(const Model *m);
+/* x [T, H] = the embeddings of ids [T] (each in the vocabulary) as the forward reads them: float32 in every precision
+ * (a frozen model's rows from its file, widened from bf16 exactly) */
+void model_embed(const Model *m, const int *ids, int T, float *x);
+
 /* Where weight decay applies: the matrices (embeddings included), not the
  * RMSNorm weights and biases (transformers' Trainer default); an adapter's
  * A and B (model_n_params' buffer). Free with spans_free. */
@@ -107,6 +119,28 @@ typedef struct {
 } Row;
 
 typedef struct Batch Batch;
+
+/* How a batch lays its rows out, token by token (batch_new's packing; the GPU engine, src/gpu, packs with the same
+ * functions): each row's prompt once, then its K responses; positions 0 .. P-1 in the prompt and restarting at P in
+ * every response; token t attends keys [pstart[t], pstart[t] + plen[t]) (its row's prompt: plen 0 in the prompt)
+ * and [sstart[t], t] (its own segment): kernels.h's AttnShape. Target i (a response token) is scored by the logits
+ * of token src[i] (the token before it: the prompt's last for a response's first) and belongs to response
+ * tgt_resp[i]; last[g]: where a reward head reads response g (model_forward_rewards' rule). */
+typedef struct {
+    int n_rows, T, n_resp, n_tgt, n_pos; /* n_pos: the longest prompt + response (positions 0 .. n_pos - 1) */
+    int *tokens, *pos, *pstart, *plen, *sstart; /* [T] */
+    int *rows;                                  /* [n_rows + 1] each row's first token, then T */
+    int *src, *tgt, *tgt_resp;                  /* [n_tgt] in row, response, token order */
+    int *n_scored, *last;                       /* [n_resp] */
+} BatchLayout;
+/* Checks the rows as batch_new does (a prompt and responses of at least 1 token, every id in the vocabulary, every
+ * prompt + response within model_config_check_seq_len) and sets the counts of lay (no arrays); 0, or -1 with the
+ * first problem in err. */
+int batch_layout_count(const ModelConfig *c, const Row *rows, int n_rows, BatchLayout *lay, char *err,
+                       size_t errlen);
+/* Allocates and fills the arrays of a counted layout (the rows as counted); batch_layout_free frees them. */
+void batch_layout_fill(const ModelConfig *c, const Row *rows, int n_rows, BatchLayout *lay);
+void batch_layout_free(BatchLayout *lay);
 
 /* Packs rows for a forward / backward pass; checks token ids and lengths
  * (and the sliding window). NULL on error. Its activations live in the

@@ -1,18 +1,17 @@
 /* mock_cuda.c: a CPU stand-in for libppa_cuda.so and the few CUDA runtime calls the GPU tests make, so that the
  * tests' own logic (their CPU oracles, bounds, poisoning, guard bytes, rerun checks, the table) runs on a machine
  * without a GPU: `make cuda-mock` builds build/cuda-mock/test_cuda_mock, tests/test_cuda_build.sh runs it with
- * --small. "Device" memory is host memory. The kernels are plain C ports of the CUDA families' algorithms (the
- * LM head's chunks and 32-lane online log-sum-exp, RMSNorm's token blocks, the global norm's blocks), their sums in
- * orders unlike the CPU engine's (products summed from the last k down), so that the tests' bounds meet real
- * rounding differences. It checks the tests, not the GPU code: nothing here runs the .cu files. */
+ * --small; with mock_attention.c (the fused attention) beside it, the GPU engine (src/gpu) runs on it too
+ * (tests/test_gpu_engine.c). "Device" memory is host memory. The kernels are plain C ports of the CUDA families'
+ * algorithms (the LM head's chunks and 32-lane online log-sum-exp, RMSNorm's token blocks, the global norm's
+ * blocks), their sums in orders unlike the CPU engine's (products summed from the last k down), so that the tests'
+ * bounds meet real rounding differences. It checks the tests, not the GPU code: nothing here runs the .cu files. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <cuda_runtime_api.h>
 
 #include "cuda/adamw.h"
 #include "cuda/common.h"
@@ -25,11 +24,16 @@
 #include "cuda/rope.h"
 #include "cuda/swiglu.h"
 #include "kernels/gemm.h"
+#include "mock.h"
 
 static char err_msg[512];
 static int ready;
 
-/* ---- the CUDA runtime calls of the harness ---- */
+/* ---- the CUDA runtime calls of the harness (left out with -DPPA_MOCK_NO_CUDA_RUNTIME: the GPU engine's tests,
+ * which need no CUDA header, tests/test_gpu_engine.c) ---- */
+#ifndef PPA_MOCK_NO_CUDA_RUNTIME
+#include <cuda_runtime_api.h>
+
 struct CUevent_st {
     double t;
 };
@@ -51,6 +55,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { (void)s; e->t = now
 cudaError_t cudaEventSynchronize(cudaEvent_t e) { (void)e; return cudaSuccess; }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) { *ms = (float)((b->t - a->t) * 1e3); return cudaSuccess; }
 const char *cudaGetErrorString(cudaError_t e) { (void)e; return "mock"; }
+#endif
 
 /* ---- common.h ---- */
 int pc_init(int device, char *err, size_t errlen) {
@@ -62,9 +67,20 @@ void pc_shutdown(void) { ready = 0; }
 const char *pc_device_name(void) { return "CPU mock of libppa_cuda.so"; }
 int pc_device_cc(void) { return 0; }
 const char *pc_error(void) { return err_msg; }
-void *pc_alloc(size_t b) { return malloc(b ? b : 1); }
+/* a device of mock_capacity bytes (16 GiB unless a test sets it: mock.h): a larger allocation is refused with the
+ * module's message (allocations are not added up: each is checked alone) */
+static size_t capacity = (size_t)16 << 30;
+void mock_set_capacity(size_t bytes) { capacity = bytes; }
+void *pc_alloc(size_t b) {
+    void *p = b <= capacity ? malloc(b ? b : 1) : NULL;
+    if (!p)
+        snprintf(err_msg, sizeof err_msg, "out of GPU memory: %zu bytes (%.2f GiB) asked, %zu (%.2f GiB) free of %zu "
+                 "(%.2f GiB)", b, b / 1073741824.0, capacity, capacity / 1073741824.0, capacity,
+                 capacity / 1073741824.0);
+    return p;
+}
 void pc_free(void *p) { free(p); }
-int pc_mem_info(size_t *f, size_t *t) { *f = *t = 0; return 0; }
+int pc_mem_info(size_t *f, size_t *t) { *f = *t = capacity; return 0; }
 int pc_upload(void *d, const void *s, size_t n) { memmove(d, s, n); return 0; }
 int pc_download(void *d, const void *s, size_t n) { memmove(d, s, n); return 0; }
 int pc_memset(void *p, int b, size_t n) { memset(p, b, n); return 0; }
@@ -477,3 +493,8 @@ int pc_grad_norm(double *norm, const float *g, size_t n) {
     *norm = sqrt(s);
     return 0;
 }
+
+/* ---- mock.h: for the other files of the stand-in ---- */
+int mock_fail(const char *msg) { return fail("%s", msg); }
+float mock_ld(const void *p, PcDtype t, size_t i) { return ld(p, t, i); }
+void mock_st(void *p, PcDtype t, size_t i, float v) { st(p, t, i, v); }
