@@ -74,7 +74,11 @@ CUDA_TEST_LIBS := -L$(BUILD) -lppa_cuda -L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath
 CUDA_ALL  := $(if $(filter build,$(BUILD)),$(if $(NVCC),$(CUDA_LIB),cuda-skip))
 CUDA_SKIP := cuda: nvcc not found (looked on PATH and in /usr/local/cuda/bin; NVCC=/path/to/nvcc chooses one): skipping $(CUDA_LIB)
 
-all: $(BIN) $(TESTS) $(CUDA_ALL)
+# the CPU stand-in of the CUDA module as a shared object (below, with the GPU engine's test)
+MOCK_LIB := $(BUILD)/cuda-mock/libppa_cuda_mock.so
+MOCK_SRC := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c $(sort $(wildcard src/kernels/*.c src/core/*.c src/optim/*.c))
+
+all: $(BIN) $(TESTS) $(MOCK_LIB) $(CUDA_ALL)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -101,6 +105,13 @@ GPU_MOCK := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c
 $(BUILD)/tests/test_gpu_engine: tests/test_gpu_engine.c $(GPU_MOCK) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPPA_MOCK_NO_CUDA_RUNTIME $< $(GPU_MOCK) $(LIB) -o $@ $(LDLIBS)
+
+# the same stand-in as a shared object that ppa loads in place of libppa_cuda.so (PPA_CUDA_LIB=...): the commands'
+# GPU path (--device cuda) runs end to end in make test on any machine (tests/test_gpu_commands.sh). It carries its
+# own position-independent copies of the CPU kernels it computes with.
+$(MOCK_LIB): $(MOCK_SRC) $(wildcard src/*/*.h tests/cuda/mock/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -DPPA_MOCK_NO_CUDA_RUNTIME -fPIC -shared $(MOCK_SRC) -o $@ $(LDLIBS)
 
 # only meaningful with the flags fuzz-build gives (clang, FUZZ_SAN)
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB)

@@ -58,6 +58,7 @@ run bash tests/test_generate.sh "$ppa"
 run bash tests/test_hostile.sh "$ppa"
 run bash tests/test_files.sh "$ppa"
 run bash tests/test_device.sh "$ppa"
+run bash tests/test_gpu_commands.sh "$build" "$ppa"
 run bash tests/test_precision.sh "$ppa"
 # the demo's pipeline runs some 60 ppa processes; under ASan that takes minutes, and every command it runs is
 # checked under ASan by the tests above

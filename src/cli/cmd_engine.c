@@ -70,6 +70,20 @@ static Batch *forward_rows(Model *m, const DataSet *d, int r0, int r1, double *l
     return b;
 }
 
+/* the end of the batch from row r0: rows up to budget tokens (the prompt once), at least one, before hi */
+static int batch_end(const DataSet *d, int r0, int hi, long budget) {
+    long t = 0;
+    int r1 = r0;
+    while (r1 < hi) {
+        const DataRow *x = &d->rows[r1];
+        long n = x->prompt_len;
+        for (int k = 0; k < x->n_resp; k++) n += x->resp_len[k];
+        if (r1 > r0 && t + n > budget) break;
+        t += n, r1++;
+    }
+    return r1;
+}
+
 static int batch_responses(const DataSet *d, int r0, int r1) {
     int n = 0;
     for (int r = r0; r < r1; r++) n += d->rows[r].n_resp;
@@ -114,11 +128,21 @@ int cmd_logprobs(int argc, char **argv) {
     char *buf = NULL;
     size_t len = 0;
     FILE *out = dist_size() > 1 ? open_memstream(&buf, &len) : stdout;
-    for (int r0 = (int)lo; r0 < hi; r0 += ROWS_PER_BATCH) {
-        int r1 = r0 + ROWS_PER_BATCH < hi ? r0 + ROWS_PER_BATCH : (int)hi, n = batch_responses(&L.data, r0, r1);
+    long budget = setup_batch_tokens(&o);
+    for (int r0 = (int)lo, r1; r0 < hi; r0 = r1) {
+        r1 = batch_end(&L.data, r0, (int)hi, budget);
+        int n = batch_responses(&L.data, r0, r1);
         double *lp = xmalloc(sizeof(double) * (size_t)n);
         int *nt = xmalloc(sizeof(int) * (size_t)n), g = 0;
-        batch_free(forward_rows(L.model, &L.data, r0, r1, lp, nt));
+        Row *rows = xmalloc(sizeof(Row) * (size_t)(r1 - r0));
+        for (int r = r0; r < r1; r++) {
+            const DataRow *x = &L.data.rows[r];
+            rows[r - r0] = (Row){x->prompt_len, x->prompt, x->n_resp, x->resp_len, (const int *const *)x->resp};
+        }
+        char err[4096];
+        if (model_forward_rows(L.model, rows, r1 - r0, lp, nt, err, sizeof err)) /* the CPU, or the GPU attached */
+            ppa_die(2, "logprobs: rows %d..%d: %s", r0 + 1, r1, err);
+        free(rows);
         char bad[512];
         if (first_nonfinite_logp(L.model, &L.data, r0, r1, lp, o.data, bad, sizeof bad)) { /* JSON has no NaN: refuse to print one */
             free(lp), free(nt), unload(&L), train_options_free(&o);

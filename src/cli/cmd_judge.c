@@ -317,7 +317,7 @@ static void reward_judge(TrainOptions *o, Judging *g) {
     for (int r = 0; r < p.data.n; r++)
         for (int k = 0; k < p.data.rows[r].n_resp; k++) tokens += p.data.rows[r].prompt_len + p.data.rows[r].resp_len[k];
     double t0 = timer_now();
-    refcache_compute_ranks(&rc, m, p.data.rows, p.data.n, 4096, o->reward_index, NULL, NULL); /* rows divided */
+    refcache_compute_ranks(&rc, m, p.data.rows, p.data.n, setup_batch_tokens(o), o->reward_index, NULL, NULL); /* rows divided */
     double secs = timer_now() - t0;
     if (dist_rank()) { /* rank 0 writes every row */
         refcache_free(&rc), dataset_free(&p), model_free(m);

@@ -182,13 +182,14 @@ typedef struct {
     int reward, index; /* a reward model: s = its output index, no reference */
     const char *who;
     const char *log_path;
+    long batch_tokens; /* per forward batch */
 } EvalSet;
 
 /* one JSON line {"step": S, "eval": {...}} in the log, and a summary on stderr */
 static void eval_hook(Model *policy, long step, FILE *log, void *ctx) {
     EvalSet *e = ctx;
     RefCache pol;
-    refcache_compute_at(&pol, policy, e->p.data.rows, e->p.data.n, 4096, e->index, NULL, NULL);
+    refcache_compute_at(&pol, policy, e->p.data.rows, e->p.data.n, e->batch_tokens, e->index, NULL, NULL);
     EvalSums sums = {0};
     double *zero = xcalloc((size_t)pol.offset[e->p.data.n] + 1, sizeof(double)); /* a reward model's "reference" */
     for (int r = 0; r < e->p.data.n; r++)
@@ -253,6 +254,7 @@ static int train_main(TrainOptions *o) {
         if (!reward) reference_of_policy(&ev.ref, &ev.p, &ea, policy, o->model, o->ref, ecache, o->verbose);
         free(ecache);
         ev.beta = reward ? 1.0 : o->beta, ev.lo = o->loss, ev.reward = reward, ev.index = o->reward_index, ev.who = who;
+        ev.batch_tokens = setup_batch_tokens(o);
         if (lead) plan.eval = eval_hook, plan.eval_ctx = &ev, plan.eval_every = o->eval_every;
     }
     char *fp = fingerprint(o, &p, need_ref ? &ref : NULL);

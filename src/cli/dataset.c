@@ -1,6 +1,8 @@
 /* dataset.c: the data commands' rows prepared (dataset.h). */
 #include "cli/dataset.h"
 
+#include "cli/setup.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -20,7 +22,7 @@ PrepArgs dataset_args(const TrainOptions *o, const Model *m) {
         len = pos;
     }
     return (PrepArgs){o->model, o->data, o->template_name, o->skip_invalid, len, plen, o->special_tokens_in_text,
-                      c->vocab_size, c->n_eos ? c->eos_token_ids[0] : -1, o->bf16};
+                      c->vocab_size, c->n_eos ? c->eos_token_ids[0] : -1, o->bf16, setup_batch_tokens(o), o};
 }
 
 DataOptions dataset_options(Prepared *p, const PrepArgs *a, const char *who) {

@@ -17,6 +17,8 @@ typedef struct {
     int special_in_text; /* --special-tokens-in-text */
     int vocab_size, eos_id;
     int bf16; /* the reference runs in the command's precision */
+    long batch_tokens; /* tokens per forward batch when scoring (setup_batch_tokens) */
+    const TrainOptions *opt; /* the command's options (the reference's device) */
 } PrepArgs;
 
 typedef struct {

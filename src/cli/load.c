@@ -1,11 +1,36 @@
 /* load.c: the commands' models loaded and checked (load.h). */
 #include "cli/load.h"
 
+#include "device/cuda.h"
+#include "gpu/gpu_model.h"
+
 #include <stdio.h>
 
 #include "core/common.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_bf16.h"
+
+/* the GPU engine as a model's ForwardEngine (model.h) */
+static int gpu_logps(void *g, const Row *rows, int n, double *logps, int *n_scored, char *err, size_t errlen) {
+    return gpu_forward_logps(g, rows, n, logps, n_scored, err, errlen);
+}
+static int gpu_rewards(void *g, const Row *rows, int n, double *rewards, char *err, size_t errlen) {
+    return gpu_forward_rewards(g, rows, n, rewards, err, errlen);
+}
+static void gpu_free(void *g) { gpu_model_free(g); }
+
+void load_on_device(const TrainOptions *o, Model *m) {
+    if (o->device != DEVICE_CUDA) return;
+    char err[4096];
+    GpuModel *g = gpu_model_new(device_cuda_api(), m, model_precision(m), err, sizeof err);
+    if (!g) {
+        model_free(m);
+        ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);
+    }
+    ForwardEngine e = {g, gpu_logps, gpu_rewards, gpu_free, ""};
+    snprintf(e.name, sizeof e.name, "%s", device_cuda_name());
+    model_set_forward_engine(m, &e);
+}
 
 /* why M cannot serve (a causal LM's commands refuse a reward model, and the other way round; an index past the
    head), in BUF; 0 when it can */
@@ -70,6 +95,7 @@ static Model *load_checked(const TrainOptions *o, const char *dir, int trainable
         ppa_die(2, "%s", err);
     }
     if (trainable) model_gradient_checkpointing(m, o->gradient_checkpointing), model_low_memory(m, o->low_memory);
+    else load_on_device(o, m);
     return m;
 }
 

@@ -30,4 +30,8 @@ void load_need_head(const Model *m, const char *dir, int reward, const char *who
 /* "fp32 products: <gemm_backend()>" or "bf16 products: <oneDNN line>; ..." */
 const char *load_kernels(const Model *m);
 
+/* A frozen model of a command resolved to the GPU (setup_device) gets the GPU's forward engine: its weights
+ * uploaded once, model_forward_rows runs there; elsewhere nothing. Dies naming why (out of GPU memory: the sizes). */
+void load_on_device(const TrainOptions *o, Model *m);
+
 #endif

@@ -38,7 +38,7 @@ void reference_with(RefCache *c, const Prepared *p, const PrepArgs *a, Model *re
     }
     double t0 = timer_now();
     int lead = dist_rank() == 0;
-    refcache_compute_ranks(c, ref, p->data.rows, p->data.n, 4096, 0, lead ? progress : NULL, &t0);
+    refcache_compute_ranks(c, ref, p->data.rows, p->data.n, a->batch_tokens, 0, lead ? progress : NULL, &t0);
     c->key = want;
     if (lead) fprintf(stderr, "ppa: reference log-probs of %d rows computed in %.1f s\n", p->data.n, timer_now() - t0);
     if (lead && path && refcache_save(c, path, err, sizeof err)) ppa_die(1, "%s", err);
@@ -51,6 +51,7 @@ void reference_load(RefCache *c, const Prepared *p, const PrepArgs *a, const cha
     Model *ref = model_load_as(ref_dir, a->bf16 ? MODEL_BF16 : MODEL_FP32, 1, err, sizeof err);
     if (!ref) ppa_die(2, "reference: %s", err);
     load_need_head(ref, ref_dir, 0, "reference");
+    load_on_device(a->opt, ref);
     reference_with(c, p, a, ref, path, verbose);
     model_free(ref);
 }

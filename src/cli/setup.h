@@ -11,8 +11,10 @@ void setup_options(OptCommand cmd, const char *usage, int argc, char **argv, Tra
 /* Compute threads for matrix products and OpenMP loops; 0 leaves the default (all cores). */
 void setup_threads(int n);
 
-/* The command's --device (options/options.h): says where it computes in its first log line, or dies naming why
- * it cannot run where --device asks. setup_options calls it. */
-void setup_device(const TrainOptions *o);
+/* The command's --device (options/options.h) resolved to DEVICE_CPU or DEVICE_CUDA, said in its first log line,
+ * or a death naming why it cannot run where --device asks. setup_options calls it. */
+void setup_device(TrainOptions *o);
+/* tokens per forward batch when scoring: --batch-tokens, else the device's default */
+long setup_batch_tokens(const TrainOptions *o);
 
 #endif

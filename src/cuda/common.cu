@@ -82,6 +82,15 @@ void *pc_scratch(size_t bytes) {
 
 extern "C" const char *pc_device_name(void) { return G.name; }
 extern "C" int pc_device_cc(void) { return G.cc; }
+
+extern "C" int pc_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: pc_init says why */
+        return 0;
+    }
+    return n;
+}
 extern "C" void *pc_stream(void) { return (void *)G.stream; }
 
 extern "C" int pc_mem_info(size_t *free_bytes, size_t *total_bytes) {

@@ -35,6 +35,8 @@ void pc_shutdown(void);
 /* The device's name ("NVIDIA H200") and its compute capability, after pc_init. */
 const char *pc_device_name(void);
 int pc_device_cc(void); /* 90 for sm_90 */
+/* GPUs the driver shows (before or after pc_init); 0 when there is no driver or none */
+int pc_device_count(void);
 /* The last failure's message ("" if none). */
 const char *pc_error(void);
 

@@ -42,6 +42,22 @@ static const char *resolve(PcApi *a) {
     return NULL;
 }
 
+/* this process's place among the ranks on its node, as the launchers say it (0 alone) */
+static int local_rank(void) {
+    static const char *const VARS[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof VARS / sizeof VARS[0]; i++) {
+        const char *v = getenv(VARS[i]);
+        if (v && *v) return atoi(v) > 0 ? atoi(v) : 0;
+    }
+    return 0;
+}
+
+/* the GPU asked for, or (-1) the local rank's, round robin over those the driver shows */
+static int pick(int index) {
+    int n = G.api.pc_device_count();
+    return index >= 0 ? index : n > 0 ? local_rank() % n : 0;
+}
+
 int device_cuda_open(int index, char *err, size_t errlen) {
     if (!G.tried) {
         G.tried = 1;
@@ -58,7 +74,7 @@ int device_cuda_open(int index, char *err, size_t errlen) {
         else if ((missing = resolve(&G.api)))
             snprintf(G.why, sizeof G.why, "%s is another version of ppa's CUDA module: it has no %s (rebuild it with "
                      "this ppa: make)", path, missing);
-        else if (G.api.pc_init(index, G.why, sizeof G.why) == 0) {
+        else if (G.api.pc_init(index = pick(index), G.why, sizeof G.why) == 0) {
             size_t free_b = 0, total = 0;
             G.api.pc_mem_info(&free_b, &total);
             int cc = G.api.pc_device_cc();

@@ -10,7 +10,8 @@
 
 #include "device/pc_api.h"
 
-/* 0 when GPU `index` is usable (the module loads, it has every function of
+/* 0 when GPU `index` (-1: the local rank's, modulo the GPUs the driver shows: ranks on a node take a GPU each) is
+ * usable (the module loads, it has every function of
  * pc_api.h, the driver answers, the device exists; its name in
  * device_cuda_name()); -1 with why in err: no module built, the module or an
  * NVIDIA library not loadable, a module of another version, no driver, no

@@ -26,6 +26,7 @@
     X(void, pc_shutdown, (void))                                                                                       \
     X(const char *, pc_device_name, (void))                                                                            \
     X(int, pc_device_cc, (void))                                                                                       \
+    X(int, pc_device_count, (void))                                                                                    \
     X(const char *, pc_error, (void))                                                                                  \
     X(void *, pc_alloc, (size_t bytes))                                                                                \
     X(void, pc_free, (void *p))                                                                                        \

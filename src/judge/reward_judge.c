@@ -33,16 +33,10 @@ int reward_judge_scores(void *ctx, const char *prompt, const char *const *respon
         return -1;
     }
     Row b = {row.prompt_len, row.prompt, row.n_resp, row.resp_len, (const int *const *)row.resp};
-    Batch *batch = batch_new(r->m, &b, 1, err, errlen);
-    if (!batch) {
-        data_row_free(&row);
-        return -1;
-    }
     double *rw = xmalloc(sizeof(double) * (size_t)n * (size_t)r->NL);
-    model_forward_rewards(r->m, batch, rw);
-    for (int k = 0; k < n; k++) out[k] = rw[(size_t)k * r->NL + r->index];
+    rc = model_forward_rows_rewards(r->m, &b, 1, rw, err, errlen); /* on the model's engine */
+    for (int k = 0; !rc && k < n; k++) out[k] = rw[(size_t)k * r->NL + r->index];
     free(rw);
-    batch_free(batch);
     data_row_free(&row);
-    return 0;
+    return rc;
 }

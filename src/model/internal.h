@@ -95,6 +95,7 @@ struct Model {
     bf16 *btmp;             /* bf16 scratch of the products */
     size_t btmp_n;
     Lora *lora;             /* the adapter, or NULL; with one, the base is frozen */
+    ForwardEngine *engine;  /* another engine for model_forward_rows (a GPU's), or NULL */
     char *dir;              /* the folder it was loaded from, or NULL (an adapter's base_model_name_or_path) */
 };
 

@@ -672,3 +672,23 @@ void model_backward_rewards(Model *m, Batch *b, const double *drewards) {
     trunk_backward(m, b, dxf);
     embed_backward(m, b);
 }
+
+/* ---- scoring: the attached engine, or these passes ---- */
+
+int model_forward_rows(Model *m, const Row *rows, int n_rows, double *logps, int *n_scored, char *err, size_t errlen) {
+    if (m->engine) return m->engine->logps(m->engine->ctx, rows, n_rows, logps, n_scored, err, errlen);
+    Batch *b = batch_new(m, rows, n_rows, err, errlen);
+    if (!b) return -1;
+    model_forward(m, b, logps, n_scored);
+    batch_free(b);
+    return 0;
+}
+
+int model_forward_rows_rewards(Model *m, const Row *rows, int n_rows, double *rewards, char *err, size_t errlen) {
+    if (m->engine) return m->engine->rewards(m->engine->ctx, rows, n_rows, rewards, err, errlen);
+    Batch *b = batch_new(m, rows, n_rows, err, errlen);
+    if (!b) return -1;
+    model_forward_rewards(m, b, rewards);
+    batch_free(b);
+    return 0;
+}

@@ -327,6 +327,8 @@ uint64_t model_hash(const Model *m, uint64_t h) {
 
 void model_free(Model *m) {
     if (!m) return;
+    if (m->engine && m->engine->free) m->engine->free(m->engine->ctx);
+    free(m->engine);
     free(m->specs);
     free(m->offset);
     free(m->layer_ix);
@@ -428,3 +430,11 @@ LayerW model_layer(const Model *m, int l) { return layer_view(m, m->params, l); 
 const Device *model_device(const Model *m) { return m->dev; }
 float *model_tensor(const Model *m, const char *name) { return tensor_at(m, m->params, name); }
 float *model_lm_head(const Model *m) { return lm_head(m, m->params); }
+
+void model_set_forward_engine(Model *m, const ForwardEngine *e) {
+    if (m->engine && m->engine->free) m->engine->free(m->engine->ctx);
+    free(m->engine), m->engine = NULL;
+    if (e) m->engine = xmalloc(sizeof *e), *m->engine = *e;
+}
+
+const ForwardEngine *model_forward_engine(const Model *m) { return m->engine; }

@@ -158,6 +158,25 @@ void model_forward(Model *m, Batch *b, double *logps, int *n_scored);
  * gradients. Needs the forward of the same batch just before. */
 void model_backward(Model *m, Batch *b, const double *dlogps);
 
+/* Another engine that computes this model's forward (the GPU's, src/gpu), attached by the command that chose it
+ * (cli/load.c): model_forward_rows and model_forward_rows_rewards then run there. free (may be NULL) releases ctx
+ * with the model; name says where, for the log. The CPU passes (model_forward, model_backward) are unchanged. */
+typedef struct {
+    void *ctx;
+    int (*logps)(void *ctx, const Row *rows, int n_rows, double *logps, int *n_scored, char *err, size_t errlen);
+    int (*rewards)(void *ctx, const Row *rows, int n_rows, double *rewards, char *err, size_t errlen);
+    void (*free)(void *ctx);
+    char name[160];
+} ForwardEngine;
+void model_set_forward_engine(Model *m, const ForwardEngine *e);
+/* the attached engine, or NULL (the CPU) */
+const ForwardEngine *model_forward_engine(const Model *m);
+/* The forward of rows without a backward (scoring): logps [n_responses] and n_scored (may be NULL) of a causal LM,
+ * or rewards [n_responses, num_labels] of a reward model, on the attached engine, else on the CPU (batch_new, then
+ * model_forward or model_forward_rewards). 0, or -1 with why in err (what batch_new refuses; the engine's errors). */
+int model_forward_rows(Model *m, const Row *rows, int n_rows, double *logps, int *n_scored, char *err, size_t errlen);
+int model_forward_rows_rewards(Model *m, const Row *rows, int n_rows, double *rewards, char *err, size_t errlen);
+
 /* Reward models (config head != HEAD_LM; the two calls above are for causal
  * LMs only). rewards: [n_responses, num_labels], the head applied in double
  * to the final-norm hidden state of each response's last token (of prompt +

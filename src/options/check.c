@@ -342,6 +342,8 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
             o->max_length - 1, o->max_prompt_length);
     if (o->save_every < 0) BAD(TOPT_SAVE_EVERY, "must be >= 0 (0: only the final model), found %ld", o->save_every);
     if (o->eval_every < 0) BAD(TOPT_EVAL_EVERY, "must be >= 0 (0: at the end), found %ld", o->eval_every);
+    if (o->batch_tokens < 0 || o->batch_tokens > (1L << 30))
+        BAD(TOPT_BATCH_TOKENS, "must be in 0..2^30 (0: the device's default), found %ld", o->batch_tokens);
     if (o->max_line_bytes < 1024 || o->max_line_bytes > (1L << 40))
         BAD(TOPT_MAX_LINE_BYTES, "must be in 1024..2^40, found %ld", o->max_line_bytes);
     if (o->threads < 0 || o->threads > 4096) BAD(TOPT_THREADS, "must be in 0..4096 (0: all cores), found %d", o->threads);

@@ -72,6 +72,7 @@ typedef enum {
     TOPT_SAVE_DTYPE,
     TOPT_PRECISION,
     TOPT_DEVICE,
+    TOPT_BATCH_TOKENS,
     TOPT_GRADIENT_CHECKPOINTING,
     TOPT_LOW_MEMORY,
     TOPT_LORA_R,
@@ -195,6 +196,7 @@ typedef struct {
     long save_every;        /* checkpoint every N optimizer steps; 0 = only the final model */
     SaveDtype save_dtype;   /* f32 */
     int bf16;               /* --precision bf16: bf16 products, float32 master weights (kernels/matmul.h) */
+    long batch_tokens;      /* tokens per forward batch when scoring; 0: 4096 on the CPU, 32768 on a GPU */
     int device;             /* --device: DEVICE_AUTO (the GPU where the command runs there, else the CPU), _CPU, _CUDA */
     int gradient_checkpointing; /* keep each layer's input only, recompute in the backward */
     int low_memory;             /* hand dead buffers back to the system within each step */

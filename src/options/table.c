@@ -23,6 +23,7 @@
 #define LOSS_CMDS (CMD_TRAIN | CMD_GRAD | CMD_REWARD)
 #define RANKS (TRAINING | CMD_SCORE | CMD_EVAL | CMD_LOGPROBS | CMD_GENERATE | CMD_JUDGE) /* divide their work among
                                                                                       MPI ranks (cli/main.c) */
+#define SCORING (CMD_LOGPROBS | CMD_SCORE | CMD_EVAL | CMD_JUDGE | LISTS) /* a forward without a backward */
 #define LORA_CMDS (CMD_TRAIN | CMD_SFT | CMD_GRAD) /* a new adapter: the commands that differentiate a causal LM */
 
 const char *const GAIN_NAMES[2] = {"pow2", "linear"};
@@ -90,6 +91,8 @@ const OptSpec OPT[TOPT_COUNT] = {
       "f32 | bf16: the dtype of the written model"),
     F(TOPT_DEVICE, "device", "device", T_DEVICE, device, ANY_MODEL, 0, S_RUN, "D",
       "auto | cpu | cuda: where the command computes (auto: the GPU where the command runs there, else the CPU)"),
+    F(TOPT_BATCH_TOKENS, "batch_tokens", "batch-tokens", T_LONG, batch_tokens, SCORING, 0, S_RUN, "N",
+      "tokens (prompts once) per forward batch when scoring; 0: 4096 on the CPU, 32768 on a GPU"),
     F(TOPT_PRECISION, "precision", "precision", T_PRECISION, bf16, ANY_MODEL, 0, S_RUN, "P",
       "fp32 | bf16: matrix products in bf16, sums and the rest in float32"),
     F(TOPT_GRADIENT_CHECKPOINTING, "gradient_checkpointing", "gradient-checkpointing", T_BOOL, gradient_checkpointing,

@@ -60,21 +60,20 @@ static void run_batch(RefCache *c, Model *ref, const DataRow *rows, int r0, int 
     for (int r = r0; r < r1; r++)
         b[r - r0] = (Row){rows[r].prompt_len, rows[r].prompt, rows[r].n_resp, rows[r].resp_len,
                           (const int *const *)rows[r].resp};
-    char err[512];
-    Batch *batch = batch_new(ref, b, r1 - r0, err, sizeof err);
-    if (!batch) ppa_die(2, "reference: %s", err); /* the rows were checked when the data set was built */
+    char err[4096];
+    int rc; /* on the model's engine: the CPU passes, or a GPU attached by the command */
     if (model_config(ref)->head == HEAD_LM) {
-        model_forward(ref, batch, c->logp + c->offset[r0], c->n_scored + c->offset[r0]);
+        rc = model_forward_rows(ref, b, r1 - r0, c->logp + c->offset[r0], c->n_scored + c->offset[r0], err, sizeof err);
     } else {
-        int nr = batch_n_responses(batch), NL = model_config(ref)->num_labels;
+        int nr = c->offset[r1] - c->offset[r0], NL = model_config(ref)->num_labels;
         double *rw = xmalloc(sizeof(double) * (size_t)nr * (size_t)NL);
-        model_forward_rewards(ref, batch, rw);
-        for (int g = 0, at = c->offset[r0]; g < nr; g++) c->logp[at + g] = rw[(size_t)g * NL + index];
+        rc = model_forward_rows_rewards(ref, b, r1 - r0, rw, err, sizeof err);
+        for (int g = 0, at = c->offset[r0]; !rc && g < nr; g++) c->logp[at + g] = rw[(size_t)g * NL + index];
         for (int r = r0, at = c->offset[r0]; r < r1; r++)
             for (int k = 0; k < rows[r].n_resp; k++) c->n_scored[at++] = rows[r].resp_len[k];
         free(rw);
     }
-    batch_free(batch);
+    if (rc) ppa_die(2, "reference: %s", err); /* the rows were checked when the data set was built */
     free(b);
 }
 

@@ -66,6 +66,7 @@ int pc_init(int device, char *err, size_t errlen) {
 void pc_shutdown(void) { ready = 0; }
 const char *pc_device_name(void) { return "CPU mock of libppa_cuda.so"; }
 int pc_device_cc(void) { return 0; }
+int pc_device_count(void) { return 1; }
 const char *pc_error(void) { return err_msg; }
 /* a device of mock_capacity bytes (16 GiB unless a test sets it: mock.h): a larger allocation is refused with the
  * module's message (allocations are not added up: each is checked alone) */
@@ -140,15 +141,20 @@ int pc_gemm(int ta, int tb, int M, int N, int K, float alpha, const void *A, int
     if (M < 0 || N < 0 || K < 1 || lda < (ta ? M : K) || ldb < (tb ? K : N) || ldd < N) return fail("bad arguments");
     const void *C = beta != 0.0f && Cin ? Cin : D;
     float *out = malloc(sizeof(float) * (size_t)M * N + 1);
-    if ((double)M * N * K > 4194304.0) { /* large: the CPU's float32 gemm on the widened operands (fast) */
+    /* large: the CPU's float32 products on the widened operands (fast). The choice and, for x W^T, the products
+     * themselves (gemm_rows) do not depend on M, so that a row's result does not depend on its batch, as the real
+     * module's fixed algorithm per shape gives */
+    int big = (double)N * K > 65536.0;
+    if (big) {
         size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb;
-        float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
+        float *a = malloc(sizeof(float) * na + 1), *b = malloc(sizeof(float) * nb + 1);
         for (size_t i = 0; i < na; i++) a[i] = ld(A, ab, i);
         for (size_t i = 0; i < nb; i++) b[i] = ld(B, ab, i);
-        gemm(ta, tb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, out, N);
+        if (!ta && tb) gemm_rows(M, N, K, a, lda, b, ldb, 0.0f, out, N);
+        else gemm(ta, tb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, out, N);
         free(a), free(b);
     }
-    for (int m = 0; m < M && (double)M * N * K <= 4194304.0; m++)
+    for (int m = 0; m < M && !big; m++)
         for (int n = 0; n < N; n++) {
             float acc = 0.0f;
             for (int k = K - 1; k >= 0; k--) {
