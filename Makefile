@@ -173,10 +173,11 @@ GPU_CARRY_FALLBACK := libgomp.so.1 libmvec.so.1
 # (AVX2, FMA), which both run, in build-gpu/, not with this machine's -march=native.
 GPU_OPT := -O3 -march=x86-64-v3 -fno-math-errno -ffp-contract=fast
 gpu-carry:
-	$(MAKE) --no-print-directory BUILD=build-gpu OPT="$(GPU_OPT)" cuda-tests
+	$(MAKE) --no-print-directory BUILD=build-gpu OPT="$(GPU_OPT)" cuda-tests build-gpu/ppa
 	rm -rf gpu-carry && mkdir -p gpu-carry/bin gpu-carry/lib/fallback
 	cp $(patsubst $(BUILD)/%,build-gpu/%,$(CUDA_TESTS)) gpu-carry/bin/
 	cp build-gpu/libppa_cuda.so gpu-carry/lib/
+	cp build-gpu/ppa build-gpu/libppa_cuda.so gpu-carry/ # ppa finds its module beside it (bench/gpu_score.sh)
 	for l in $(GPU_CARRY_LIBS); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/ || exit 1; done
 	for l in $(GPU_CARRY_FALLBACK); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/fallback/ || exit 1; done
 	@du -sh gpu-carry

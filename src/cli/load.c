@@ -18,6 +18,7 @@ static int gpu_rewards(void *g, const Row *rows, int n, double *rewards, char *e
     return gpu_forward_rewards(g, rows, n, rewards, err, errlen);
 }
 static void gpu_free(void *g) { gpu_model_free(g); }
+static size_t gpu_bytes(void *g) { return gpu_model_weight_bytes(g) + gpu_model_activation_bytes(g); }
 
 void load_on_device(const TrainOptions *o, Model *m) {
     if (o->device != DEVICE_CUDA) return;
@@ -27,7 +28,7 @@ void load_on_device(const TrainOptions *o, Model *m) {
         model_free(m);
         ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);
     }
-    ForwardEngine e = {g, gpu_logps, gpu_rewards, gpu_free, ""};
+    ForwardEngine e = {g, gpu_logps, gpu_rewards, gpu_free, gpu_bytes, ""};
     snprintf(e.name, sizeof e.name, "%s", device_cuda_name());
     model_set_forward_engine(m, &e);
 }

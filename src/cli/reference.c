@@ -40,7 +40,18 @@ void reference_with(RefCache *c, const Prepared *p, const PrepArgs *a, Model *re
     int lead = dist_rank() == 0;
     refcache_compute_ranks(c, ref, p->data.rows, p->data.n, a->batch_tokens, 0, lead ? progress : NULL, &t0);
     c->key = want;
-    if (lead) fprintf(stderr, "ppa: reference log-probs of %d rows computed in %.1f s\n", p->data.n, timer_now() - t0);
+    double sec = timer_now() - t0;
+    long tokens = 0; /* what the forward computed: each prompt once, every response */
+    for (int r = 0; r < p->data.n; r++) {
+        tokens += p->data.rows[r].prompt_len;
+        for (int k = 0; k < p->data.rows[r].n_resp; k++) tokens += p->data.rows[r].resp_len[k];
+    }
+    const ForwardEngine *e = model_forward_engine(ref);
+    char where[96] = "";
+    if (e && e->bytes) snprintf(where, sizeof where, ", on the GPU: %.2f GiB held", (double)e->bytes(e->ctx) / 1073741824.0);
+    if (lead)
+        fprintf(stderr, "ppa: reference log-probs of %d rows computed in %.3f s (%.0f tokens/s%s)\n", p->data.n, sec,
+                sec > 0 ? (double)tokens / sec : 0.0, where);
     if (lead && path && refcache_save(c, path, err, sizeof err)) ppa_die(1, "%s", err);
     dist_barrier(); /* the cache is on disk before any rank goes on */
 }

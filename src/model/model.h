@@ -166,6 +166,7 @@ typedef struct {
     int (*logps)(void *ctx, const Row *rows, int n_rows, double *logps, int *n_scored, char *err, size_t errlen);
     int (*rewards)(void *ctx, const Row *rows, int n_rows, double *rewards, char *err, size_t errlen);
     void (*free)(void *ctx);
+    size_t (*bytes)(void *ctx); /* the device memory it holds now (may be NULL) */
     char name[160];
 } ForwardEngine;
 void model_set_forward_engine(Model *m, const ForwardEngine *e);
