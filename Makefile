@@ -159,7 +159,18 @@ $(BUILD)/cuda-mock/test_gpu_forward_mock: tests/cuda/test_gpu_forward.c tests/cu
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< tests/cuda/harness.c $(GPU_MOCK) $(LIB) -o $@ $(LDLIBS)
 
-cuda-mock: $(BUILD)/cuda-mock/test_cuda_mock $(BUILD)/cuda-mock/test_gpu_forward_mock
+# and GPU training's (tests/cuda/test_gpu_train.c)
+$(BUILD)/cuda-mock/test_gpu_train_mock: tests/cuda/test_gpu_train.c tests/cuda/harness.c $(GPU_MOCK) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< tests/cuda/harness.c $(GPU_MOCK) $(LIB) -o $@ $(LDLIBS)
+
+# and decoding's (tests/cuda/test_gpu_decode.c)
+$(BUILD)/cuda-mock/test_gpu_decode_mock: tests/cuda/test_gpu_decode.c tests/cuda/harness.c $(GPU_MOCK) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< tests/cuda/harness.c $(GPU_MOCK) $(LIB) -o $@ $(LDLIBS)
+
+cuda-mock: $(BUILD)/cuda-mock/test_cuda_mock $(BUILD)/cuda-mock/test_gpu_forward_mock $(BUILD)/cuda-mock/test_gpu_train_mock \
+           $(BUILD)/cuda-mock/test_gpu_decode_mock
 
 test-cuda: cuda-tests
 	bash scripts/test-cuda.sh $(BUILD)
@@ -178,6 +189,7 @@ gpu-carry:
 	cp $(patsubst $(BUILD)/%,build-gpu/%,$(CUDA_TESTS)) gpu-carry/bin/
 	cp build-gpu/libppa_cuda.so gpu-carry/lib/
 	cp build-gpu/ppa build-gpu/libppa_cuda.so gpu-carry/ # ppa finds its module beside it (bench/gpu_score.sh)
+	if [ -d ../shared/bench ]; then cp -r ../shared/bench gpu-carry/anchors; fi # bench/gpu_train.sh's ANCHORS (not ours: never committed)
 	for l in $(GPU_CARRY_LIBS); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/ || exit 1; done
 	for l in $(GPU_CARRY_FALLBACK); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/fallback/ || exit 1; done
 	@du -sh gpu-carry

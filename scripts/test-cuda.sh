@@ -87,10 +87,19 @@ if [ "$nogpu" = 0 ]; then
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
   if [ -n "$cs" ]; then
     for t in "${tests[@]}"; do
-      run 240 "memcheck $(basename "$t")" "$cs" --tool memcheck --error-exitcode 3 "$t" --small
+      small=--small; [ "$(basename "$t")" = test_gpu_train ] && small=--tiny # every launch is slow under memcheck
+      run 240 "memcheck $(basename "$t")" "$cs" --tool memcheck --error-exitcode 3 "$t" $small
     done
   else
     echo "memcheck: SKIP (no compute-sanitizer on PATH or in /usr/local/cuda/bin)"
+  fi
+
+  # the commands' GPU path with the real module: logprobs, score, eval, judge, train, reward and sft against the
+  # CPU, reruns, resume across devices (tests/test_gpu_commands.sh, the checks make test runs on the stand-in)
+  if [ -x "$dir/ppa" ]; then
+    PPA_GPU_REAL=1 run 240 "gpu commands" bash tests/test_gpu_commands.sh "$dir" "$dir/ppa"
+  else
+    echo "gpu commands: SKIP (no $dir/ppa: make gpu-carry carries one)"
   fi
 
   # 3. the kernel benchmark, 4. PyTorch beside it

@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "cuda/adamw.h"
+#include "cuda/lora.h"
 #include "cuda/attention.h"
 #include "cuda/common.h"
 #include "cuda/convert.h"
+#include "cuda/decode.h"
 #include "cuda/embedding.h"
 #include "cuda/global_norm.h"
 #include "cuda/lmhead.h"

@@ -38,28 +38,26 @@ if [ -n "$nvcc" ]; then
   fi
   if out=$(make -s cuda-mock 2>&1); then
     ok
-    out=$(build/cuda-mock/test_cuda_mock --small --no-limits 2>&1)
-    status=$?
-    line=$(grep -E '^test_cuda: [0-9]+ passed, [0-9]+ failed$' <<<"$out" | tail -n 1)
-    if [ "$status" -eq 0 ] && [ -n "$line" ]; then
-      ok
-      echo "test_cuda_build: the GPU tests against the CPU stand-in: ${line#test_cuda: }"
-    else
-      bad "the GPU tests against the CPU stand-in (build/cuda-mock/test_cuda_mock --small): exit $status"
-      grep -E '^FAIL|FATAL' <<<"$out" | head -n 20
-    fi
-    # the GPU engine's test on the same stand-in (its CPU-oracle comparisons and checks; make test runs the engine
-    # itself on the stand-in in tests/test_gpu_engine.c)
-    out=$(build/cuda-mock/test_gpu_forward_mock --small 2>&1)
-    status=$?
-    line=$(grep -E '^test_gpu_forward: [0-9]+ passed, [0-9]+ failed$' <<<"$out" | tail -n 1)
-    if [ "$status" -eq 0 ] && [ -n "$line" ]; then
-      ok
-      echo "test_cuda_build: the GPU engine's test against the CPU stand-in: ${line#test_gpu_forward: }"
-    else
-      bad "build/cuda-mock/test_gpu_forward_mock --small: exit $status"
-      grep -E '^FAIL|FATAL' <<<"$out" | head -n 20
-    fi
+    # the GPU tests' own logic on the stand-in: each binary's closing line, all of its checks passing
+    stand_in() { # NAME WHAT ARGS...: build/cuda-mock/NAME_mock ARGS
+      local name=$1 what=$2 status line
+      shift 2
+      out=$(build/cuda-mock/${name}_mock "$@" 2>&1)
+      status=$?
+      line=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed\$" <<<"$out" | tail -n 1)
+      if [ "$status" -eq 0 ] && [ -n "$line" ]; then
+        ok
+        echo "test_cuda_build: $what against the CPU stand-in: ${line#$name: }"
+      else
+        bad "$what against the CPU stand-in (build/cuda-mock/${name}_mock $*): exit $status"
+        grep -E '^FAIL|FATAL' <<<"$out" | head -n 20
+      fi
+    }
+    stand_in test_cuda "the GPU tests" --small --no-limits
+    # the GPU engine's test (its CPU-oracle comparisons; make test runs the engine itself in tests/test_gpu_engine.c)
+    stand_in test_gpu_forward "the GPU engine's test" --small
+    stand_in test_gpu_train "GPU training's test" --small   # gradients, steps and resume against the CPU engine
+    stand_in test_gpu_decode "GPU decoding's test" --small  # against the CPU's decoder and the forward
     # the benchmark's code on toy shapes, and the PyTorch comparison on its dump (on the CPU) where torch is
     dump=$(mktemp -d)
     if out=$(build/cuda-mock/test_cuda_mock --bench "$dump" --bench-tiny --no-limits --reps 1 2>&1) && [ -s "$dump/meta.json" ]; then

@@ -12,19 +12,27 @@
 # CPU run and the reverse (same precision: same key), a cache of another
 # precision refused, the first log line saying where, a model the GPU engine
 # cannot run refused naming why.
+# The same checks run on a GPU with the real module (scripts/test-cuda.sh): PPA_GPU_REAL=1, PPA_BINARY a ppa that
+# finds its module (make gpu-carry's, the module beside it); the tolerances are the ones the engine's GPU tests
+# state for the real kernels.
 # Usage: tests/test_gpu_commands.sh BUILD_DIR PPA_BINARY. Prints "test_gpu_commands: N passed, N failed".
 build=$(realpath "${1:-build}")
 ppa=$(realpath "${2:-./ppa}")
 NAME=test_gpu_commands
 . "$(dirname "$0")/lib.sh"
 mock=$build/cuda-mock/libppa_cuda_mock.so
-if [ ! -f "$mock" ]; then
+if [ "${PPA_GPU_REAL:-0}" = 1 ]; then
+  lib=(env) devname='.*'
+else
+  lib=(env "PPA_CUDA_LIB=$mock") devname='CPU mock of libppa_cuda.so .*'
+fi
+if [ "${PPA_GPU_REAL:-0}" != 1 ] && [ ! -f "$mock" ]; then
   bad "$mock is missing (make builds it)"
   report
   exit 1
 fi
 cd "$tmp" || exit 1
-gpu() { PPA_CUDA_LIB=$mock "$ppa" "$@" --device cuda; }
+gpu() { "${lib[@]}" "$ppa" "$@" --device cuda; }
 cpu() { PPA_BF16=builtin "$ppa" "$@" --device cpu; }
 tiny_model_files "$tmp"
 # head size 64: the fused attention's (8 and 128 are the others the CPU runs)
@@ -68,7 +76,7 @@ for p in fp32 bf16; do
   gpu logprobs --model m --data D.jsonl --template none --precision $p > g_$p.out 2> err.txt
   expect "logprobs $p on the GPU path: exit 0" test $? -eq 0
   expect "logprobs $p: the first log line says cuda and the precision" \
-    sh -c "head -1 err.txt | grep -q '^ppa logprobs: device: cuda: CPU mock of libppa_cuda.so .*, $( [ $p = bf16 ] && echo bf16 || echo float32) products'"
+    sh -c "head -1 err.txt | grep -q '^ppa logprobs: device: cuda: $devname, $( [ $p = bf16 ] && echo bf16 || echo float32) products'"
   cpu logprobs --model m --data D.jsonl --template none --precision $p > c_$p.out 2> /dev/null
   expect "logprobs $p: the GPU path equals the CPU within $bound" close g_$p.out c_$p.out $bound
 done
@@ -103,12 +111,143 @@ gpu judge --reward-model rm --data J.jsonl --template none --precision fp32 > gj
 cpu judge --reward-model rm --data J.jsonl --template none --precision fp32 > cj.out 2> /dev/null
 expect "judge --reward-model on the GPU path equals the CPU's" close gj.out cj.out 1e-5
 
+# ---- training on the GPU path: train, reward and sft with --device cuda (src/gpu's gpu_train.h)
+# track A B BOUND KEY...: the fields KEY of every line of the JSON Lines logs A and B within BOUND of max(1, |b|)
+track() {
+  python3 - "$@" <<'PY'
+import json, sys
+a, b, bound, keys = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4:]
+la = [json.loads(l) for l in open(a) if l.startswith('{')]
+lb = [json.loads(l) for l in open(b) if l.startswith('{')]
+worst = max((abs(x[k] - y[k]) / max(1.0, abs(y[k])) for x, y in zip(la, lb) for k in keys), default=float('inf'))
+print(f"{a} vs {b}: {len(la)} lines, {' '.join(keys)}: worst relative difference {worst:.3g} (bound {bound:g})")
+sys.exit(0 if len(la) == len(lb) and len(la) > 0 and worst <= bound else 1)
+PY
+}
+TR=(--model m --data D.jsonl --template none --list-size 3 --batch-size 2 --lr 0.001 --max-steps 4 --save-every 2)
+for p in fp32 bf16; do
+  # bounds: the GPU engine's gradients are within 1e-5 (fp32) and a few 2^-8 (bf16) of the CPU's
+  # (tests/cuda/test_gpu_train.c: the median tensor 2e-5 of its norm, each 1e-4; bf16 2^-4): step 1's gradient
+  # norm (no update yet) within 3e-5 and 2^-7, and the losses of
+  # four AdamW steps within 1e-4 and 0.05. Later gradient norms are not compared: on this small hot model they
+  # move by tens of percent with the last bits of the first update (the CPU's own bf16 and float32 runs differ
+  # by 87% at step 4)
+  bound=1e-4 gbound=3e-5; [ $p = bf16 ] && bound=0.05 gbound=0.0078125
+  gpu train "${TR[@]}" --precision $p --out gt_$p > /dev/null 2> err.txt
+  expect "train $p on the GPU path: exit 0, the first line says cuda" \
+    sh -c "test $? -eq 0 && head -1 err.txt | grep -q '^ppa train: device: cuda'"
+  cpu train "${TR[@]}" --precision $p --out ct_$p > /dev/null 2>&1
+  expect "train $p: every step's loss tracks the CPU's" track gt_$p/train_log.jsonl ct_$p/train_log.jsonl $bound loss
+  head -1 gt_$p/train_log.jsonl > g1.jsonl && head -1 ct_$p/train_log.jsonl > c1.jsonl
+  expect "train $p: step 1's gradient norm is the CPU's" track g1.jsonl c1.jsonl $gbound grad_norm
+  expect "train $p: step 1 on the GPU path: policy = reference, every score exactly 0" \
+    grep -q '^{"step": 1, .*"reward": 0, "margin": 0' gt_$p/train_log.jsonl
+  expect "train $p: the log gives the GPU's peak memory" grep -q '"gpu_peak_gib": [0-9]' gt_$p/train_log.jsonl
+done
+gpu train "${TR[@]}" --out gt_again > /dev/null 2>&1
+expect "train on the GPU path: a rerun gives the same weights" cmp -s gt_bf16/model.safetensors gt_again/model.safetensors
+gpu train "${TR[@]}" --gradient-checkpointing --out gt_gc > /dev/null 2>&1
+expect "train on the GPU path: --gradient-checkpointing gives the same weights" \
+  cmp -s gt_bf16/model.safetensors gt_gc/model.safetensors
+mkdir gr && cp -r gt_bf16/checkpoint-2 gr/
+gpu train "${TR[@]}" --out gr --resume gr/checkpoint-2 > /dev/null 2> err.txt
+expect "a GPU run resumed from its checkpoint = the uninterrupted GPU run, bit for bit" \
+  sh -c "grep -q 'resuming at step 2' err.txt && cmp -s gt_bf16/model.safetensors gr/model.safetensors"
+mkdir gc && cp -r gt_bf16/checkpoint-2 gc/
+cpu train "${TR[@]}" --precision bf16 --out gc --resume gc/checkpoint-2 > /dev/null 2> err.txt
+expect "a checkpoint written on the GPU path resumes on the CPU" sh -c "test $? -eq 0 && test -s gc/model.safetensors"
+tail -2 gt_bf16/train_log.jsonl > gt_tail.jsonl
+expect "... its steps 3 and 4 within 0.05 of the GPU run's" track gc/train_log.jsonl gt_tail.jsonl 0.05 loss
+mkdir cg && cp -r ct_bf16/checkpoint-2 cg/
+gpu train "${TR[@]}" --out cg --resume cg/checkpoint-2 > /dev/null 2> err.txt
+tail -2 ct_bf16/train_log.jsonl > ct_tail.jsonl
+expect "a checkpoint written on the CPU resumes on the GPU path, tracking the CPU run" \
+  track cg/train_log.jsonl ct_tail.jsonl 0.05 loss
+R=(--model rm --data D.jsonl --template none --list-size 3 --batch-size 2 --lr 0.001 --max-steps 3 --precision fp32)
+gpu reward "${R[@]}" --out rg > /dev/null 2> err.txt
+expect "reward on the GPU path: exit 0" sh -c "test $? -eq 0 && grep -q 'device: cuda' err.txt"
+cpu reward "${R[@]}" --out rc > /dev/null 2>&1
+expect "reward on the GPU path tracks the CPU's" track rg/train_log.jsonl rc/train_log.jsonl 1e-4 loss
+S=(--model m --data D.jsonl --template none --max-steps 3 --lr 0.001 --precision fp32)
+gpu sft "${S[@]}" --out sg > sg.log 2> err.txt
+expect "sft on the GPU path: exit 0" sh -c "test $? -eq 0 && grep -q 'device: cuda' err.txt"
+cpu sft "${S[@]}" --out sc > sc.log 2> /dev/null
+expect "sft on the GPU path tracks the CPU's" track sg.log sc.log 1e-4 loss
+# LoRA: the base frozen on the GPU, the adapter trained there (dropout masks the CPU's), PEFT folders both ways
+LR=(--lora-r 4 --lora-dropout 0.1)
+for p in fp32 bf16; do
+  bound=1e-4; [ $p = bf16 ] && bound=0.05
+  gpu train "${TR[@]}" "${LR[@]}" --precision $p --out gl_$p > /dev/null 2> err.txt
+  expect "LoRA train $p on the GPU path: exit 0, an adapter folder" \
+    sh -c "test $? -eq 0 && test -s gl_$p/adapter_model.safetensors && grep -q 'LoRA r 4' err.txt"
+  cpu train "${TR[@]}" "${LR[@]}" --precision $p --out cl_$p > /dev/null 2>&1
+  expect "LoRA train $p: every step's loss tracks the CPU's" track gl_$p/train_log.jsonl cl_$p/train_log.jsonl $bound loss
+  expect "LoRA train $p: step 1: the reference is the base with the adapter off, every score exactly 0" \
+    grep -q '^{"step": 1, .*"reward": 0, "margin": 0' gl_$p/train_log.jsonl
+done
+gpu logprobs --model m --adapter cl_bf16 --data D.jsonl --template none > gla.out 2> err.txt
+expect "logprobs --adapter on the GPU path: a CPU-written adapter" sh -c "test $? -eq 0 && grep -q 'device: cuda' err.txt"
+cpu logprobs --model m --adapter cl_bf16 --data D.jsonl --template none --precision bf16 > cla.out 2> /dev/null
+expect "... equals the CPU's within 2^-6" close gla.out cla.out 0.015625
+"$ppa" merge --model m --adapter gl_fp32 --out merged > /dev/null 2>&1
+gpu logprobs --model merged --data D.jsonl --template none --precision fp32 > mg.out 2> /dev/null
+gpu logprobs --model m --adapter gl_fp32 --data D.jsonl --template none --precision fp32 > ma.out 2> /dev/null
+expect "a GPU-trained adapter merged (ppa merge) scores on the GPU path as the adapter does, within 1e-5" \
+  close mg.out ma.out 1e-5
+mkdir glr && cp -r gl_bf16/checkpoint-2 glr/
+cpu train "${TR[@]}" "${LR[@]}" --precision bf16 --out glr --resume glr/checkpoint-2 > /dev/null 2> err.txt
+expect "a LoRA checkpoint written on the GPU path resumes on the CPU" sh -c "test $? -eq 0 && test -s glr/adapter_model.safetensors"
+mkdir glg && cp -r gl_bf16/checkpoint-2 glg/
+gpu train "${TR[@]}" "${LR[@]}" --out glg --resume glg/checkpoint-2 > /dev/null 2> err.txt
+expect "a LoRA GPU run resumed from its checkpoint = the uninterrupted one, bit for bit" \
+  cmp -s glg/adapter_model.safetensors gl_bf16/adapter_model.safetensors
+"${lib[@]}" "$ppa" train "${TR[@]}" --out ga > /dev/null 2> err.txt
+expect "train with auto and a usable GPU runs there" \
+  sh -c "head -1 err.txt | grep -q 'device: cuda' && cmp -s ga/model.safetensors gt_bf16/model.safetensors"
+
+# several processes training on the GPU path: the gradients added up through the host (MPI), as on the CPU
+if command -v mpirun > /dev/null && [ "${PPA_GPU_REAL:-0}" != 1 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+  M=(--model m --data D.jsonl --template none --list-size 3 --batch-size 4 --lr 0.001 --max-steps 3 --precision fp32)
+  timeout 300 mpirun -np 2 -x PPA_CUDA_LIB="$mock" "$ppa" train "${M[@]}" --out mg2 --device cuda > /dev/null 2> err.txt
+  expect "mpirun -np 2 train on the GPU path: exit 0, 2 ranks" sh -c "test $? -eq 0 && grep -q '2 ranks (MPI)' err.txt"
+  gpu train "${M[@]}" --out mg1 > /dev/null 2>&1
+  expect "... = one process up to rounding" track mg2/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
+  timeout 300 mpirun -np 2 -x PPA_CUDA_LIB="$mock" "$ppa" train "${M[@]}" --out mg3 --device cuda > /dev/null 2>&1
+  expect "... a rerun at 2 ranks gives the same bytes" cmp -s mg2/model.safetensors mg3/model.safetensors
+  timeout 300 mpirun -np 2 -x PPA_CUDA_LIB="$mock" "$ppa" train "${M[@]}" --out mgz --zero 1 --device cuda > /dev/null 2> err.txt
+  expect "... --zero 1 on the GPU path: refused naming why" sh -c "grep -q 'with --zero 1' err.txt"
+else
+  echo "test_gpu_commands: SKIP the mpirun checks (no mpirun, or the real module)"
+fi
+
 # what the GPU engine cannot run: refused with why (cuda), the CPU with auto
 "$ppa" init --config config.json --tokenizer tokenizer.json --out m8 --seed 5 > /dev/null
 gpu logprobs --model m8 --data D.jsonl --template none > /dev/null 2> err.txt
 expect "head size 8 on the GPU path: refused naming why" sh -c "test $? -eq 2 && grep -q 'head sizes 64 and 128' err.txt"
-PPA_CUDA_LIB=$mock "$ppa" generate --model m --prompts /dev/null --device cuda > /dev/null 2> err.txt
+"${lib[@]}" "$ppa" grad --model m --data D.jsonl --template none --objective ppa --beta 0.1 --out gr.safetensors --device cuda > /dev/null 2> err.txt
 expect "a command that does not run on the GPU refuses --device cuda" grep -q "does not run on the GPU yet" err.txt
-PPA_CUDA_LIB=$mock "$ppa" logprobs --model m --data D.jsonl --template none > auto.out 2> err.txt
+# sampling on the GPU path: the decoder's cache on the device, the host's sampler
+printf '{"prompt": "abc"}\n{"prompt": "bca", "id": "x"}\n{"prompt": "cc"}\n' > P.jsonl
+gpu generate --model m --prompts P.jsonl --template none --max-new-tokens 8 --precision fp32 > gen_g.jsonl 2> err.txt
+expect "generate on the GPU path: exit 0, the first line says cuda" \
+  sh -c "test $? -eq 0 && head -1 err.txt | grep -q 'device: cuda' && test \$(wc -l < gen_g.jsonl) -eq 3"
+cpu generate --model m --prompts P.jsonl --template none --max-new-tokens 8 --precision fp32 > gen_c.jsonl 2> /dev/null
+expect "greedy generation (fp32) on the GPU path = the CPU's" cmp -s gen_g.jsonl gen_c.jsonl
+G=(--model m --template none --max-new-tokens 8 --temperature 1 --top-p 0.9 --n-samples 3 --seed 4)
+gpu generate "${G[@]}" --prompts P.jsonl > gs_all.jsonl 2> /dev/null
+tail -1 P.jsonl > P1.jsonl
+gpu generate "${G[@]}" --prompts P1.jsonl > gs_one.jsonl 2> /dev/null
+expect "sampling on the GPU path: a prompt's samples are the same alone and beside others" \
+  sh -c "tail -1 gs_all.jsonl | cmp -s - gs_one.jsonl"
+gpu generate "${G[@]}" --prompts P.jsonl > gs_again.jsonl 2> /dev/null
+expect "sampling on the GPU path: a rerun gives the same bytes" cmp -s gs_all.jsonl gs_again.jsonl
+gpu generate --model m --adapter cl_bf16 --prompts P.jsonl --template none > /dev/null 2> err.txt
+expect "generate --adapter on the GPU path: refused naming why" sh -c "test $? -eq 2 && grep -q 'with an --adapter' err.txt"
+"${lib[@]}" "$ppa" train --model m8 --data D.jsonl --template none --list-size 3 --max-steps 1 --out a8 > /dev/null 2> err.txt
+expect "auto with a model the GPU engine cannot run: the CPU, saying why" \
+  sh -c "test $? -eq 0 && head -1 err.txt | grep -q 'device: cpu (--device auto: the GPU engine cannot run the model: head_dim 8'"
+"${lib[@]}" "$ppa" logprobs --model m --data D.jsonl --template none > auto.out 2> err.txt
 expect "auto with a usable GPU runs there" sh -c "head -1 err.txt | grep -q 'device: cuda' && cmp -s auto.out g_bf16.out"
 report

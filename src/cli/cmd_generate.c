@@ -28,6 +28,7 @@
  * cache and logits at most this many bytes (one prompt always fits). */
 #define GROUP_SEQS 256
 #define GROUP_BYTES (1UL << 30)
+#define GROUP_BYTES_GPU (16UL << 30) /* a GPU's decoder: its cache on the device, beside the weights */
 
 static const char USAGE[] =
     "usage: ppa generate --model DIR --prompts FILE.jsonl [--out FILE] [options]\n"
@@ -138,7 +139,8 @@ static int group_end(const Run *r, int p0) {
         int need = generate_max_len(c, r->ps.rows[e].len, r->a->max_new_tokens);
         int ml = need > max_len ? need : max_len, seqs = (e - p0 + 1) * K;
         size_t bytes = generate_cache_bytes(c, seqs, ml) + sizeof(float) * (size_t)seqs * c->vocab_size;
-        if (e > p0 && (seqs > GROUP_SEQS || bytes > GROUP_BYTES)) break;
+        size_t budget = model_forward_engine(r->model) ? GROUP_BYTES_GPU : GROUP_BYTES;
+        if (e > p0 && (seqs > GROUP_SEQS || bytes > budget)) break;
         max_len = ml, e++;
     }
     return e;

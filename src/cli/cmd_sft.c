@@ -64,8 +64,9 @@ static void truncate_rows(DataSet *d, int max_length) {
     }
 }
 
-/* the batch of rows idx[0..n) (at most 64), their responses' count in *n_resp */
-static Batch *sft_batch(Model *m, const DataSet *d, const int *idx, int n, int *n_resp) {
+/* the forward of rows idx[0..n) (at most 64) through the model (model_pass_forward: its engine or the CPU), their
+ * responses' log-probs in *lp (allocated) and count in *n_resp; what the backward needs is kept */
+static void sft_forward(Model *m, const DataSet *d, const int *idx, int n, double **lp, int *n_resp) {
     Row rows[64];
     *n_resp = 0;
     for (int i = 0; i < n; i++) {
@@ -73,20 +74,18 @@ static Batch *sft_batch(Model *m, const DataSet *d, const int *idx, int n, int *
         rows[i] = (Row){x->prompt_len, x->prompt, x->n_resp, x->resp_len, (const int *const *)x->resp};
         *n_resp += x->n_resp;
     }
-    char err[512];
-    Batch *b = batch_new(m, rows, n, err, sizeof err);
-    if (!b) ppa_die(2, "sft: %s", err);
-    return b;
+    char err[4096];
+    *lp = xmalloc(sizeof(double) * (size_t)(*n_resp ? *n_resp : 1));
+    if (model_pass_forward(m, rows, n, *lp, NULL, err, sizeof err)) ppa_die(2, "sft: %s", err);
 }
 
 /* forward only: 1 if every response of rows idx[0..n) has a finite log-probability */
 static int sft_rows_finite(Model *m, const DataSet *d, const int *idx, int n) {
     int n_resp, ok = 1;
-    Batch *b = sft_batch(m, d, idx, n, &n_resp);
-    double *lp = xmalloc(sizeof(double) * (size_t)(n_resp ? n_resp : 1));
-    model_forward(m, b, lp, NULL);
+    double *lp;
+    sft_forward(m, d, idx, n, &lp, &n_resp);
+    model_pass_end(m);
     for (int i = 0; i < n_resp; i++) ok &= isfinite(lp[i]) != 0;
-    batch_free(b);
     free(lp);
     return ok;
 }
@@ -94,12 +93,12 @@ static int sft_rows_finite(Model *m, const DataSet *d, const int *idx, int n) {
 /* forward + backward of rows idx[0..n): adds -1/n_tok_step * d logp into the gradients */
 static double sft_micro_step(Model *m, const DataSet *d, const int *idx, int n, long n_tok_step) {
     int n_resp;
-    Batch *b = sft_batch(m, d, idx, n, &n_resp);
-    double *lp = xmalloc(sizeof(double) * (size_t)n_resp), *g = xmalloc(sizeof(double) * (size_t)n_resp), sum = 0;
-    model_forward(m, b, lp, NULL);
+    double *lp, sum = 0;
+    sft_forward(m, d, idx, n, &lp, &n_resp);
+    double *g = xmalloc(sizeof(double) * (size_t)(n_resp ? n_resp : 1));
     for (int i = 0; i < n_resp; i++) sum += lp[i], g[i] = -1.0 / (double)n_tok_step;
-    model_backward(m, b, g);
-    batch_free(b);
+    char err[4096];
+    if (model_pass_backward(m, g, err, sizeof err)) ppa_die(2, "sft: %s", err);
     free(lp), free(g);
     return -sum;
 }
@@ -140,6 +139,7 @@ int cmd_sft(int argc, char **argv) {
     AdamWConfig ac = {0.9, 0.999, 1e-8, a.weight_decay};
     Spans decay = model_decay(m);
     int *perm = xmalloc(sizeof(int) * (size_t)d.n);
+    if (step_push(m, &opt, err, sizeof err)) ppa_die(2, "sft: %s", err); /* an engine starts from the host's weights */
     if (lead) fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld; %s\n",
             d.n, total, a.batch, a.micro, a.lr,
             a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
@@ -161,8 +161,8 @@ int cmd_sft(int argc, char **argv) {
         long tokens = 0;
         for (int i = 0; i < n; i++)
             for (int k = 0; k < d.rows[perm[at + i]].n_resp; k++) tokens += d.rows[perm[at + i]].resp_len[k];
-        double ts = timer_now(), nll = 0;
-        model_zero_grads(m);
+        double ts = timer_now(), nll = 0, gnorm;
+        if (step_zero_grads(m, err, sizeof err)) ppa_die(2, "sft: step %ld: %s", step + 1, err);
         long lo, hi; /* this rank's rows of the step (all of them in one process) */
         dist_share(n, dist_rank(), &lo, &hi);
         for (long i = lo; i < hi; i += a.micro) {
@@ -171,13 +171,14 @@ int cmd_sft(int argc, char **argv) {
             nll += sft_micro_step(m, &d, perm + at + i, (int)(hi - i < a.micro ? hi - i : a.micro), tokens);
         }
         model_lora_dropout(m, 0, 0);
-        dist_sum_f32(model_grads(m), n_params); /* every rank's share, on every rank */
+        if (step_sum_grads(m, err, sizeof err)) ppa_die(2, "sft: step %ld: %s", step + 1, err); /* every rank's share */
         dist_sum_f64(&nll, 1);
-        double gnorm = model_device(m)->grad_norm(model_grads(m), n_params), lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
+        if (step_grad_norm(m, &gnorm, err, sizeof err)) ppa_die(2, "sft: step %ld: %s", step + 1, err);
+        double lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
         if (!isfinite(nll) || !isfinite(gnorm)) { /* never update with, print or save a NaN */
             char cause[1200], hint[1024];
             train_hint(m, last_lr, NULL, hint, sizeof hint);
-            long bad = first_nonfinite(model_params(m), n_params);
+            long bad = step_pull(m, NULL, cause, sizeof cause) ? -1 : first_nonfinite(model_params(m), n_params);
             if (step == 0 && bad >= 0) snprintf(cause, sizeof cause, "parameter %ld of the weights is not finite (NaN or Inf "
                                                 "as loaded)", bad);
             else if (step == 0) snprintf(cause, sizeof cause, "the weights are finite, so their float32 products overflow "
@@ -188,8 +189,9 @@ int cmd_sft(int argc, char **argv) {
             failed = 1;
             break;
         }
-        model_device(m)->adamw_step(&opt, model_params(m), model_grads(m), clip_scale(gnorm, a.clip), &decay, 0, lr, &ac);
-        model_bf16_refresh(m);
+        if (step_adamw(m, &opt, clip_scale(gnorm, a.clip), &decay, 0, lr, &ac, err, sizeof err))
+            ppa_die(2, "sft: step %ld: %s", step + 1, err);
+        if (!model_train_engine(m)) model_bf16_refresh(m); /* an engine refreshes its own */
         last_lr = lr;
         if (step + 1 == total) { /* the model to be saved: still finite on the step's own rows after the update */
             double bad = 0;
@@ -214,6 +216,7 @@ int cmd_sft(int argc, char **argv) {
             break;
         }
     }
+    if (!failed && step_pull(m, &opt, err, sizeof err)) failed = 1; /* an engine's weights, for the save */
     if (!failed && first_nonfinite(model_params(m), n_params) >= 0) {
         snprintf(err, sizeof err, "sft: the weights are not finite after the last step: the model diverged; nothing was "
                  "saved");

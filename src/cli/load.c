@@ -2,7 +2,9 @@
 #include "cli/load.h"
 
 #include "device/cuda.h"
+#include "gpu/gpu_decode.h"
 #include "gpu/gpu_model.h"
+#include "gpu/gpu_train.h"
 
 #include <stdio.h>
 
@@ -18,17 +20,51 @@ static int gpu_rewards(void *g, const Row *rows, int n, double *rewards, char *e
     return gpu_forward_rewards(g, rows, n, rewards, err, errlen);
 }
 static void gpu_free(void *g) { gpu_model_free(g); }
+static void *dec_new(void *g, int n_seq, int max_len, char *err, size_t errlen) {
+    return gpu_decoder_new(g, n_seq, max_len, err, errlen);
+}
+static void dec_free(void *d) { gpu_decoder_free(d); }
+static int dec_prefill(void *d, int seq, const int *ids, int n, float *logits, char *err, size_t errlen) {
+    return gpu_decoder_prefill(d, seq, ids, n, logits, err, errlen);
+}
+static int dec_fork(void *d, int src, int dst, int count, int len, char *err, size_t errlen) {
+    return gpu_decoder_fork(d, src, dst, count, len, err, errlen);
+}
+static int dec_step(void *d, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
+                    size_t errlen) {
+    return gpu_decoder_step(d, tok, seq, pos, n, logits, err, errlen);
+}
 static size_t gpu_bytes(void *g) { return gpu_model_weight_bytes(g) + gpu_model_activation_bytes(g); }
+
+/* A model that trains on a command resolved to the GPU gets the GPU's training engine (its weights are pushed by
+ * the trainer before the first step) */
+static void train_on_device(const TrainOptions *o, Model *m) {
+    if (o->device != DEVICE_CUDA) return;
+    char err[4096];
+    GpuTrain *t = gpu_train_new(device_cuda_api(), m, model_precision(m), o->gradient_checkpointing, err, sizeof err);
+    if (!t) {
+        model_free(m);
+        ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);
+    }
+    ForwardEngine e = gpu_train_engine(t, device_cuda_name());
+    model_set_forward_engine(m, &e);
+}
 
 void load_on_device(const TrainOptions *o, Model *m) {
     if (o->device != DEVICE_CUDA) return;
+    if (model_lora(m)) { /* the base frozen, its adapter on top: the training engine's forward runs it */
+        train_on_device(o, m);
+        return;
+    }
     char err[4096];
     GpuModel *g = gpu_model_new(device_cuda_api(), m, model_precision(m), err, sizeof err);
     if (!g) {
         model_free(m);
         ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);
     }
-    ForwardEngine e = {g, gpu_logps, gpu_rewards, gpu_free, gpu_bytes, ""};
+    ForwardEngine e = {.ctx = g, .logps = gpu_logps, .rewards = gpu_rewards, .free = gpu_free, .bytes = gpu_bytes,
+                       .dec_new = dec_new, .dec_free = dec_free, .dec_prefill = dec_prefill, .dec_fork = dec_fork,
+                       .dec_step = dec_step};
     snprintf(e.name, sizeof e.name, "%s", device_cuda_name());
     model_set_forward_engine(m, &e);
 }
@@ -95,8 +131,12 @@ static Model *load_checked(const TrainOptions *o, const char *dir, int trainable
         model_free(m); /* freed before the exit: a refusal is not a leak */
         ppa_die(2, "%s", err);
     }
-    if (trainable) model_gradient_checkpointing(m, o->gradient_checkpointing), model_low_memory(m, o->low_memory);
-    else load_on_device(o, m);
+    if (trainable) {
+        model_gradient_checkpointing(m, o->gradient_checkpointing), model_low_memory(m, o->low_memory);
+        train_on_device(o, m);
+    } else {
+        load_on_device(o, m);
+    }
     return m;
 }
 
@@ -120,7 +160,11 @@ Model *load_judge_model(const TrainOptions *o, const char *dir, int reward) {
 const char *load_kernels(const Model *m) {
     static char line[1536];
     int at;
-    if (model_precision(m) == MODEL_BF16)
+    const ForwardEngine *e = model_forward_engine(m);
+    if (e)
+        at = snprintf(line, sizeof line, "%s products on the GPU (%s): cuBLASLt, ppa's fused attention",
+                      model_precision(m) == MODEL_BF16 ? "bf16" : "fp32", e->name);
+    else if (model_precision(m) == MODEL_BF16)
         at = snprintf(line, sizeof line, "bf16 products: %s; float32 attention: %s", gemm_bf16_backend(), gemm_backend());
     else
         at = snprintf(line, sizeof line, "fp32 products: %s; forward rows: %s", gemm_backend(), gemm_rows_kernel());

@@ -7,6 +7,8 @@
 
 #include "core/common.h"
 #include "device/cuda.h"
+#include "gpu/gpu_model.h"
+#include "hf/config.h"
 #include "dist/dist.h"
 #include "io/jsonl.h"
 #include "kernels/gemm.h"
@@ -46,9 +48,21 @@ void setup_options(OptCommand cmd, const char *usage, int argc, char **argv, Tra
     setup_device(o);
 }
 
-/* the commands whose forward runs on a GPU (scoring: no backward) */
+/* the commands that train (train, sft, reward: every parameter of the model, one process) */
+static int trains(const TrainOptions *o) { return (o->cmd & (CMD_TRAIN | CMD_SFT | CMD_REWARD)) != 0; }
+
+/* the commands that run on a GPU: scoring (no backward), and training */
 static int runs_on_gpu(const TrainOptions *o) {
-    return (o->cmd & (CMD_LOGPROBS | CMD_SCORE | CMD_EVAL)) || (o->cmd == CMD_JUDGE && o->reward_model && !o->pair_model);
+    return (o->cmd & (CMD_LOGPROBS | CMD_SCORE | CMD_EVAL | CMD_GENERATE)) ||
+           (o->cmd == CMD_JUDGE && o->reward_model && !o->pair_model) || trains(o);
+}
+
+/* why this run of a GPU command stays on the CPU (several processes training), or NULL */
+static const char *cpu_only(const TrainOptions *o) {
+    if (trains(o) && dist_size() > 1 && options_takes(o->cmd, TOPT_ZERO) && o->zero)
+        return "with --zero 1 (under mpirun a GPU run adds its gradients on the host; ZeRO shards the CPU's optimizer)";
+    if (o->cmd == CMD_GENERATE && o->adapter) return "with an --adapter (sampling from an adapter)";
+    return NULL;
 }
 
 /* Where the command computes, resolved once (o->device becomes DEVICE_CPU or DEVICE_CUDA) and said in its first log
@@ -64,21 +78,30 @@ void setup_device(TrainOptions *o) {
         if (lead) fprintf(stderr, "ppa %s: device: cpu\n", who);
         return;
     }
-    int gpu = runs_on_gpu(o) && !o->adapter;
+    const char *cpu = cpu_only(o);
+    char cfg_why[512];
+    /* auto: a model whose shape the GPU engine cannot run stays on the CPU (--device cuda refuses it when loaded) */
+    const char *dir = o->cmd == CMD_JUDGE ? o->reward_model : o->model;
+    ModelConfig mc;
+    if (!cpu && o->device == DEVICE_AUTO && runs_on_gpu(o) && dir && !model_config_load(&mc, dir, cfg_why, sizeof cfg_why) &&
+        gpu_config_refusal(&mc, cfg_why, sizeof cfg_why))
+        cpu = cfg_why;
+    int gpu = runs_on_gpu(o) && !cpu;
     if (gpu && device_cuda_open(-1, why, sizeof why)) gpu = 0;
     if (!gpu && o->device == DEVICE_CUDA) {
-        if (!runs_on_gpu(o) || o->adapter) {
+        if (!runs_on_gpu(o) || cpu) {
             if (device_cuda_open(-1, why, sizeof why)) ppa_die(2, "%s: --device cuda: %s", who, why);
-            ppa_die(2, "%s: --device cuda: %s is usable, but ppa %s%s does not run on the GPU yet: use --device cpu "
-                       "(or auto)", who, device_cuda_name(), who, o->adapter ? " with an --adapter" : "");
+            ppa_die(2, "%s: --device cuda: %s is usable, but ppa %s%s%s does not run on the GPU yet: use --device cpu "
+                       "(or auto)", who, device_cuda_name(), who, cpu ? " " : "", cpu ? cpu : "");
         }
         ppa_die(2, "%s: --device cuda: %s", who, why);
     }
     if (!gpu) {
         o->device = DEVICE_CPU;
         if (lead)
-            fprintf(stderr, "ppa %s: device: cpu (--device auto: %s)\n", who, !runs_on_gpu(o) ? "this command runs on "
-                    "the CPU" : o->adapter ? "adapters run on the CPU" : why);
+            fprintf(stderr, "ppa %s: device: cpu (--device auto: %s%s)\n", who, !runs_on_gpu(o) ? "this command runs on "
+                    "the CPU" : cpu == cfg_why ? "the GPU engine cannot run the model: " : cpu ? "it runs on the CPU " : why,
+                    !runs_on_gpu(o) ? "" : cpu ? cpu : "");
         return;
     }
     o->device = DEVICE_CUDA;

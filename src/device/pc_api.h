@@ -96,6 +96,14 @@
     X(int, pc_f32_to_bf16, (PcBf16 * y, const float *x, size_t n))                                                     \
     X(int, pc_bf16_to_f32, (float *y, const PcBf16 *x, size_t n))                                                      \
     X(int, pc_fill_uniform, (void *p, PcDtype t, size_t n, uint64_t seed, float lo, float hi))                         \
+    /* cuda/decode.h: the key/value cache and one query's attention over it */                                         \
+    X(int, pc_kv_store, (void *cache, PcDtype ct, int max_len, int D, const float *x, int ldx, const int *slot,        \
+        const int *pos, int n))                                                                                        \
+    X(int, pc_decode_attention, (void *out, const float *q, const void *kc, const void *vc, PcDtype ct,                \
+        const int *slot, const int *len, int n, int max_len, int NH, int NKV, int HS))                                 \
+    /* cuda/lora.h: LoRA's dropout masks (lora.c's keep) */                                                            \
+    X(int, pc_lora_dropout, (float *y, float beta, const float *x, int T, int in, uint64_t key, int target,            \
+        double p))                                                                                                     \
     /* cuda/adamw.h, cuda/global_norm.h */                                                                             \
     X(int, pc_adamw_step, (float *p, PcBf16 *pb, const float *g, float *m, float *v, size_t n, float grad_scale,       \
         const PcSpan *decay, int n_decay, size_t base, const PcAdamW *hp))                                             \

@@ -139,22 +139,28 @@ static int activations(Run *r, const BatchLayout *lay, int reward, Acts *a) {
     return 0;
 }
 
-/* the RoPE table on the device for positions 0 .. n_pos - 1 at least (kernels.h's rope_table: the CPU's values) */
+int gpu_rope_table(const PcApi *pc, const ModelConfig *c, const double *inv_freq, int n_pos, float **cs,
+                   int *cs_pos) {
+    if (n_pos <= *cs_pos) return 0;
+    int max = c->max_position_embeddings, want = n_pos > 2 * *cs_pos ? n_pos : 2 * *cs_pos;
+    if (max > 0 && want > max) want = max > n_pos ? max : n_pos;
+    size_t n = (size_t)want * (size_t)c->head_dim; /* [want, HS / 2, 2] */
+    float *h = xmalloc(sizeof(float) * n);
+    rope_table(h, inv_freq, want, c->head_dim);
+    pc->pc_free(*cs);
+    *cs_pos = 0;
+    *cs = pc->pc_alloc(sizeof(float) * n);
+    int bad = !*cs || pc->pc_upload(*cs, h, sizeof(float) * n) || pc->pc_sync();
+    free(h);
+    if (bad) return -1;
+    *cs_pos = want;
+    return 0;
+}
+
+/* the RoPE table on the device for positions 0 .. n_pos - 1 at least */
 static int rope_table_for(Run *r, int n_pos) {
     GpuModel *g = r->g;
-    if (n_pos <= g->cs_pos) return 0;
-    int max = g->c.max_position_embeddings, want = n_pos > 2 * g->cs_pos ? n_pos : 2 * g->cs_pos;
-    if (max > 0 && want > max) want = max > n_pos ? max : n_pos;
-    size_t n = (size_t)want * (size_t)g->c.head_dim; /* [want, HS / 2, 2] */
-    float *cs = xmalloc(sizeof(float) * n);
-    rope_table(cs, g->inv_freq, want, g->c.head_dim);
-    g->pc->pc_free(g->cs);
-    g->cs_pos = 0;
-    g->cs = g->pc->pc_alloc(sizeof(float) * n);
-    int bad = !g->cs || g->pc->pc_upload(g->cs, cs, sizeof(float) * n) || g->pc->pc_sync();
-    free(cs);
-    if (bad) return fail(r, "the RoPE table");
-    g->cs_pos = want;
+    if (gpu_rope_table(g->pc, &g->c, g->inv_freq, n_pos, &g->cs, &g->cs_pos)) return fail(r, "the RoPE table");
     return 0;
 }
 

@@ -1,9 +1,11 @@
 /* gpu_internal.h: what the files of src/gpu share: the GpuModel struct (gpu_model.c builds it, gpu_forward.c runs
- * it). Other modules use gpu_model.h. Pointers into device memory are marked "device"; the rest is host memory. */
+ * it) and the GpuTrain struct (gpu_train.c builds it, gpu_backward.c runs it). Other modules use gpu_model.h and
+ * gpu_train.h. Pointers into device memory are marked "device"; the rest is host memory. */
 #ifndef PPA_GPU_INTERNAL_H
 #define PPA_GPU_INTERNAL_H
 
 #include "gpu/gpu_model.h"
+#include "gpu/gpu_train.h"
 
 /* One layer's tensors: device pointers into GpuModel.weights. Matrices in the products' dtype (GpuModel.dt),
  * vectors in float32. */
@@ -36,5 +38,77 @@ struct GpuModel {
     void *act;                /* device: the activations of one batch (gpu_forward.c), grown when needed, kept */
     size_t act_bytes;
 };
+
+/* One layer's tensors as the training passes read them (device pointers): the weights in the products' dtype, the
+ * vectors in float32, and their gradients (float32, NULL: frozen, or absent). When gate and up are adjacent
+ * ([2I, H], GpuTrain.fused_gu) wu is wg + I H and a stacked bias is bgu ([2I], frozen bases only), bg and bu NULL. */
+typedef struct {
+    const void *wq, *wk, *wv, *wo, *wg, *wu, *wd;
+    const float *attn_norm, *mlp_norm, *bq, *bk, *bv, *bo, *bg, *bu, *bd, *bgu;
+    float *d_wq, *d_wk, *d_wv, *d_wo, *d_wg, *d_wu, *d_wd;
+    float *d_attn_norm, *d_mlp_norm, *d_bq, *d_bk, *d_bv, *d_bo, *d_bg, *d_bu, *d_bd;
+} TrainLayer;
+
+/* The kept micro-batch (gpu_backward.c): its layout, mask and scatter plans, and where its activations lie */
+typedef struct TrainBatch TrainBatch;
+
+/* A LoRA target's adapter in the trainable buffers: A [r, in] at p + at, B [out, r] after it; at < 0: none */
+typedef struct {
+    long at;
+    int in, out;
+} TrainLora;
+
+struct GpuTrain {
+    const PcApi *pc;
+    ModelConfig c;
+    ModelPrecision prec;
+    PcDtype dt;               /* the products' operands: PC_BF16 or PC_F32 */
+    int gc;                   /* checkpointing: one layer's activations kept, the others recomputed */
+    size_t n;                 /* trainable parameters: the model's, or its adapter's */
+    float *p, *g, *m, *v;     /* device [n]: master weights, gradients, AdamW moments (model_params' layout) */
+    PcBf16 *pb;               /* device [n]: the bf16 copy the products read (MODEL_BF16, no adapter), or NULL */
+    void *state;              /* device: the one allocation behind p, g, m, v, pb and decay */
+    size_t state_bytes;
+    PcSpan *decay;            /* device [n_decay]: model_decay's spans */
+    int n_decay;
+    TrainLayer *layers;       /* [L] */
+    const void *embed;        /* [V, H] embed_dt elements: the rows the CPU's model_embed gives */
+    PcDtype embed_dt;
+    const float *final_norm;  /* [H] */
+    const void *head;         /* [V, H] dt: the LM head (the embedding's when tied), or NULL (a reward model) */
+    float *d_embed, *d_final_norm, *d_head; /* their gradients, or NULL (frozen; a tied head's is d_embed) */
+    long head_off;            /* a reward model's head [num_labels, H] in p and g (its gradient on the host) */
+    int fused_gu;             /* gate_proj and up_proj adjacent ([2I, H]): one product each way */
+    /* LoRA (gpu_train_new of a model with an adapter): the frozen base uploaded as the scoring engine does (base),
+     * the adapter's A and B the trainable buffers; host: the model, read for the adapter's switch and dropout */
+    GpuModel *base;
+    Model *host;
+    TrainLora *lora;          /* [7 L] (LoRA targets in LayerM order), or NULL */
+    int lora_r, lora_max_in;
+    float lora_scale;
+    double *inv_freq;         /* [HS / 2] */
+    float *cs;                /* device RoPE table [cs_pos, HS / 2, 2] */
+    int cs_pos;
+    void *act;                /* device: the micro-batch's activations and scratch, grown when needed, kept */
+    size_t act_bytes, peak;
+    TrainBatch *batch;        /* the kept forward, or NULL */
+};
+
+/* frees the kept batch (gpu_backward.c) */
+void gpu_train_batch_free(GpuTrain *t);
+
+/* the device's RoPE table *cs [*cs_pos, HS / 2, 2] (kernels.h's rope_table: the CPU's values) grown to hold
+ * positions 0 .. n_pos - 1 at least (gpu_forward.c); 0, or -1 with pc_error() */
+int gpu_rope_table(const PcApi *pc, const ModelConfig *c, const double *inv_freq, int n_pos, float **cs,
+                   int *cs_pos);
+
+/* gpu_model_new for a model whose adapter is on: its base alone (a LoRA run's frozen base, gpu_train.c) */
+GpuModel *gpu_model_base(const PcApi *pc, const Model *m, ModelPrecision prec, char *err, size_t errlen);
+
+/* the device bytes a GpuTrain holds now: its state, activations, RoPE table and a LoRA run's frozen base */
+static inline size_t train_bytes(const GpuTrain *t) {
+    return t->state_bytes + t->act_bytes + sizeof(float) * (size_t)t->cs_pos * (size_t)t->c.head_dim +
+           (t->base ? gpu_model_weight_bytes(t->base) : 0);
+}
 
 #endif

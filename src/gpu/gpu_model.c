@@ -160,14 +160,22 @@ static void layout(Layout *L, const Model *m, int share) {
     if (c->head == HEAD_LM) g->lm_head = share ? g->embed : put_matrix(L, model_lm_weight(m), none, V, 0, H);
 }
 
-/* what the module cannot run, or the engine does not: a message, or NULL */
-static const char *refusal(const Model *m, char *buf, size_t n) {
-    const ModelConfig *c = model_config(m);
+const char *gpu_config_refusal(const ModelConfig *c, char *buf, size_t n) {
     if (c->head_dim != 64 && c->head_dim != 128)
         snprintf(buf, n, "head_dim %d: the GPU's fused attention runs head sizes 64 and 128", c->head_dim);
     else if (c->hidden_size > 8192)
         snprintf(buf, n, "hidden_size %d: the GPU's RMSNorm runs at most 8192", c->hidden_size);
-    else if (model_lora(m) && model_lora_enabled(m))
+    else
+        return NULL;
+    return buf;
+}
+
+/* what the module cannot run, or the engine does not: a message, or NULL */
+static const char *refusal(const Model *m, int adapter_ok, char *buf, size_t n) {
+    const ModelConfig *c = model_config(m);
+    if (gpu_config_refusal(c, buf, n))
+        return buf;
+    else if (!adapter_ok && model_lora(m) && model_lora_enabled(m))
         snprintf(buf, n, "the model has a LoRA adapter switched on: the GPU engine runs the base model only (merge "
                  "the adapter, or switch it off)");
     else if (c->head != HEAD_LM && !model_lm_weight(m).f && !model_lm_weight(m).b)
@@ -177,9 +185,10 @@ static const char *refusal(const Model *m, char *buf, size_t n) {
     return buf;
 }
 
-GpuModel *gpu_model_new(const PcApi *pc, const Model *m, ModelPrecision prec, char *err, size_t errlen) {
+static GpuModel *upload(const PcApi *pc, const Model *m, ModelPrecision prec, int adapter_ok, char *err,
+                        size_t errlen) {
     char why[256];
-    if (refusal(m, why, sizeof why)) {
+    if (refusal(m, adapter_ok, why, sizeof why)) {
         snprintf(err, errlen, "gpu: %s", why);
         return NULL;
     }
@@ -216,6 +225,14 @@ GpuModel *gpu_model_new(const PcApi *pc, const Model *m, ModelPrecision prec, ch
         return NULL;
     }
     return g;
+}
+
+GpuModel *gpu_model_new(const PcApi *pc, const Model *m, ModelPrecision prec, char *err, size_t errlen) {
+    return upload(pc, m, prec, 0, err, errlen);
+}
+
+GpuModel *gpu_model_base(const PcApi *pc, const Model *m, ModelPrecision prec, char *err, size_t errlen) {
+    return upload(pc, m, prec, 1, err, errlen);
 }
 
 void gpu_model_free(GpuModel *g) {

@@ -25,6 +25,10 @@
 
 typedef struct GpuModel GpuModel;
 
+/* why the GPU engine cannot run a model of config c (head sizes other than 64 and 128: the fused attention's; a
+ * hidden size over 8192: the RMSNorm's), in buf; NULL when it can */
+const char *gpu_config_refusal(const ModelConfig *c, char *buf, size_t n);
+
 /* Uploads m's weights as prec asks: MODEL_BF16 takes m's own bf16 matrices when it has them (a frozen bf16 model,
  * or a model training in bf16) and rounds its float32 ones to nearest even otherwise (as model_set_precision
  * would); MODEL_FP32 takes float32 matrices, widening a frozen bf16 model's exactly. The embedding is kept as the

@@ -27,6 +27,9 @@ struct Decoder {
     int cap;        /* tokens the activations below hold */
     float *x, *xn, *rstd, *q, *k, *v, *att, *lse, *xmid, *gate, *up, *h; /* [cap, ...] */
     int *pos, *zero, *mark; /* [cap]; mark [n_seq] */
+    const ForwardEngine *eng; /* the model's engine when it decodes (a GPU's): the slots computed there */
+    void *ed;                 /* its decoder */
+    char pending[512];        /* a failed fork's message, reported by the next step */
 };
 
 int decoder_model_max_len(const ModelConfig *c) {
@@ -52,11 +55,20 @@ Decoder *decoder_new(Model *m, int n_seq, int max_len, char *err, size_t errlen)
     d->H = c->hidden_size, d->I = c->intermediate_size, d->NH = c->num_attention_heads;
     d->NKV = c->num_key_value_heads, d->HS = c->head_dim, d->V = c->vocab_size;
     d->QD = d->NH * d->HS, d->KD = d->NKV * d->HS;
+    d->len = xcalloc((size_t)n_seq, sizeof(int));
+    d->mark = xcalloc((size_t)n_seq, sizeof(int));
+    const ForwardEngine *e = model_forward_engine(m);
+    if (e && e->dec_new) { /* the engine holds the cache: none here */
+        d->eng = e;
+        if (!(d->ed = e->dec_new(e->ctx, n_seq, max_len, err, errlen))) {
+            decoder_free(d);
+            return NULL;
+        }
+        return d;
+    }
     size_t cache = (size_t)c->num_hidden_layers * n_seq * max_len * d->KD;
     d->kc = xmalloc(sizeof(float) * (cache ? cache : 1));
     d->vc = xmalloc(sizeof(float) * (cache ? cache : 1));
-    d->len = xcalloc((size_t)n_seq, sizeof(int));
-    d->mark = xcalloc((size_t)n_seq, sizeof(int));
     double *inv_freq = xmalloc(sizeof(double) * (size_t)(d->HS / 2 ? d->HS / 2 : 1));
     rope_inv_freq(&c->rope, c->head_dim, inv_freq);
     d->cs = xmalloc(sizeof(float) * (size_t)max_len * d->HS);
@@ -72,6 +84,7 @@ static void free_activations(Decoder *d) {
 
 void decoder_free(Decoder *d) {
     if (!d) return;
+    if (d->ed) d->eng->dec_free(d->ed);
     free_activations(d);
     free(d->kc), free(d->vc), free(d->len), free(d->mark), free(d->cs);
     free(d);
@@ -236,6 +249,11 @@ int decoder_prefill(Decoder *d, int seq, const int *ids, int n, float *logits, c
         return snprintf(err, errlen, "a prompt of %d tokens: the decoder holds 1 to %d", n, d->max_len), -1;
     for (int i = 0; i < n; i++)
         if (check_token(d, ids[i], err, errlen)) return -1;
+    if (d->ed) {
+        if (d->eng->dec_prefill(d->ed, seq, ids, n, logits, err, errlen)) return -1;
+        d->len[seq] = n;
+        return 0;
+    }
     reserve(d, n);
     for (int i = 0; i < n; i++) d->pos[i] = i;
     embed(d, ids, n);
@@ -247,6 +265,13 @@ int decoder_prefill(Decoder *d, int seq, const int *ids, int n, float *logits, c
 
 void decoder_fork(Decoder *d, int src, int dst, int count) {
     size_t n = (size_t)d->len[src] * d->KD;
+    if (d->ed) { /* the engine holds the cache; a failure is the next step's error */
+        if (!d->pending[0] &&
+            d->eng->dec_fork(d->ed, src, dst, count, d->len[src], d->pending, sizeof d->pending) && !d->pending[0])
+            snprintf(d->pending, sizeof d->pending, "decoder: copying a prompt's cache failed");
+        for (int s = dst; s < dst + count; s++) d->len[s] = d->len[src];
+        return;
+    }
     for (int l = 0; l < d->c->num_hidden_layers; l++)
         for (int s = dst; s < dst + count; s++) {
             if (s == src) continue;
@@ -275,6 +300,16 @@ static int check_step(Decoder *d, const int *tok, const int *seq, int n, char *e
 int decoder_step(Decoder *d, const int *tok, const int *seq, int n_active, float *logits, char *err, size_t errlen) {
     if (n_active < 1) return 0;
     if (check_step(d, tok, seq, n_active, err, errlen)) return -1;
+    if (d->pending[0]) return snprintf(err, errlen, "%s", d->pending), -1;
+    if (d->ed) {
+        int *pos = xmalloc(sizeof(int) * (size_t)n_active);
+        for (int i = 0; i < n_active; i++) pos[i] = d->len[seq[i]];
+        int rc = d->eng->dec_step(d->ed, tok, seq, pos, n_active, logits, err, errlen);
+        free(pos);
+        if (rc) return -1;
+        for (int i = 0; i < n_active; i++) d->len[seq[i]]++;
+        return 0;
+    }
     reserve(d, n_active);
     for (int i = 0; i < n_active; i++) d->pos[i] = d->len[seq[i]];
     embed(d, tok, n_active);

@@ -96,6 +96,7 @@ struct Model {
     size_t btmp_n;
     Lora *lora;             /* the adapter, or NULL; with one, the base is frozen */
     ForwardEngine *engine;  /* another engine for model_forward_rows (a GPU's), or NULL */
+    Batch *pass;            /* the CPU's batch between model_pass_forward and its backward, or NULL */
     char *dir;              /* the folder it was loaded from, or NULL (an adapter's base_model_name_or_path) */
 };
 

@@ -692,3 +692,41 @@ int model_forward_rows_rewards(Model *m, const Row *rows, int n_rows, double *re
     batch_free(b);
     return 0;
 }
+
+/* ---- training passes: the engine that trains, or these passes ---- */
+
+const ForwardEngine *model_train_engine(const Model *m) {
+    return m->engine && m->engine->train_forward ? m->engine : NULL;
+}
+
+void model_pass_end(Model *m) {
+    batch_free(m->pass);
+    m->pass = NULL;
+}
+
+int model_pass_forward(Model *m, const Row *rows, int n_rows, double *out, int *n_scored, char *err, size_t errlen) {
+    model_pass_end(m);
+    const ForwardEngine *e = model_train_engine(m);
+    if (e) return e->train_forward(e->ctx, rows, n_rows, out, n_scored, err, errlen);
+    if (!(m->pass = batch_new(m, rows, n_rows, err, errlen))) return -1;
+    if (m->c.head == HEAD_LM) {
+        model_forward(m, m->pass, out, n_scored);
+    } else {
+        model_forward_rewards(m, m->pass, out);
+        if (n_scored) memcpy(n_scored, m->pass->n_scored, sizeof(int) * (size_t)m->pass->n_resp);
+    }
+    return 0;
+}
+
+int model_pass_backward(Model *m, const double *dout, char *err, size_t errlen) {
+    const ForwardEngine *e = model_train_engine(m);
+    if (e) return e->train_backward(e->ctx, dout, err, errlen);
+    if (!m->pass) {
+        snprintf(err, errlen, "model_pass_backward: no forward before it (internal)");
+        return -1;
+    }
+    if (m->c.head == HEAD_LM) model_backward(m, m->pass, dout);
+    else model_backward_rewards(m, m->pass, dout);
+    model_pass_end(m);
+    return 0;
+}

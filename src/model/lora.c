@@ -77,6 +77,11 @@ int model_lora_enabled(const Model *m) { return m->lora && m->lora->enabled; }
 void model_lora_dropout(Model *m, int on, uint64_t key) {
     if (m->lora) m->lora->drop_on = on != 0, m->lora->drop_key = key;
 }
+int model_lora_dropping(const Model *m, uint64_t *key) {
+    if (!m->lora || !m->lora->drop_on || !(m->lora->s.dropout > 0)) return 0;
+    *key = m->lora->drop_key;
+    return 1;
+}
 
 LoraView model_lora_view(Model *m, int l, int k) {
     Lora *a = m->lora;

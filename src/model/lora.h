@@ -38,6 +38,8 @@ int model_lora_enabled(const Model *m);
  * the same masks: a recomputing backward and a resumed run draw the same);
  * off (the default) for scoring, evaluation and sampling. */
 void model_lora_dropout(Model *m, int on, uint64_t key);
+/* 1 with its key when dropout is on and drops (lora_dropout > 0): what an engine beside the passes reads */
+int model_lora_dropping(const Model *m, uint64_t *key);
 /* The views of target k of layer l in the adapter's parameters and
  * gradients: A [r, in], B [out, r]; NULL when k is not a target. */
 typedef struct {

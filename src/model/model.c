@@ -74,6 +74,10 @@ LayerM model_layer_mats(const Model *m, int l) {
 }
 
 Weight model_lm_weight(const Model *m) { return weight_at(m, m->ix_head); }
+
+static long offset_at(const Model *m, int i) { return i < 0 || m->offset[i] == NO_OFFSET ? -1 : (long)m->offset[i]; }
+long model_param_offset(const Model *m, const char *name) { return offset_at(m, spec_index(m, name)); }
+long model_lm_offset(const Model *m) { return offset_at(m, m->ix_head); }
 Weight model_weight(const Model *m, const char *name) { return weight_at(m, spec_index(m, name)); }
 
 /* Embedding rows in float32 in every precision (as autocast keeps them): a
@@ -289,7 +293,9 @@ void model_bf16_refresh(Model *m) {
 ModelPrecision model_precision(const Model *m) { return m->bf16 ? MODEL_BF16 : MODEL_FP32; }
 int model_frozen(const Model *m) { return m->frozen; }
 void model_kernel_name(const Model *m, char *buf, size_t n) {
-    if (m->bf16)
+    if (m->engine)
+        snprintf(buf, n, "gpu:%s:%s", m->engine->name, m->bf16 ? "bf16" : "fp32");
+    else if (m->bf16)
         snprintf(buf, n, "%s+%s", gemm_kernel(), gemm_bf16_kernel());
     else
         snprintf(buf, n, "%s", gemm_kernel());

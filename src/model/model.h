@@ -83,6 +83,11 @@ int model_save_grads(const Model *m, const char *path, char *err, size_t errlen)
  * the final norm: the LM head's [V, H] (embed_tokens when tied) or a reward model's [num_labels, H]. */
 Weight model_weight(const Model *m, const char *name);
 Weight model_lm_weight(const Model *m);
+/* where a tensor starts in the flat buffer of model_params / model_grads (an engine that trains keeps the same
+ * layout), or -1 when the model has no such tensor or no float32 copy of it (a frozen model's matrices); the head:
+ * model_lm_offset (embed_tokens' when tied) */
+long model_param_offset(const Model *m, const char *name);
+long model_lm_offset(const Model *m);
 /* x [T, H] = the embeddings of ids [T] (each in the vocabulary) as the forward reads them: float32 in every precision
  * (a frozen model's rows from its file, widened from bf16 exactly) */
 void model_embed(const Model *m, const int *ids, int T, float *x);
@@ -160,7 +165,12 @@ void model_backward(Model *m, Batch *b, const double *dlogps);
 
 /* Another engine that computes this model's forward (the GPU's, src/gpu), attached by the command that chose it
  * (cli/load.c): model_forward_rows and model_forward_rows_rewards then run there. free (may be NULL) releases ctx
- * with the model; name says where, for the log. The CPU passes (model_forward, model_backward) are unchanged. */
+ * with the model; name says where, for the log. The CPU passes (model_forward, model_backward) are unchanged.
+ *
+ * An engine that trains (train_forward set) keeps its own copy of the parameters, their gradients and the AdamW
+ * moments, in the host's layout (the flat buffer of model_params, element for element); the training passes
+ * (model_pass_*), the gradient norm and the optimizer step then run there, and push / pull exchange the copy with
+ * the host's buffers (m, v: the moments, NULL to leave them). Each returns 0, or -1 with why in err. */
 typedef struct {
     void *ctx;
     int (*logps)(void *ctx, const Row *rows, int n_rows, double *logps, int *n_scored, char *err, size_t errlen);
@@ -168,6 +178,28 @@ typedef struct {
     void (*free)(void *ctx);
     size_t (*bytes)(void *ctx); /* the device memory it holds now (may be NULL) */
     char name[160];
+    /* training (NULL: the engine scores only); out / dout as model_pass_forward's */
+    int (*train_forward)(void *ctx, const Row *rows, int n_rows, double *out, int *n_scored, char *err, size_t errlen);
+    int (*train_backward)(void *ctx, const double *dout, char *err, size_t errlen);
+    int (*zero_grads)(void *ctx, char *err, size_t errlen);
+    int (*grad_norm)(void *ctx, double *norm, char *err, size_t errlen);
+    /* torch.optim.AdamW's step t on the whole buffer (optim.h's adamw_step: the gradient scaled by grad_scale,
+     * decay on the model's model_decay spans), the products' copy of the weights refreshed */
+    int (*adamw)(void *ctx, long t, float grad_scale, double lr, double beta1, double beta2, double eps,
+                 double weight_decay, char *err, size_t errlen);
+    int (*push)(void *ctx, const float *params, const float *m, const float *v, char *err, size_t errlen);
+    int (*pull)(void *ctx, float *params, float *m, float *v, char *err, size_t errlen);
+    size_t (*peak)(void *ctx); /* the most device memory held so far (may be NULL) */
+    /* the gradients to host grads [n] (to_device 0) or back (1): several processes add theirs up on the host */
+    int (*grads)(void *ctx, float *grads, int to_device, char *err, size_t errlen);
+    /* incremental decoding (NULL: decode.h's decoder on the CPU): decode.c delegates its slots' computations and
+     * keeps their bookkeeping and checks; fork copies the first len positions of slot src */
+    void *(*dec_new)(void *ctx, int n_seq, int max_len, char *err, size_t errlen);
+    void (*dec_free)(void *dec);
+    int (*dec_prefill)(void *dec, int seq, const int *ids, int n, float *logits, char *err, size_t errlen);
+    int (*dec_fork)(void *dec, int src, int dst, int count, int len, char *err, size_t errlen);
+    int (*dec_step)(void *dec, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
+                    size_t errlen);
 } ForwardEngine;
 void model_set_forward_engine(Model *m, const ForwardEngine *e);
 /* the attached engine, or NULL (the CPU) */
@@ -177,6 +209,18 @@ const ForwardEngine *model_forward_engine(const Model *m);
  * model_forward or model_forward_rewards). 0, or -1 with why in err (what batch_new refuses; the engine's errors). */
 int model_forward_rows(Model *m, const Row *rows, int n_rows, double *logps, int *n_scored, char *err, size_t errlen);
 int model_forward_rows_rewards(Model *m, const Row *rows, int n_rows, double *rewards, char *err, size_t errlen);
+
+/* One micro-batch of training through the model: on its engine when the engine trains, else on the CPU passes
+ * (batch_new, model_forward or model_forward_rewards, then the backward). out: [n_responses] the log-probs of a
+ * causal LM, or [n_responses, num_labels] the rewards of a reward model; n_scored (may be NULL) as model_forward's.
+ * What the backward needs is kept until model_pass_backward (dout: d loss / d out, the shape of out; adds into the
+ * gradients) or model_pass_end, one of which ends every pass (the model does not free a pass left open). 0, or -1
+ * with why in err (what batch_new refuses; the engine's errors). */
+int model_pass_forward(Model *m, const Row *rows, int n_rows, double *out, int *n_scored, char *err, size_t errlen);
+int model_pass_backward(Model *m, const double *dout, char *err, size_t errlen);
+void model_pass_end(Model *m);
+/* the engine that trains the model, or NULL (the CPU passes) */
+const ForwardEngine *model_train_engine(const Model *m);
 
 /* Reward models (config head != HEAD_LM; the two calls above are for causal
  * LMs only). rewards: [n_responses, num_labels], the head applied in double

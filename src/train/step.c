@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "device/device.h"
+#include "dist/dist.h"
 
 
 /* 1 if the loss, every d loss / d s and every s are finite */
@@ -61,34 +63,41 @@ static void list_stats(StepSums *sums, const ScoreSpec *sp, int n, const double 
     other_losses(sums, sp, n, s, psi);
 }
 
-/* a reward model's output index of each response into lp, the response lengths into ntok */
-static void forward_rewards(Model *m, Batch *b, const MicroLists *mb, int index, double *lp, int *ntok) {
-    int nr = batch_n_responses(b), NL = model_config(m)->num_labels;
+/* the micro-batch through the model (model_pass_forward): the log-probs, or a reward model's output `index` of
+ * each response, into lp [nr]; the response lengths into ntok [nr] */
+static int pass_forward(Model *m, const MicroLists *mb, const ScoreSpec *sp, int nr, double *lp, int *ntok, char *err,
+                        size_t errlen) {
+    if (!sp->reward) return model_pass_forward(m, mb->rows, mb->n, lp, ntok, err, errlen);
+    int NL = model_config(m)->num_labels;
     double *rw = xmalloc(sizeof(double) * (size_t)nr * (size_t)NL);
-    model_forward_rewards(m, b, rw);
-    for (int g = 0; g < nr; g++) lp[g] = rw[(size_t)g * NL + index];
-    for (int r = 0, g = 0; r < mb->n; r++)
-        for (int k = 0; k < mb->rows[r].n_resp; k++) ntok[g++] = mb->rows[r].resp_len[k];
+    int rc = model_pass_forward(m, mb->rows, mb->n, rw, ntok, err, errlen);
+    for (int g = 0; !rc && g < nr; g++) lp[g] = rw[(size_t)g * NL + sp->reward_index];
     free(rw);
+    return rc;
 }
 
-static void backward_rewards(Model *m, Batch *b, int index, const double *dlp) {
-    int nr = batch_n_responses(b), NL = model_config(m)->num_labels;
+static int pass_backward(Model *m, const ScoreSpec *sp, int nr, const double *dlp, char *err, size_t errlen) {
+    if (!sp->reward) return model_pass_backward(m, dlp, err, errlen);
+    int NL = model_config(m)->num_labels;
     double *d = xcalloc((size_t)nr * (size_t)NL, sizeof(double));
-    for (int g = 0; g < nr; g++) d[(size_t)g * NL + index] = dlp[g];
-    model_backward_rewards(m, b, d);
+    for (int g = 0; g < nr; g++) d[(size_t)g * NL + sp->reward_index] = dlp[g];
+    int rc = model_pass_backward(m, d, err, errlen);
     free(d);
+    return rc;
 }
 
 int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weight, int backward, StepSums *sums,
                double *lambdas, char *err, size_t errlen) {
-    Batch *b = batch_new(m, mb->rows, mb->n, err, errlen);
-    if (!b) return -1;
-    int nr = batch_n_responses(b), rc = 0;
-    double *lp = xmalloc(sizeof(double) * (size_t)nr), *dlp = xmalloc(sizeof(double) * (size_t)nr);
-    int *ntok = xmalloc(sizeof(int) * (size_t)nr);
-    if (sp->reward) forward_rewards(m, b, mb, sp->reward_index, lp, ntok);
-    else model_forward(m, b, lp, ntok);
+    int nr = 0, rc = 0;
+    for (int r = 0; r < mb->n; r++) nr += mb->rows[r].n_resp;
+    size_t n = (size_t)(nr ? nr : 1);
+    double *lp = xmalloc(sizeof(double) * n), *dlp = xmalloc(sizeof(double) * n);
+    int *ntok = xmalloc(sizeof(int) * n);
+    if (pass_forward(m, mb, sp, nr, lp, ntok, err, errlen)) {
+        model_pass_end(m);
+        free(lp), free(dlp), free(ntok);
+        return -1;
+    }
     PpaLossOptions lo = sp->lo;
     if (sp->obj == PPA_IPO) lo.beta = sp->beta;
     for (int r = 0, at = 0; r < mb->n && !rc; r++) {
@@ -135,11 +144,57 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
         }
         at += K;
     }
-    if (!rc && backward) {
-        if (sp->reward) backward_rewards(m, b, sp->reward_index, dlp);
-        else model_backward(m, b, dlp);
-    }
-    batch_free(b);
+    if (!rc && backward) rc = pass_backward(m, sp, nr, dlp, err, errlen);
+    model_pass_end(m);
     free(lp), free(dlp), free(ntok);
     return rc;
+}
+
+/* ---- the optimizer's side ---- */
+
+int step_zero_grads(Model *m, char *err, size_t errlen) {
+    const ForwardEngine *e = model_train_engine(m);
+    if (e) return e->zero_grads(e->ctx, err, errlen);
+    model_zero_grads(m);
+    return 0;
+}
+
+int step_grad_norm(Model *m, double *norm, char *err, size_t errlen) {
+    const ForwardEngine *e = model_train_engine(m);
+    if (e) return e->grad_norm(e->ctx, norm, err, errlen);
+    *norm = model_device(m)->grad_norm(model_grads(m), model_n_params(m));
+    return 0;
+}
+
+int step_adamw(Model *m, AdamW *a, float grad_scale, const Spans *decay, size_t base, double lr, const AdamWConfig *c,
+               char *err, size_t errlen) {
+    const ForwardEngine *e = model_train_engine(m);
+    if (e) {
+        a->step++;
+        return e->adamw(e->ctx, a->step, grad_scale, lr, c->beta1, c->beta2, c->eps, c->weight_decay, err, errlen);
+    }
+    model_device(m)->adamw_step(a, model_params(m) + base, model_grads(m) + base, grad_scale, decay, base, lr, c);
+    return 0;
+}
+
+int step_pull(Model *m, AdamW *a, char *err, size_t errlen) {
+    const ForwardEngine *e = model_train_engine(m);
+    if (!e) return 0;
+    if (e->pull(e->ctx, model_params(m), a ? a->m : NULL, a ? a->v : NULL, err, errlen)) return -1;
+    model_bf16_refresh(m);
+    return 0;
+}
+
+int step_push(Model *m, const AdamW *a, char *err, size_t errlen) {
+    const ForwardEngine *e = model_train_engine(m);
+    return e ? e->push(e->ctx, model_params(m), a ? a->m : NULL, a ? a->v : NULL, err, errlen) : 0;
+}
+
+int step_sum_grads(Model *m, char *err, size_t errlen) {
+    if (dist_size() < 2) return 0;
+    const ForwardEngine *e = model_train_engine(m);
+    float *g = model_grads(m); /* an engine's run: the host's buffer carries them */
+    if (e && e->grads(e->ctx, g, 0, err, errlen)) return -1;
+    dist_sum_f32(g, model_n_params(m));
+    return e ? e->grads(e->ctx, g, 1, err, errlen) : 0;
 }

@@ -13,6 +13,7 @@
 #define PPA_STEP_H
 
 #include "model/model.h"
+#include "optim/optim.h"
 #include "ppa/losses.h"
 
 typedef struct {
@@ -59,5 +60,22 @@ void scores_of(const ScoreSpec *sp, int n, const double *lp, const double *ref, 
 #define MICRO_NONFINITE_LOSS (-3)
 int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weight, int backward, StepSums *sums,
                double *lambdas, char *err, size_t errlen);
+
+/* The optimizer's side of a step where the model trains: its engine (model_train_engine: the GPU's copy of the
+ * weights, gradients and moments) or the CPU (model_grads, the device table's norm and AdamW, then the bf16 copy
+ * refreshed by the caller: model_bf16_refresh, after a ZeRO share is gathered). Each returns 0, or -1 with why in
+ * err (an engine's failure; the CPU's never fail). step_adamw advances a->step as adamw_step does; base and a ZeRO
+ * share are the CPU's only (an engine updates the whole buffer and its own bf16 copy). */
+int step_zero_grads(Model *m, char *err, size_t errlen);
+int step_grad_norm(Model *m, double *norm, char *err, size_t errlen);
+int step_adamw(Model *m, AdamW *a, float grad_scale, const Spans *decay, size_t base, double lr, const AdamWConfig *c,
+               char *err, size_t errlen);
+/* The engine's weights (and moments, with a) into the host's buffers, the bf16 copy refreshed; or the host's into the
+ * engine. Nothing to do on the CPU. The trainer pushes before its first step and pulls before it reads the weights. */
+int step_pull(Model *m, AdamW *a, char *err, size_t errlen);
+/* Every process's gradients added up on every process (dist_sum_f32 over model_grads; an engine's through the
+ * host: read back, summed, written again). Nothing in one process. */
+int step_sum_grads(Model *m, char *err, size_t errlen);
+int step_push(Model *m, const AdamW *a, char *err, size_t errlen);
 
 #endif

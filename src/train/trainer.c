@@ -31,8 +31,8 @@ static void print_num(FILE *f, const char *key, double v) {
 }
 
 /* 0, or -1 (errno) when the line could not be written */
-static int log_line(FILE *f, long step, double epoch, const StepLog *s, double lr, double gnorm, double sec,
-                     double elapsed) {
+static int log_line(FILE *f, const Model *m, long step, double epoch, const StepLog *s, double lr, double gnorm,
+                    double sec, double elapsed) {
     const StepSums *u = &s->sums;
     double n = (double)u->lists;
     fprintf(f, "{\"step\": %ld, \"epoch\": %.6f", step, epoch);
@@ -61,6 +61,8 @@ static int log_line(FILE *f, long step, double epoch, const StepLog *s, double l
         }
         fputc(']', f);
     }
+    const ForwardEngine *e = model_train_engine(m);
+    if (e && e->peak) fprintf(f, ", \"gpu_peak_gib\": %.3f", (double)e->peak(e->ctx) / (1024.0 * 1024.0 * 1024.0));
     /* timings last: they are the only fields that differ between identical runs */
     if (dist_size() > 1) fprintf(f, ", \"comm_s\": %.3f, \"comm_bytes\": %.0f, \"wait_s\": %.3f", s->comm_s, s->comm_bytes,
                                 s->wait_s);
@@ -92,9 +94,9 @@ static void progress(const char *who, long step, long total, const StepLog *s, d
 
 /* Every rank's share of a step made whole on every rank: the gradients and the log's sums added up (each list
  * weighs 1/n of the step's lists on whichever rank it ran), the lambdas and list sizes gathered in list order. */
-static void combine(Model *m, StepLog *sl, long n, long mine) {
-    if (dist_size() < 2) return;
-    dist_sum_f32(model_grads(m), model_n_params(m));
+static int combine(Model *m, StepLog *sl, long n, long mine, char *err, size_t errlen) {
+    if (dist_size() < 2) return 0;
+    if (step_sum_grads(m, err, errlen)) return -1;
     StepSums *u = &sl->sums;
     enum { NO = PPA_N_OBJECTIVES };
     double v[6 + 2 * NO] = {(double)u->lists, (double)u->tokens, (double)u->lists_with_pairs, (double)sl->tokens,
@@ -106,7 +108,7 @@ static void combine(Model *m, StepLog *sl, long n, long mine) {
     u->lists = (long)v[0], u->tokens = (long)v[1], u->lists_with_pairs = (long)v[2], sl->tokens = (long)v[3];
     u->loss = v[4], u->reward = v[5], u->best_worst = w[0], u->acc = w[1], u->ndcg = w[2];
     for (int o = 0; o < NO; o++) u->other[o] = v[6 + o], u->other_ok[o] = (int)v[6 + NO + o];
-    if (!sl->lam_k) return;
+    if (!sl->lam_k) return 0;
     /* lambdas: every rank's count, then the values in rank (= list) order */
     int R = dist_size();
     long *lists = xcalloc((size_t)R, sizeof(long)), *resp = xcalloc((size_t)R, sizeof(long));
@@ -125,6 +127,7 @@ static void combine(Model *m, StepLog *sl, long n, long mine) {
     free(sl->lambdas);
     sl->lambdas = all, sl->n_lam = total;
     free(lists), free(resp), free(cnt), free(k), free(mine_k);
+    return 0;
 }
 
 /* one optimizer step: its lists in micro-batches, gradients accumulated */
@@ -133,8 +136,8 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
     long per_epoch = train_data_lists(data), left = per_epoch - st->cursor;
     long n = left < p->batch_size ? left : p->batch_size; /* an epoch's last step may be smaller */
     double weight = 1.0 / (double)n;
-    model_zero_grads(m);
     memset(sl, 0, sizeof *sl);
+    if (step_zero_grads(m, err, errlen)) return -1;
     double c0, b0, w0, c1, b1, w1;
     dist_stats(&c0, &b0, &w0);
     long lo, hi; /* this rank's lists of the step (all of them in one process) */
@@ -164,7 +167,7 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
         done += mb;
     }
     st->cursor += n;
-    combine(m, sl, n, hi - lo);
+    if (combine(m, sl, n, hi - lo, err, errlen)) return -1;
     dist_stats(&c1, &b1, &w1);
     sl->comm_s = c1 - c0, sl->comm_bytes = b1 - b0, sl->wait_s = w1 - w0;
     sl->lists = n;
@@ -229,6 +232,11 @@ void train_hint(const Model *m, double lr, const ScoreSpec *sp, char *buf, size_
  * MICRO_NONFINITE_LOGP (a log-prob: the model), else the scores, loss or gradient */
 static void nonfinite_cause(Model *m, const TrainPlan *p, long updates, long step, double lr, int kind, char *buf,
                             size_t n) {
+    char pulled[256];
+    if (step_pull(m, NULL, pulled, sizeof pulled)) { /* the weights stay on the engine: nothing to look at */
+        snprintf(buf, n, " (the weights could not be read back to check them: %s)", pulled);
+        return;
+    }
     long i = first_nonfinite(model_params(m), model_n_params(m));
     char hint[1200];
     train_hint(m, updates ? lr : 0, &p->score, hint, sizeof hint);
@@ -246,6 +254,7 @@ static void nonfinite_cause(Model *m, const TrainPlan *p, long updates, long ste
 
 /* a NaN model is never saved as a success: the weights are checked before every checkpoint and at the end */
 static int weights_finite(Model *m, const TrainPlan *p, long step, double lr, char *err, size_t errlen) {
+    if (step_pull(m, NULL, err, errlen)) return 0; /* an engine's weights, read back */
     long i = first_nonfinite(model_params(m), model_n_params(m));
     if (i < 0) return 1;
     char hint[1200];
@@ -343,6 +352,10 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
     double last_lr = 0; /* of this run's last update */
     int rc = 0;
     opt->step = st->step;
+    if (step_push(policy, opt, err, errlen)) { /* an engine starts from the host's weights and moments */
+        spans_free(&decay);
+        return -1;
+    }
     while (st->step < p->total_steps && !rc) {
         double ts = timer_now();
         StepLog sl;
@@ -356,7 +369,12 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             snprintf(err, errlen, "step %ld: %s%s%s", st->step + 1, why, cause, nonfinite ? "; nothing was updated" : "");
             rc = -1;
         } else {
-            double gnorm = model_device(policy)->grad_norm(model_grads(policy), n_params); /* clipping happens inside the AdamW pass */
+            double gnorm; /* clipping happens inside the AdamW pass */
+            if (step_grad_norm(policy, &gnorm, err, errlen)) {
+                rc = -1;
+                free(sl.lambdas), free(sl.lam_k);
+                break;
+            }
             if (!isfinite(gnorm)) {
                 char cause[1600];
                 nonfinite_cause(policy, p, st->step - first, st->step, last_lr, MICRO_NONFINITE_LOSS, cause, sizeof cause);
@@ -369,14 +387,17 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             double lr = schedule_lr(p->schedule, p->lr, st->step, p->warmup_steps, p->total_steps);
             size_t lo = 0, hi = n_params;
             if (p->zero) trainer_zero_share(n_params, &lo, &hi);
-            model_device(policy)->adamw_step(opt, model_params(policy) + lo, model_grads(policy) + lo, clip_scale(gnorm, p->clip_grad),
-                       &decay, lo, lr, &ac);
+            if (step_adamw(policy, opt, clip_scale(gnorm, p->clip_grad), &decay, lo, lr, &ac, err, errlen)) {
+                rc = -1;
+                free(sl.lambdas), free(sl.lam_k);
+                break;
+            }
             if (p->zero) gather_shares(model_params(policy), n_params);
-            model_bf16_refresh(policy); /* the products' bf16 copy follows the float32 master weights */
+            if (!model_train_engine(policy)) model_bf16_refresh(policy); /* the products' copy follows the masters */
             st->step++;
             last_lr = lr;
             double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
-            if (p->log && log_line(p->log, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0)) {
+            if (p->log && log_line(p->log, policy, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0)) {
                 snprintf(err, errlen, "step %ld: cannot write the log %s: %s", st->step, p->log_path ? p->log_path : "",
                          strerror(errno));
                 rc = -1;
@@ -404,7 +425,8 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 st->ranks = dist_size();
                 AdamW tmp = {0};
                 const AdamW *whole = whole_state(opt, n_params, p->zero, &tmp); /* every rank takes part */
-                if (!weights_finite(policy, p, st->step, lr, err, errlen) || !same_weights(policy, err, errlen) ||
+                if (step_pull(policy, opt, err, errlen) || /* an engine's weights and moments, for the checkpoint */
+                    !weights_finite(policy, p, st->step, lr, err, errlen) || !same_weights(policy, err, errlen) ||
                     (dist_rank() == 0 && /* one writer; the others' weights are the same bytes */
                      state_save(p->out, policy, whole, st, p->tokenizer_dir, path, sizeof path, err, errlen)))
                     rc = -1;
@@ -415,6 +437,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
         free(sl.lambdas), free(sl.lam_k);
     }
     spans_free(&decay);
+    if (!rc && step_pull(policy, opt, err, errlen)) rc = -1; /* the host holds the run's last weights and moments */
     if (!rc && (!weights_finite(policy, p, st->step, last_lr, err, errlen) || !same_weights(policy, err, errlen))) rc = -1;
     return rc;
 }

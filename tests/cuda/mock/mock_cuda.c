@@ -16,9 +16,11 @@
 #include "cuda/adamw.h"
 #include "cuda/common.h"
 #include "cuda/convert.h"
+#include "cuda/decode.h"
 #include "cuda/embedding.h"
 #include "cuda/global_norm.h"
 #include "cuda/lmhead.h"
+#include "cuda/lora.h"
 #include "cuda/matmul.h"
 #include "cuda/rmsnorm.h"
 #include "cuda/rope.h"
@@ -467,6 +469,60 @@ int pc_lmhead_backward(float *dx, float *dW, const double *g, const double *logp
         }
     }
     return n ? pc_scatter_add_rows(dx, H, p.dxs, H, order, seg, seg_key, n_seg, H) : 0;
+}
+
+/* ---- decode.h ---- */
+int pc_kv_store(void *cache, PcDtype ct, int max_len, int D, const float *x, int ldx, const int *slot, const int *pos,
+                int n) {
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < D; i++) st(cache, ct, ((size_t)slot[t] * max_len + pos[t]) * D + i, x[(size_t)t * ldx + i]);
+    return 0;
+}
+int pc_decode_attention(void *out, const float *q, const void *kc, const void *vc, PcDtype ct, const int *slot,
+                        const int *len, int n, int max_len, int NH, int NKV, int HS) {
+    if (max_len > 8192 || HS > 128 || NKV < 1 || NH % NKV) return fail("pc_decode_attention: shape");
+    int KD = NKV * HS;
+    float *p = malloc(sizeof(float) * (size_t)max_len), qs[128];
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < NH; h++) {
+            int g = h / (NH / NKV), L = len[t];
+            size_t base = (size_t)slot[t] * max_len * KD + (size_t)g * HS;
+            for (int d = 0; d < HS; d++) {
+                float v = q[(size_t)t * NH * HS + h * HS + d];
+                qs[d] = ct == PC_BF16 ? wid(rnd(v)) : v;
+            }
+            float m = -INFINITY, sum = 0.0f, scale = 1.0f / sqrtf((float)HS);
+            for (int j = 0; j < L; j++) {
+                float s = 0.0f;
+                for (int d = 0; d < HS; d++) s += qs[d] * ld(kc, ct, base + (size_t)j * KD + d);
+                p[j] = s * scale, m = fmaxf(m, p[j]);
+            }
+            for (int j = 0; j < L; j++) p[j] = expf(p[j] - m), sum += p[j];
+            for (int j = 0; j < L; j++) p[j] = ct == PC_BF16 ? wid(rnd(p[j] / sum)) : p[j] / sum;
+            for (int d = 0; d < HS; d++) {
+                float acc = 0.0f;
+                for (int j = 0; j < L; j++) acc += p[j] * ld(vc, ct, base + (size_t)j * KD + d);
+                st(out, ct, (size_t)t * NH * HS + (size_t)h * HS + d, acc);
+            }
+        }
+    free(p);
+    return 0;
+}
+
+/* ---- lora.h: written apart from lora.c's keep(), so that the test compares two codings of the rule ---- */
+int pc_lora_dropout(float *y, float beta, const float *x, int T, int in, uint64_t key, int target, double p) {
+    if (T < 0 || in < 0 || target < 0 || !(p >= 0.0 && p < 1.0) || (beta != 0.0f && beta != 1.0f))
+        return fail("pc_lora_dropout: shape, probability or beta");
+    float scale = (float)(1.0 / (1.0 - p));
+    for (size_t i = 0, n = (size_t)T * (size_t)in; i < n; i++) {
+        uint64_t z = key ^ ((uint64_t)target << 48) ^ i * 0x9e3779b97f4a7c15ull;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        float v = (double)(z >> 11) * 0x1.0p-53 < p ? 0.0f : x[i] * scale;
+        y[i] = beta != 0.0f ? y[i] + v : v;
+    }
+    return 0;
 }
 
 /* ---- adamw.h, global_norm.h ---- */

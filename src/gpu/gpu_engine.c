@@ -1,0 +1,45 @@
+/* gpu_engine.c: a GpuTrain as a model's engine (model.h's ForwardEngine): every call of the table is one of
+ * gpu_train.h's, the scoring calls a forward that keeps nothing. */
+#include <stdio.h>
+
+#include "gpu/gpu_train.h"
+
+static int tr_logps(void *t, const Row *rows, int n, double *logps, int *n_scored, char *err, size_t errlen) {
+    return gpu_train_forward(t, rows, n, 0, logps, n_scored, err, errlen);
+}
+static int tr_rewards(void *t, const Row *rows, int n, double *rewards, char *err, size_t errlen) {
+    return gpu_train_forward(t, rows, n, 0, rewards, NULL, err, errlen);
+}
+static int tr_forward(void *t, const Row *rows, int n, double *out, int *n_scored, char *err, size_t errlen) {
+    return gpu_train_forward(t, rows, n, 1, out, n_scored, err, errlen);
+}
+static int tr_backward(void *t, const double *dout, char *err, size_t errlen) {
+    return gpu_train_backward(t, dout, err, errlen);
+}
+static int tr_zero(void *t, char *err, size_t errlen) { return gpu_train_zero_grads(t, err, errlen); }
+static int tr_norm(void *t, double *norm, char *err, size_t errlen) { return gpu_train_grad_norm(t, norm, err, errlen); }
+static int tr_adamw(void *t, long step, float scale, double lr, double b1, double b2, double eps, double wd, char *err,
+                    size_t errlen) {
+    return gpu_train_adamw(t, step, scale, lr, b1, b2, eps, wd, err, errlen);
+}
+static int tr_push(void *t, const float *p, const float *m, const float *v, char *err, size_t errlen) {
+    return gpu_train_push(t, p, m, v, err, errlen);
+}
+static int tr_pull(void *t, float *p, float *m, float *v, char *err, size_t errlen) {
+    return gpu_train_pull(t, p, m, v, err, errlen);
+}
+static int tr_grads(void *t, float *g, int to_device, char *err, size_t errlen) {
+    return to_device ? gpu_train_set_grads(t, g, err, errlen) : gpu_train_grads(t, g, err, errlen);
+}
+static void tr_free(void *t) { gpu_train_free(t); }
+static size_t tr_bytes(void *t) { return gpu_train_bytes(t); }
+static size_t tr_peak(void *t) { return gpu_train_peak(t); }
+
+ForwardEngine gpu_train_engine(GpuTrain *t, const char *name) {
+    ForwardEngine e = {.ctx = t, .logps = tr_logps, .rewards = tr_rewards, .free = tr_free, .bytes = tr_bytes,
+                       .train_forward = tr_forward, .train_backward = tr_backward, .zero_grads = tr_zero,
+                       .grad_norm = tr_norm, .adamw = tr_adamw, .push = tr_push, .pull = tr_pull, .peak = tr_peak,
+                       .grads = tr_grads};
+    snprintf(e.name, sizeof e.name, "%s", name ? name : "gpu");
+    return e;
+}

@@ -1,0 +1,75 @@
+/* gpu_train.h: training on a GPU, a sibling of the CPU's passes and optimizer (model/llama.c's model_forward /
+ * model_backward, optim.h's AdamW): host C code that chains the CUDA module's kernels (src/cuda, through a PcApi
+ * table) to compute what the CPU engine computes, for the models it trains (Llama, Mistral, Qwen2 with biases, tied
+ * heads, reward-model heads).
+ *
+ * A GpuTrain keeps on the device the float32 master weights, their gradients and the AdamW moments, each one buffer
+ * in the host Model's layout (model_params, element for element: push and pull are copies, the decay spans are the
+ * host's, a checkpoint is the same bytes whichever side wrote it), and with MODEL_BF16 a bf16 copy of the weights
+ * in the same layout that the products read, refreshed by every AdamW step. The activations of one micro-batch
+ * (gpu_backward.c), grown to the largest seen and reused; with checkpointing only every layer's input is kept and
+ * each layer is recomputed in the backward, as the CPU's model_gradient_checkpointing.
+ *
+ * Precision: as gpu_model.h says for the forward, and in the backward at the CPU bf16 engine's rounding points
+ * (gpu_backward.c lists them): float32 gradients everywhere, a gradient rounded to bf16 only as a product's
+ * operand, where the CPU's bf16 products round it. MODEL_FP32: float32 throughout, the oracle mode.
+ *
+ * LoRA (a model with an adapter, lora.h): the base is uploaded frozen as gpu_model_new does (in the model's
+ * precision), the trainable buffers are the adapter's (model_params: A and B of every target), whose terms run in
+ * float32 as lora.c's, with lora.c's dropout masks (cuda/lora.h); the adapter's switch and the trainer's dropout
+ * key are read from the model at every forward, so the reference of a LoRA run is the base with the adapter off.
+ *
+ * Not thread-safe: one host thread drives it. It refuses head sizes the module cannot run, a frozen model without
+ * an adapter (no float32 weights to train), and an adapter on a reward model. */
+#ifndef PPA_GPU_TRAIN_H
+#define PPA_GPU_TRAIN_H
+
+#include <stddef.h>
+
+#include "device/pc_api.h"
+#include "model/model.h"
+
+typedef struct GpuTrain GpuTrain;
+
+/* The device buffers for m (its layout, config and decay spans) and m's weights uploaded (gpu_train_push; the
+ * moments start at 0). With an adapter m must outlive the engine (the model that holds it as its engine does).
+ * checkpointing: keep every layer's input only, recompute each layer in the backward. NULL with why in err: what it
+ * cannot train, or out of GPU memory (the bytes asked and free). */
+GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int checkpointing, char *err,
+                        size_t errlen);
+void gpu_train_free(GpuTrain *t);
+
+/* host [n_params] buffers (model_params' layout) to the device and back; m, v: the AdamW moments, or NULL (push:
+ * leaves the device's; pull: not read back). push refreshes the bf16 copy. */
+int gpu_train_push(GpuTrain *t, const float *params, const float *m, const float *v, char *err, size_t errlen);
+int gpu_train_pull(GpuTrain *t, float *params, float *m, float *v, char *err, size_t errlen);
+/* the gradients into host grads [n_params] (tests; several processes' sums), and host grads into the gradients */
+int gpu_train_grads(GpuTrain *t, float *grads, char *err, size_t errlen);
+int gpu_train_set_grads(GpuTrain *t, const float *grads, char *err, size_t errlen);
+
+int gpu_train_zero_grads(GpuTrain *t, char *err, size_t errlen);
+/* the global L2 norm of the gradients (cuda/global_norm.h's fixed order: the same bits on every rerun) */
+int gpu_train_grad_norm(GpuTrain *t, double *norm, char *err, size_t errlen);
+/* AdamW step t >= 1 on every parameter (optim.h's adamw_step element for element), the bf16 copy refreshed */
+int gpu_train_adamw(GpuTrain *t, long step, float grad_scale, double lr, double beta1, double beta2, double eps,
+                    double weight_decay, char *err, size_t errlen);
+
+/* model_pass_forward on the device: out [n_responses] log-probs (causal LM) or [n_responses, num_labels] rewards
+ * (reward model), n_scored [n_responses] (may be NULL); keep: keep what gpu_train_backward needs (else the
+ * activations of one layer, a scoring forward). 0, or -1 with why in err (batch_new's refusals, the same
+ * messages; a failed kernel; out of GPU memory with the sizes). */
+int gpu_train_forward(GpuTrain *t, const Row *rows, int n_rows, int keep, double *out, int *n_scored, char *err,
+                      size_t errlen);
+/* dout: d loss / d out of the last kept forward; adds d loss / d params into the gradients */
+int gpu_train_backward(GpuTrain *t, const double *dout, char *err, size_t errlen);
+
+/* device bytes held now (weights, gradients, moments, activations) and the most held at once so far */
+size_t gpu_train_bytes(const GpuTrain *t);
+size_t gpu_train_peak(const GpuTrain *t);
+
+/* t as a model's engine (model.h's ForwardEngine, every training call set; its scoring calls run t's forward on
+ * the weights being trained), named name for the log; model_set_forward_engine hands t to the model, which frees
+ * it with itself */
+ForwardEngine gpu_train_engine(GpuTrain *t, const char *name);
+
+#endif

@@ -1,0 +1,239 @@
+/* test_gpu_decode.c: decoding on the GPU (src/gpu/gpu_decode.h, reached through model/decode.h as ppa generate
+ * reaches it) against the CPU's decoder, the oracle (itself checked against the engine's forward in
+ * tests/test_generate.c): built against the real module for make test-cuda and against the CPU stand-in for make
+ * test, on the causal-LM cases of ../gpu_engine_cases.h (head_dim 64).
+ *
+ * Checks, in float32 and bf16 (the GPU's default), on each case: three prompts prefilled, forked to two samples
+ * each, then six steps feeding every slot the CPU decoder's greedy token (the same tokens on both sides):
+ *   every row of logits within F32_LOGIT (float32: sums in other orders; on the stand-in 1.5e-6 .. 1.2e-5, the
+ *   largest on llama3_rope as in training) or BF16_LOGIT (bf16: the GPU keeps its cache and the attention's
+ *   probabilities in bf16 as the forward's attention does, where the CPU's decoder keeps them in float32, and on
+ *   these small peaky models a rounding moved in a layer moves the logits by several bf16 ulps of the largest:
+ *   1.4e-2 .. 7.8e-2 on the stand-in; the tight bf16 check is the next but one) of the row's largest |logit|;
+ *   the greedy token the CPU's wherever the CPU's two best logits are further apart than twice that bound;
+ *   the decoded tokens' log-probs (log-softmax of the decoder's logits, summed) against the GPU forward's log-probs
+ *   of the same sequences (gpu_model.h, itself within 2^-6 of the CPU bf16 engine): float32 within 1e-4, bf16
+ *   within 2^-5 of max(1, |logp|) (on the stand-in 2e-8 .. 8e-4: the same rounding points as the forward);
+ *   a prompt decoded alone = the same prompt decoded beside the others, bit for bit (the sampled text of a seed
+ *   does not depend on the batch: the step's products must not depend on how many rows share them; matmul.h
+ *   picks one cuBLASLt algorithm per shape, so on a GPU this check is what tells);
+ *   a decoder larger than the GPU refused with the sizes (without --small).
+ * Usage: test_gpu_decode [--small] [--seed N]. Exit status: 0 all passed, 1 a failure, 77 no usable GPU. */
+#include <time.h>
+
+#include "../gpu_engine_cases.h"
+#include "gpu/gpu_decode.h"
+#include "harness.h"
+#include "model/decode.h"
+
+static PcApi api;
+static char tmpdir[64];
+
+#define F32_LOGIT 3e-5
+#define BF16_LOGIT 0x1p-2
+#define F32_LOGP 1e-4
+#define BF16_LOGP 0x1p-5
+#define STEPS 6
+#define NP 3 /* prompts */
+#define NS 2 /* samples a prompt */
+
+/* the GPU engine's decode calls on g, as cli/load.c attaches them */
+static void *dn(void *g, int n, int len, char *e, size_t el) { return gpu_decoder_new(g, n, len, e, el); }
+static void df(void *d) { gpu_decoder_free(d); }
+static int dp(void *d, int s, const int *ids, int n, float *lg, char *e, size_t el) {
+    return gpu_decoder_prefill(d, s, ids, n, lg, e, el);
+}
+static int dk(void *d, int s, int t, int c, int len, char *e, size_t el) { return gpu_decoder_fork(d, s, t, c, len, e, el); }
+static int ds(void *d, const int *tok, const int *seq, const int *pos, int n, float *lg, char *e, size_t el) {
+    return gpu_decoder_step(d, tok, seq, pos, n, lg, e, el);
+}
+static void nofree(void *g) { (void)g; }
+
+static int argmax(const float *x, int V) {
+    int b = 0;
+    for (int i = 1; i < V; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* |a - b| of a row over its largest |b| */
+static double row_err(const float *a, const float *b, int V) {
+    double m = 1e-30, w = 0;
+    for (int i = 0; i < V; i++) m = fmax(m, fabs(b[i]));
+    for (int i = 0; i < V; i++) w = fmax(w, fabs((double)a[i] - b[i]) / m);
+    return w;
+}
+
+static double log_softmax_at(const float *x, int V, int t) {
+    double m = x[0], s = 0;
+    for (int i = 1; i < V; i++) m = fmax(m, x[i]);
+    for (int i = 0; i < V; i++) s += exp((double)x[i] - m);
+    return (double)x[t] - m - log(s);
+}
+
+static void run_case(const char *name, const ModelConfig *c, ModelPrecision prec, uint64_t seed) {
+    char err[1024];
+    int bf = prec == MODEL_BF16, V = c->vocab_size, S = NP * NS, max_len = 10 + STEPS + 1;
+    const char *p = bf ? "bf16" : "fp32";
+    Model *m = ge_model(tmpdir, name, c, 0.3, ST_F32, prec, err, sizeof err);
+    GpuModel *g = m ? gpu_model_new(&api, m, prec, err, sizeof err) : NULL;
+    H_CHECK(g != NULL, "%s %s: model: %s", name, p, err);
+    if (!g) {
+        model_free(m);
+        return;
+    }
+    /* prompts of 3 .. 10 tokens */
+    int prompts[NP][10], plen[NP];
+    uint64_t s = seed;
+    for (int i = 0; i < NP; i++) {
+        plen[i] = 3 + (int)(ge_rand(&s) % 8);
+        for (int j = 0; j < plen[i]; j++) prompts[i][j] = (int)(ge_rand(&s) % (uint64_t)V);
+    }
+    float *lc = calloc((size_t)S * V, sizeof(float)), *lg = calloc((size_t)S * V, sizeof(float));
+    float *la = calloc((size_t)V, sizeof(float));
+    int tok[NP * NS], slot[NP * NS], seqs[NP * NS][10 + STEPS + 1];
+    double lp_dec[NP * NS] = {0};
+    Decoder *cd = decoder_new(m, S, max_len, err, sizeof err);
+    ForwardEngine e = {.ctx = g, .free = nofree, .dec_new = dn, .dec_free = df, .dec_prefill = dp, .dec_fork = dk,
+                       .dec_step = ds};
+    snprintf(e.name, sizeof e.name, "test");
+    model_set_forward_engine(m, &e); /* decoders made from here on decode on the GPU engine */
+    Decoder *gd = cd ? decoder_new(m, S, max_len, err, sizeof err) : NULL;
+    Decoder *alone = gd ? decoder_new(m, 1, max_len, err, sizeof err) : NULL;
+    int ok = alone != NULL;
+    double worst = 0, worst_lp = 0;
+    int greedy_checked = 0, greedy_same = 1, same_alone = 1;
+    for (int i = 0; ok && i < NP; i++) {
+        ok = !decoder_prefill(cd, i * NS, prompts[i], plen[i], lc + (size_t)i * NS * V, err, sizeof err) &&
+             !decoder_prefill(gd, i * NS, prompts[i], plen[i], lg + (size_t)i * NS * V, err, sizeof err);
+        decoder_fork(cd, i * NS, i * NS, NS), decoder_fork(gd, i * NS, i * NS, NS);
+        for (int k = 0; k < NS; k++) {
+            memcpy(lc + (size_t)(i * NS + k) * V, lc + (size_t)i * NS * V, sizeof(float) * V);
+            memcpy(lg + (size_t)(i * NS + k) * V, lg + (size_t)i * NS * V, sizeof(float) * V);
+            memcpy(seqs[i * NS + k], prompts[i], sizeof(int) * (size_t)plen[i]);
+        }
+    }
+    H_CHECK(ok, "%s %s: decoders and prefill: %s", name, p, err);
+    for (int step = 0; ok && step <= STEPS; step++) {
+        for (int r = 0; r < S; r++) {
+            const float *a = lg + (size_t)r * V, *b = lc + (size_t)r * V;
+            worst = fmax(worst, row_err(a, b, V));
+            int t = argmax(b, V), t2 = t ? 0 : 1; /* the CPU's greedy token and its runner-up */
+            for (int i = 0; i < V; i++)
+                if (i != t && b[i] > b[t2]) t2 = i;
+            double gap = (b[t] - b[t2]) / fmax(1e-30, fabs(b[t])), bound = 2 * (bf ? BF16_LOGIT : F32_LOGIT);
+            if (gap > bound) greedy_checked++, greedy_same &= argmax(a, V) == t;
+            /* sample k of a prompt: its greedy token, or its runner-up for odd samples (two continuations) */
+            tok[r] = r % NS ? t2 : t, slot[r] = r;
+            lp_dec[r] += log_softmax_at(a, V, tok[r]);
+            seqs[r][plen[r / NS] + step] = tok[r];
+        }
+        if (step == STEPS) break;
+        ok = !decoder_step(cd, tok, slot, S, lc, err, sizeof err) && !decoder_step(gd, tok, slot, S, lg, err, sizeof err);
+    }
+    H_CHECK(ok, "%s %s: steps: %s", name, p, err);
+    double bound = bf ? BF16_LOGIT : F32_LOGIT;
+    H_CHECK(ok && worst <= bound, "%s %s: every row of logits within %g of its largest (%.3g)", name, p, bound, worst);
+    H_CHECK(ok && greedy_same, "%s %s: the greedy token is the CPU's where its two best are apart (%d rows)", name, p,
+            greedy_checked);
+    /* the decoded tokens' log-probs against the forward's: the last STEPS + 1 tokens of each sequence, scored */
+    if (ok) {
+        Row rows[NP * NS];
+        int rl[NP * NS];
+        const int *rp[NP * NS];
+        for (int r = 0; r < S; r++) {
+            rl[r] = STEPS + 1, rp[r] = seqs[r] + plen[r / NS];
+            rows[r] = (Row){plen[r / NS], seqs[r], 1, &rl[r], &rp[r]};
+        }
+        double fw[NP * NS];
+        ok = !gpu_forward_logps(g, rows, S, fw, NULL, err, sizeof err);
+        for (int r = 0; ok && r < S; r++) worst_lp = fmax(worst_lp, fabs(lp_dec[r] - fw[r]) / fmax(1.0, fabs(fw[r])));
+        if (getenv("DBG")) for (int r = 0; r < S; r++) printf("  row %d: decoder %.6f forward %.6f (prompt %d)\n", r, lp_dec[r], fw[r], plen[r / NS]);
+        double lb = bf ? BF16_LOGP : F32_LOGP;
+        H_CHECK(ok && worst_lp <= lb, "%s %s: the decoded tokens' log-probs = the forward's within %g (%.3g) %s", name, p,
+                lb, worst_lp, ok ? "" : err);
+    }
+    /* prompt 1's first sample alone, the same tokens: the same bits as beside the others */
+    if (ok) {
+        float *one = la;
+        ok = !decoder_prefill(alone, 0, prompts[1], plen[1], one, err, sizeof err);
+        Decoder *again = decoder_new(m, S, max_len, err, sizeof err);
+        float *row = calloc((size_t)V, sizeof(float));
+        ok = ok && again && !decoder_prefill(again, 2, prompts[1], plen[1], row, err, sizeof err);
+        same_alone &= ok && !memcmp(one, row, sizeof(float) * V);
+        for (int step = 0; ok && step < STEPS; step++) {
+            int t1 = seqs[NS][plen[1] + step], s0 = 0, s2 = 2;
+            ok = !decoder_step(alone, &t1, &s0, 1, one, err, sizeof err) &&
+                 !decoder_step(again, &t1, &s2, 1, row, err, sizeof err);
+            same_alone &= ok && !memcmp(one, row, sizeof(float) * V);
+        }
+        decoder_free(again), free(row);
+        H_CHECK(ok && same_alone, "%s %s: a prompt decoded alone = in another slot of a larger decoder, bit for bit %s",
+                name, p, ok ? "" : err);
+    }
+    printf("%-15s %s: logits %.2e, greedy checked on %d rows, log-probs vs forward %.2e%s\n", name, p, worst,
+           greedy_checked, worst_lp, same_alone ? ", alone = batched (bits)" : "");
+    decoder_free(cd), decoder_free(gd), decoder_free(alone);
+    free(lc), free(lg), free(la);
+    model_set_forward_engine(m, NULL);
+    gpu_model_free(g), model_free(m);
+}
+
+/* a decoder larger than the GPU: refused with the sizes */
+static void test_out_of_memory(void) {
+    ModelConfig c;
+    char err[1024] = "";
+    if (ge_config(&GE_CASES[0], 0, &c, err, sizeof err)) return;
+    Model *m = ge_model(tmpdir, "dec_oom", &c, 0.3, ST_F32, MODEL_BF16, err, sizeof err);
+    GpuModel *g = m ? gpu_model_new(&api, m, MODEL_BF16, err, sizeof err) : NULL;
+    size_t fr = 0, total = 0;
+    api.pc_mem_info(&fr, &total);
+    size_t per_seq = (size_t)c.num_hidden_layers * 4096 * c.num_key_value_heads * c.head_dim * 2; /* keys alone */
+    c.max_position_embeddings = 4096;
+    int n = (int)(1.25 * (double)total / (double)per_seq) + 1;
+    GpuDecoder *d = g ? gpu_decoder_new(g, n, 4096, err, sizeof err) : NULL;
+    H_CHECK(g && !d && strstr(err, "GB") && strstr(err, "cache"), "%d sequences of 4096 tokens: refused with the sizes: %s",
+            n, err);
+    gpu_decoder_free(d), gpu_model_free(g), model_free(m);
+}
+
+int main(int argc, char **argv) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h_seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--small")) h_small = 1;
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) h_seed = strtoull(argv[++i], NULL, 10);
+        else return fprintf(stderr, "usage: test_gpu_decode [--small] [--seed N]\n"), 2;
+    }
+    setenv("PPA_BF16", "builtin", 0);
+    printf("seed %llu (--seed %llu repeats this run's prompts)\n", (unsigned long long)h_seed,
+           (unsigned long long)h_seed);
+    char err[512];
+    if (pc_init(0, err, sizeof err)) {
+        printf("test_gpu_decode: no usable GPU: %s\n", err);
+        return 77;
+    }
+    api = ge_linked_api();
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ppa_gpu_decode_XXXXXX");
+    if (!mkdtemp(tmpdir)) return 1;
+    for (int i = 0; i < GE_N_CASES; i++) {
+        ModelConfig c;
+        if (ge_config(&GE_CASES[i], 0, &c, err, sizeof err)) {
+            H_CHECK(0, "%s: config: %s", GE_CASES[i].name, err);
+            continue;
+        }
+        if (c.head != HEAD_LM) continue;
+        run_case(GE_CASES[i].name, &c, MODEL_FP32, h_seed + (uint64_t)i);
+        run_case(GE_CASES[i].name, &c, MODEL_BF16, h_seed + (uint64_t)i);
+    }
+    if (!h_small) test_out_of_memory();
+    int bad = pc_sync();
+    H_CHECK(bad == 0, "the stream ends with an error: %s", bad ? pc_error() : "");
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+    pc_shutdown();
+    printf("test_gpu_decode: %d passed, %d failed\n", h_passed(), h_failed());
+    return h_failed() ? 1 : 0;
+}
