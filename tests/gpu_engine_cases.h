@@ -15,6 +15,7 @@
 
 #include "cuda/adamw.h"
 #include "cuda/lora.h"
+#include "cuda/nccl.h"
 #include "cuda/attention.h"
 #include "cuda/common.h"
 #include "cuda/convert.h"

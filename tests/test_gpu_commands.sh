@@ -212,6 +212,8 @@ if command -v mpirun > /dev/null && [ "${PPA_GPU_REAL:-0}" != 1 ]; then
   M=(--model m --data D.jsonl --template none --list-size 3 --batch-size 4 --lr 0.001 --max-steps 3 --precision fp32)
   timeout 300 mpirun -np 2 -x PPA_CUDA_LIB="$mock" "$ppa" train "${M[@]}" --out mg2 --device cuda > /dev/null 2> err.txt
   expect "mpirun -np 2 train on the GPU path: exit 0, 2 ranks" sh -c "test $? -eq 0 && grep -q '2 ranks (MPI)' err.txt"
+  expect "... the gradients through the host, saying why (the stand-in has no NCCL)" \
+    grep -q "the 2 ranks' gradients are summed through the host (MPI): NCCL: the CPU stand-in" err.txt
   gpu train "${M[@]}" --out mg1 > /dev/null 2>&1
   expect "... = one process up to rounding" track mg2/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
   timeout 300 mpirun -np 2 -x PPA_CUDA_LIB="$mock" "$ppa" train "${M[@]}" --out mg3 --device cuda > /dev/null 2>&1

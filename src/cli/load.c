@@ -2,6 +2,7 @@
 #include "cli/load.h"
 
 #include "device/cuda.h"
+#include "dist/dist.h"
 #include "gpu/gpu_decode.h"
 #include "gpu/gpu_model.h"
 #include "gpu/gpu_train.h"
@@ -38,7 +39,29 @@ static size_t gpu_bytes(void *g) { return gpu_model_weight_bytes(g) + gpu_model_
 
 /* A model that trains on a command resolved to the GPU gets the GPU's training engine (its weights are pushed by
  * the trainer before the first step) */
-static void train_on_device(const TrainOptions *o, Model *m) {
+/* Several processes training: NCCL's communicator when every rank has a GPU of its own and NCCL loads, else the
+ * gradients go through the host (MPI); the ranks agree before anyone joins (joining is collective), and say which */
+static void join_nccl(const TrainOptions *o, GpuTrain *t) {
+    if (dist_size() < 2) return;
+    const PcApi *pc = device_cuda_api();
+    char id[PC_NCCL_ID_BYTES] = {0}, why[512] = "";
+    int R = dist_size();
+    double ok = !device_cuda_shared();
+    if (!ok) snprintf(why, sizeof why, "more ranks on a node than GPUs");
+    if (ok && dist_rank() == 0 && pc->pc_nccl_id(id)) ok = 0, snprintf(why, sizeof why, "%s", pc->pc_error());
+    dist_sum_f64(&ok, 1);
+    dist_bcast(id, sizeof id, 0);
+    double joined = 0;
+    if (ok == R) joined = !gpu_train_nccl_join(t, id, dist_rank(), R, why, sizeof why);
+    dist_sum_f64(&joined, 1);
+    if (joined < R) gpu_train_nccl_leave(t);
+    if (dist_rank() == 0) /* rank 0's reason; another rank's stays its own */
+        fprintf(stderr, "ppa %s: the %d ranks' gradients are summed %s%s%s\n", options_command_name(o->cmd), R,
+                joined == R ? "GPU to GPU (NCCL)" : "through the host (MPI)",
+                joined < R && why[0] ? ": " : "", joined < R ? why : "");
+}
+
+static void train_on_device(const TrainOptions *o, Model *m, int trains) {
     if (o->device != DEVICE_CUDA) return;
     char err[4096];
     GpuTrain *t = gpu_train_new(device_cuda_api(), m, model_precision(m), o->gradient_checkpointing, err, sizeof err);
@@ -46,6 +69,7 @@ static void train_on_device(const TrainOptions *o, Model *m) {
         model_free(m);
         ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);
     }
+    if (trains) join_nccl(o, t);
     ForwardEngine e = gpu_train_engine(t, device_cuda_name());
     model_set_forward_engine(m, &e);
 }
@@ -53,7 +77,7 @@ static void train_on_device(const TrainOptions *o, Model *m) {
 void load_on_device(const TrainOptions *o, Model *m) {
     if (o->device != DEVICE_CUDA) return;
     if (model_lora(m)) { /* the base frozen, its adapter on top: the training engine's forward runs it */
-        train_on_device(o, m);
+        train_on_device(o, m, 0);
         return;
     }
     char err[4096];
@@ -133,7 +157,7 @@ static Model *load_checked(const TrainOptions *o, const char *dir, int trainable
     }
     if (trainable) {
         model_gradient_checkpointing(m, o->gradient_checkpointing), model_low_memory(m, o->low_memory);
-        train_on_device(o, m);
+        train_on_device(o, m, 1);
     } else {
         load_on_device(o, m);
     }

@@ -101,6 +101,11 @@
         const int *pos, int n))                                                                                        \
     X(int, pc_decode_attention, (void *out, const float *q, const void *kc, const void *vc, PcDtype ct,                \
         const int *slot, const int *len, int n, int max_len, int NH, int NKV, int HS))                                 \
+    /* cuda/nccl.h: several processes' gradients summed GPU to GPU (NCCL, loaded at run time) */                       \
+    X(int, pc_nccl_id, (void *id))                                                                                     \
+    X(int, pc_nccl_init, (const void *id, int rank, int size))                                                         \
+    X(int, pc_nccl_sum_f32, (float *buf, size_t n))                                                                    \
+    X(void, pc_nccl_free, (void))                                                                                      \
     /* cuda/lora.h: LoRA's dropout masks (lora.c's keep) */                                                            \
     X(int, pc_lora_dropout, (float *y, float beta, const float *x, int T, int in, uint64_t key, int target,            \
         double p))                                                                                                     \

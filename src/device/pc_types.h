@@ -19,6 +19,9 @@ typedef struct {
     uint64_t lo, hi;
 } PcSpan;
 
+/* the bytes of NCCL's communicator id (cuda/nccl.h: ncclUniqueId), sent from rank 0 to every rank */
+#define PC_NCCL_ID_BYTES 128
+
 /* one AdamW step's hyperparameters (cuda/adamw.h) */
 typedef struct {
     long step;                                  /* t >= 1: the step being taken (the CPU's a->step after ++) */

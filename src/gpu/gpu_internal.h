@@ -92,6 +92,7 @@ struct GpuTrain {
     void *act;                /* device: the micro-batch's activations and scratch, grown when needed, kept */
     size_t act_bytes, peak;
     TrainBatch *batch;        /* the kept forward, or NULL */
+    int nccl;                 /* joined NCCL's communicator: the ranks' gradients summed GPU to GPU */
 };
 
 /* frees the kept batch (gpu_backward.c) */

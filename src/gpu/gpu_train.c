@@ -178,6 +178,7 @@ GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int chec
 void gpu_train_free(GpuTrain *t) {
     if (!t) return;
     gpu_train_batch_free(t);
+    if (t->nccl) t->pc->pc_nccl_free();
     t->pc->pc_free(t->state);
     t->pc->pc_free(t->act);
     t->pc->pc_free(t->cs);
@@ -213,6 +214,23 @@ int gpu_train_grads(GpuTrain *t, float *grads, char *err, size_t errlen) {
 int gpu_train_set_grads(GpuTrain *t, const float *grads, char *err, size_t errlen) {
     if (t->pc->pc_upload(t->g, grads, sizeof(float) * t->n) || t->pc->pc_sync())
         return fail(t, "writing the gradients", err, errlen);
+    return 0;
+}
+
+int gpu_train_nccl_join(GpuTrain *t, const void *id, int rank, int size, char *err, size_t errlen) {
+    if (t->pc->pc_nccl_init(id, rank, size)) return fail(t, "joining NCCL", err, errlen);
+    t->nccl = 1;
+    return 0;
+}
+
+void gpu_train_nccl_leave(GpuTrain *t) {
+    if (t->nccl) t->pc->pc_nccl_free();
+    t->nccl = 0;
+}
+
+int gpu_train_sum_grads(GpuTrain *t, char *err, size_t errlen) {
+    if (!t->nccl) return 1;
+    if (t->pc->pc_nccl_sum_f32(t->g, t->n)) return fail(t, "summing the ranks' gradients (NCCL)", err, errlen);
     return 0;
 }
 

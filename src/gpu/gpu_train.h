@@ -48,6 +48,11 @@ int gpu_train_grads(GpuTrain *t, float *grads, char *err, size_t errlen);
 int gpu_train_set_grads(GpuTrain *t, const float *grads, char *err, size_t errlen);
 
 int gpu_train_zero_grads(GpuTrain *t, char *err, size_t errlen);
+/* Several processes: joins NCCL's communicator id (cuda/nccl.h, PC_NCCL_ID_BYTES) as rank of size; from then on
+ * gpu_train_sum_grads adds the ranks' gradients up GPU to GPU (1 before a join: the caller sums through the host) */
+int gpu_train_nccl_join(GpuTrain *t, const void *id, int rank, int size, char *err, size_t errlen);
+int gpu_train_sum_grads(GpuTrain *t, char *err, size_t errlen);
+void gpu_train_nccl_leave(GpuTrain *t); /* back to the host's sums */
 /* the global L2 norm of the gradients (cuda/global_norm.h's fixed order: the same bits on every rerun) */
 int gpu_train_grad_norm(GpuTrain *t, double *norm, char *err, size_t errlen);
 /* AdamW step t >= 1 on every parameter (optim.h's adamw_step element for element), the bf16 copy refreshed */

@@ -192,6 +192,9 @@ typedef struct {
     size_t (*peak)(void *ctx); /* the most device memory held so far (may be NULL) */
     /* the gradients to host grads [n] (to_device 0) or back (1): several processes add theirs up on the host */
     int (*grads)(void *ctx, float *grads, int to_device, char *err, size_t errlen);
+    /* the processes' gradients summed device to device (NCCL): 0, -1 with err, or 1 when it cannot (NULL too):
+     * then through the host with grads */
+    int (*sum_grads)(void *ctx, char *err, size_t errlen);
     /* incremental decoding (NULL: decode.h's decoder on the CPU): decode.c delegates its slots' computations and
      * keeps their bookkeeping and checks; fork copies the first len positions of slot src */
     void *(*dec_new)(void *ctx, int n_seq, int max_len, char *err, size_t errlen);

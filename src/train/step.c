@@ -193,6 +193,8 @@ int step_push(Model *m, const AdamW *a, char *err, size_t errlen) {
 int step_sum_grads(Model *m, char *err, size_t errlen) {
     if (dist_size() < 2) return 0;
     const ForwardEngine *e = model_train_engine(m);
+    int rc = e && e->sum_grads ? e->sum_grads(e->ctx, err, errlen) : 1; /* NCCL, where the engine has it */
+    if (rc <= 0) return rc;
     float *g = model_grads(m); /* an engine's run: the host's buffer carries them */
     if (e && e->grads(e->ctx, g, 0, err, errlen)) return -1;
     dist_sum_f32(g, model_n_params(m));

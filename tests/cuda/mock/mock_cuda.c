@@ -21,6 +21,7 @@
 #include "cuda/global_norm.h"
 #include "cuda/lmhead.h"
 #include "cuda/lora.h"
+#include "cuda/nccl.h"
 #include "cuda/matmul.h"
 #include "cuda/rmsnorm.h"
 #include "cuda/rope.h"
@@ -508,6 +509,21 @@ int pc_decode_attention(void *out, const float *q, const void *kc, const void *v
     free(p);
     return 0;
 }
+
+/* ---- nccl.h: none in the stand-in (the callers then sum through the host) ---- */
+int pc_nccl_id(void *id) {
+    (void)id;
+    return fail("NCCL: the CPU stand-in of the module has none");
+}
+int pc_nccl_init(const void *id, int rank, int size) {
+    (void)id, (void)rank, (void)size;
+    return fail("NCCL: the CPU stand-in of the module has none");
+}
+int pc_nccl_sum_f32(float *buf, size_t n) {
+    (void)buf, (void)n;
+    return fail("NCCL: the CPU stand-in of the module has none");
+}
+void pc_nccl_free(void) {}
 
 /* ---- lora.h: written apart from lora.c's keep(), so that the test compares two codings of the rule ---- */
 int pc_lora_dropout(float *y, float beta, const float *x, int T, int in, uint64_t key, int target, double p) {

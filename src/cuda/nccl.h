@@ -1,0 +1,27 @@
+/* nccl.h: the gradients of several processes summed GPU to GPU with NCCL (one process a GPU), for data-parallel
+ * training. NCCL is loaded at run time (dlopen of libnccl.so.2): the module works without it, and then these say
+ * so and the caller adds the gradients up through the host instead (MPI). */
+#ifndef PPA_CUDA_NCCL_H
+#define PPA_CUDA_NCCL_H
+
+#include "cuda/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* rank 0: a new communicator's id into id (PC_NCCL_ID_BYTES, host memory), to be sent to every rank (MPI). 0, or -1
+ * with pc_error() (NCCL missing: "libnccl.so.2: cannot open ...") */
+int pc_nccl_id(void *id);
+/* joins the communicator of id as rank of size (after pc_init: this process's GPU); every rank must call it */
+int pc_nccl_init(const void *id, int rank, int size);
+/* buf [n] float32 (device) = the sum over the ranks of their buf, in place, on the module's stream; waits */
+int pc_nccl_sum_f32(float *buf, size_t n);
+/* leaves the communicator (nothing when there is none) */
+void pc_nccl_free(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
