@@ -3,7 +3,6 @@
 
 #include "device/cuda.h"
 #include "dist/dist.h"
-#include "gpu/gpu_decode.h"
 #include "gpu/gpu_model.h"
 #include "gpu/gpu_train.h"
 
@@ -13,32 +12,6 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_bf16.h"
 
-/* the GPU engine as a model's ForwardEngine (model.h) */
-static int gpu_logps(void *g, const Row *rows, int n, double *logps, int *n_scored, char *err, size_t errlen) {
-    return gpu_forward_logps(g, rows, n, logps, n_scored, err, errlen);
-}
-static int gpu_rewards(void *g, const Row *rows, int n, double *rewards, char *err, size_t errlen) {
-    return gpu_forward_rewards(g, rows, n, rewards, err, errlen);
-}
-static void gpu_free(void *g) { gpu_model_free(g); }
-static void *dec_new(void *g, int n_seq, int max_len, char *err, size_t errlen) {
-    return gpu_decoder_new(g, n_seq, max_len, err, errlen);
-}
-static void dec_free(void *d) { gpu_decoder_free(d); }
-static int dec_prefill(void *d, int seq, const int *ids, int n, float *logits, char *err, size_t errlen) {
-    return gpu_decoder_prefill(d, seq, ids, n, logits, err, errlen);
-}
-static int dec_fork(void *d, int src, int dst, int count, int len, char *err, size_t errlen) {
-    return gpu_decoder_fork(d, src, dst, count, len, err, errlen);
-}
-static int dec_step(void *d, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
-                    size_t errlen) {
-    return gpu_decoder_step(d, tok, seq, pos, n, logits, err, errlen);
-}
-static size_t gpu_bytes(void *g) { return gpu_model_weight_bytes(g) + gpu_model_activation_bytes(g); }
-
-/* A model that trains on a command resolved to the GPU gets the GPU's training engine (its weights are pushed by
- * the trainer before the first step) */
 /* Several processes training: NCCL's communicator when every rank has a GPU of its own and NCCL loads, else the
  * gradients go through the host (MPI); the ranks agree before anyone joins (joining is collective), and say which */
 static void join_nccl(const TrainOptions *o, GpuTrain *t) {
@@ -86,10 +59,7 @@ void load_on_device(const TrainOptions *o, Model *m) {
         model_free(m);
         ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);
     }
-    ForwardEngine e = {.ctx = g, .logps = gpu_logps, .rewards = gpu_rewards, .free = gpu_free, .bytes = gpu_bytes,
-                       .dec_new = dec_new, .dec_free = dec_free, .dec_prefill = dec_prefill, .dec_fork = dec_fork,
-                       .dec_step = dec_step};
-    snprintf(e.name, sizeof e.name, "%s", device_cuda_name());
+    ForwardEngine e = gpu_model_engine(g, device_cuda_name());
     model_set_forward_engine(m, &e);
 }
 

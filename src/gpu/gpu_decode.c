@@ -21,7 +21,8 @@ struct GpuDecoder {
     void *act;               /* device: the activations below */
     int *tokens, *pos, *slot, *len; /* [cap] */
     float *x, *q, *gu, *xf, *logits; /* [cap, H], [cap, QD + 2 KD], [cap, 2I], [cap, H], [n_seq, V] */
-    void *xn, *qkvb, *att, *h, *xfb; /* dt: [cap, H], [cap, QD + 2 KD], [cap, QD], [cap, I], [n_seq, H] */
+    void *xn, *att, *h, *xfb; /* dt: [cap, H], [cap, QD], [cap, I], [n_seq, H] */
+    PcBf16 *qkvb;            /* [cap, QD + 2 KD] q, k, v rounded for the prompt's attention (bf16 models) */
     float *lse, *rstd;       /* [cap, NH], [cap] */
     void *host;              /* a host buffer for fork's copies, [max_len, KD] elements */
 };
@@ -102,45 +103,18 @@ void gpu_decoder_free(GpuDecoder *d) {
         if (call) return fail(d, what, err, errlen);                                                                   \
     } while (0)
 
-/* layer l over T rows (their positions, slots and, for a step, lengths after it uploaded); plan: the prompt's
- * causal attention (prefill), or NULL (a step: each row's query against its cache) */
+/* layer l over T rows (their positions, slots and, for a step, lengths after it uploaded): gpu_forward.c's layer,
+ * the keys and values into the cache; plan: the prompt's causal attention (prefill), or NULL (a step) */
 static int layer(GpuDecoder *d, int l, int T, const PcAttnPlan *plan, char *err, size_t errlen) {
-    const GpuModel *g = d->g;
-    const PcApi *pc = d->pc;
-    const ModelConfig *c = &g->c;
-    const GpuLayer *w = &g->layers[l];
-    PcDtype dt = g->dt;
-    int H = c->hidden_size, I = c->intermediate_size, NH = c->num_attention_heads, NKV = c->num_key_value_heads;
-    int HS = c->head_dim, QD = NH * HS, KD = NKV * HS;
-    size_t TQ = (size_t)T * QD, TK = (size_t)T * KD, layer_cache = (size_t)d->n_seq * d->max_len * KD * d->e;
-    char *kc = (char *)d->kc + (size_t)l * layer_cache, *vc = (char *)d->vc + (size_t)l * layer_cache;
-    float *q = d->q, *k = q + TQ, *v = k + TK, eps = (float)c->rms_norm_eps;
-    TRY("input_layernorm", pc->pc_rmsnorm_forward(d->xn, dt, d->rstd, NULL, d->x, NULL, w->attn_norm, T, H, eps));
-    TRY("q_proj", pc->pc_linear_forward(q, PC_F32, d->xn, H, w->wq, w->bq, NULL, T, H, QD, dt));
-    TRY("k_proj", pc->pc_linear_forward(k, PC_F32, d->xn, H, w->wk, w->bk, NULL, T, H, KD, dt));
-    TRY("v_proj", pc->pc_linear_forward(v, PC_F32, d->xn, H, w->wv, w->bv, NULL, T, H, KD, dt));
-    TRY("RoPE of q", pc->pc_rope_forward(q, PC_F32, QD, d->pos, g->cs, T, NH, HS));
-    TRY("RoPE of k", pc->pc_rope_forward(k, PC_F32, KD, d->pos, g->cs, T, NKV, HS));
-    TRY("the key cache", pc->pc_kv_store(kc, dt, d->max_len, KD, k, KD, d->slot, d->pos, T));
-    TRY("the value cache", pc->pc_kv_store(vc, dt, d->max_len, KD, v, KD, d->slot, d->pos, T));
-    if (plan) {
-        const void *qa = q, *ka = k, *va = v;
-        if (dt == PC_BF16) {
-            TRY("q, k, v to bf16", pc->pc_f32_to_bf16(d->qkvb, q, TQ + 2 * TK));
-            qa = d->qkvb, ka = (PcBf16 *)d->qkvb + TQ, va = (PcBf16 *)d->qkvb + TQ + TK;
-        }
-        TRY("attention", pc->pc_attention_forward(d->att, d->lse, qa, ka, va, plan, NH, NKV, HS, dt));
-    } else {
-        TRY("attention over the cache", pc->pc_decode_attention(d->att, q, kc, vc, dt, d->slot, d->len, T,
-                                                                d->max_len, NH, NKV, HS));
-    }
-    TRY("o_proj", pc->pc_linear_forward(d->x, PC_F32, d->att, QD, w->wo, w->bo, d->x, T, QD, H, dt));
-    TRY("post_attention_layernorm", pc->pc_rmsnorm_forward(d->xn, dt, d->rstd, NULL, d->x, NULL, w->mlp_norm, T, H,
-                                                           eps));
-    TRY("gate_proj and up_proj", pc->pc_linear_forward(d->gu, PC_F32, d->xn, H, w->wgu, w->bgu, NULL, T, H, 2 * I, dt));
-    TRY("SwiGLU", pc->pc_swiglu_forward(d->h, dt, NULL, NULL, d->gu, d->gu + I, PC_F32, 2 * I, T, I));
-    TRY("down_proj", pc->pc_linear_forward(d->x, PC_F32, d->h, I, w->wd, w->bd, d->x, T, I, H, dt));
-    return 0;
+    const ModelConfig *c = &d->g->c;
+    size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
+    size_t layer_cache = (size_t)d->n_seq * d->max_len * KD * d->e;
+    Acts a = {.pos = d->pos, .x = d->x, .xn = d->xn, .rstd = d->rstd, .lse = d->lse, .q = d->q, .qkvb = d->qkvb,
+              .att = d->att, .gu = d->gu, .h = d->h};
+    a.k = a.q + (size_t)T * QD, a.v = a.k + (size_t)T * KD;
+    GpuKv kv = {(char *)d->kc + (size_t)l * layer_cache, (char *)d->vc + (size_t)l * layer_cache, d->max_len, d->slot,
+                d->len};
+    return gpu_layer_forward(d->g, &a, &d->g->layers[l], plan, &kv, T, err, errlen);
 }
 
 /* the rows' tokens through the layers and the final norm, then the logits of rows [r0, r0 + nr) into logits

@@ -1,8 +1,49 @@
-/* gpu_engine.c: a GpuTrain as a model's engine (model.h's ForwardEngine): every call of the table is one of
- * gpu_train.h's, the scoring calls a forward that keeps nothing. */
+/* gpu_engine.c: the GPU's engines as a model's ForwardEngine (model.h): a GpuModel (scoring and decoding: every
+ * call one of gpu_model.h's or gpu_decode.h's) and a GpuTrain (every call one of gpu_train.h's, the scoring calls a
+ * forward that keeps nothing). */
 #include <stdio.h>
 
+#include "gpu/gpu_decode.h"
+#include "gpu/gpu_model.h"
 #include "gpu/gpu_train.h"
+
+/* ---- a GpuModel ---- */
+
+static int gpu_logps(void *g, const Row *rows, int n, double *logps, int *n_scored, char *err, size_t errlen) {
+    return gpu_forward_logps(g, rows, n, logps, n_scored, err, errlen);
+}
+static int gpu_rewards(void *g, const Row *rows, int n, double *rewards, char *err, size_t errlen) {
+    return gpu_forward_rewards(g, rows, n, rewards, err, errlen);
+}
+static void gpu_free(void *g) { gpu_model_free(g); }
+static void *dec_new(void *g, int n_seq, int max_len, char *err, size_t errlen) {
+    return gpu_decoder_new(g, n_seq, max_len, err, errlen);
+}
+static void dec_free(void *d) { gpu_decoder_free(d); }
+static int dec_prefill(void *d, int seq, const int *ids, int n, float *logits, char *err, size_t errlen) {
+    return gpu_decoder_prefill(d, seq, ids, n, logits, err, errlen);
+}
+static int dec_fork(void *d, int src, int dst, int count, int len, char *err, size_t errlen) {
+    return gpu_decoder_fork(d, src, dst, count, len, err, errlen);
+}
+static int dec_step(void *d, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
+                    size_t errlen) {
+    return gpu_decoder_step(d, tok, seq, pos, n, logits, err, errlen);
+}
+static size_t gpu_bytes(void *g) { return gpu_model_weight_bytes(g) + gpu_model_activation_bytes(g); }
+
+/* A model that trains on a command resolved to the GPU gets the GPU's training engine (its weights are pushed by
+ * the trainer before the first step) */
+
+ForwardEngine gpu_model_engine(GpuModel *g, const char *name) {
+    ForwardEngine e = {.ctx = g, .logps = gpu_logps, .rewards = gpu_rewards, .free = gpu_free, .bytes = gpu_bytes,
+                       .dec_new = dec_new, .dec_free = dec_free, .dec_prefill = dec_prefill, .dec_fork = dec_fork,
+                       .dec_step = dec_step};
+    snprintf(e.name, sizeof e.name, "%s", name ? name : "gpu");
+    return e;
+}
+
+/* ---- a GpuTrain ---- */
 
 static int tr_logps(void *t, const Row *rows, int n, double *logps, int *n_scored, char *err, size_t errlen) {
     return gpu_train_forward(t, rows, n, 0, logps, n_scored, err, errlen);

@@ -38,29 +38,6 @@
 #include "gpu/gpu_internal.h"
 #include "kernels/kernels.h"
 
-/* A batch's activations (device pointers into GpuModel.act), NULL where the batch has none */
-typedef struct {
-    int *tokens, *pos; /* [T] */
-    int *src, *tgt;    /* [n_tgt] */
-    int *last;         /* [n_resp] */
-    float *x;          /* [T, H] the residual stream */
-    void *xn;          /* [T, H] dt: a norm's output, the products' operand */
-    float *rstd;       /* [T] */
-    float *lse;        /* [T, NH] attention's log-sum-exps */
-    /* the attention's phase */
-    float *q, *k, *v;  /* [T, QD], [T, KD], [T, KD], one after the other */
-    PcBf16 *qkvb;      /* [T, QD + 2 KD] the same in bf16 (bf16 models), q, then k, then v */
-    void *att;         /* [T, QD] dt */
-    /* the MLP's phase, over the attention's */
-    float *gu;         /* [T, 2I] gate | up */
-    void *h;           /* [T, I] dt */
-    /* the head's phase, over both */
-    float *xf;         /* [T, H] the final norm's output */
-    double *logp;      /* [n_tgt] */
-    float *lse_t;      /* [n_tgt] */
-    void *work;        /* [pc_lmhead_work] bytes */
-    float *hl;         /* [n_resp, H] xf at each response's last token (reward models) */
-} Acts;
 
 #define ALIGN 256
 
@@ -164,11 +141,12 @@ static int rope_table_for(Run *r, int n_pos) {
     return 0;
 }
 
-/* llama.c's layer_forward: x [T, H] in, x out */
-static int layer_forward(Run *r, const Acts *a, const GpuLayer *w, const PcAttnPlan *plan, int T) {
-    const PcApi *pc = r->pc;
-    const ModelConfig *c = &r->g->c;
-    PcDtype dt = r->g->dt;
+int gpu_layer_forward(const GpuModel *g, const Acts *a, const GpuLayer *w, const PcAttnPlan *plan, const GpuKv *kv,
+                      int T, char *err, size_t errlen) {
+    Run run = {(GpuModel *)g, g->pc, err, errlen}, *r = &run;
+    const PcApi *pc = g->pc;
+    const ModelConfig *c = &g->c;
+    PcDtype dt = g->dt;
     int H = c->hidden_size, I = c->intermediate_size, NH = c->num_attention_heads, NKV = c->num_key_value_heads;
     int HS = c->head_dim, QD = NH * HS, KD = NKV * HS;
     float eps = (float)c->rms_norm_eps;
@@ -176,14 +154,23 @@ static int layer_forward(Run *r, const Acts *a, const GpuLayer *w, const PcAttnP
     TRY(r, "q_proj", pc->pc_linear_forward(a->q, PC_F32, a->xn, H, w->wq, w->bq, NULL, T, H, QD, dt));
     TRY(r, "k_proj", pc->pc_linear_forward(a->k, PC_F32, a->xn, H, w->wk, w->bk, NULL, T, H, KD, dt));
     TRY(r, "v_proj", pc->pc_linear_forward(a->v, PC_F32, a->xn, H, w->wv, w->bv, NULL, T, H, KD, dt));
-    TRY(r, "RoPE of q", pc->pc_rope_forward(a->q, PC_F32, QD, a->pos, r->g->cs, T, NH, HS));
-    TRY(r, "RoPE of k", pc->pc_rope_forward(a->k, PC_F32, KD, a->pos, r->g->cs, T, NKV, HS));
-    const void *q = a->q, *k = a->k, *v = a->v;
-    if (dt == PC_BF16) { /* rounded once, after the bias and the rotation, as the CPU's attention rounds them */
-        TRY(r, "q, k, v to bf16", pc->pc_f32_to_bf16(a->qkvb, a->q, (size_t)T * (size_t)(QD + 2 * KD)));
-        q = a->qkvb, k = a->qkvb + (size_t)T * QD, v = a->qkvb + (size_t)T * (QD + KD);
+    TRY(r, "RoPE of q", pc->pc_rope_forward(a->q, PC_F32, QD, a->pos, g->cs, T, NH, HS));
+    TRY(r, "RoPE of k", pc->pc_rope_forward(a->k, PC_F32, KD, a->pos, g->cs, T, NKV, HS));
+    if (kv) { /* a decoder's: the rows' keys and values into their slots' cache */
+        TRY(r, "the key cache", pc->pc_kv_store(kv->kc, dt, kv->max_len, KD, a->k, KD, kv->slot, a->pos, T));
+        TRY(r, "the value cache", pc->pc_kv_store(kv->vc, dt, kv->max_len, KD, a->v, KD, kv->slot, a->pos, T));
     }
-    TRY(r, "attention", pc->pc_attention_forward(a->att, a->lse, q, k, v, plan, NH, NKV, HS, dt));
+    if (plan) {
+        const void *q = a->q, *k = a->k, *v = a->v;
+        if (dt == PC_BF16) { /* rounded once, after the bias and the rotation, as the CPU's attention rounds them */
+            TRY(r, "q, k, v to bf16", pc->pc_f32_to_bf16(a->qkvb, a->q, (size_t)T * (size_t)(QD + 2 * KD)));
+            q = a->qkvb, k = a->qkvb + (size_t)T * QD, v = a->qkvb + (size_t)T * (QD + KD);
+        }
+        TRY(r, "attention", pc->pc_attention_forward(a->att, a->lse, q, k, v, plan, NH, NKV, HS, dt));
+    } else { /* a decode step: each row's query against its slot's cache */
+        TRY(r, "attention over the cache", pc->pc_decode_attention(a->att, a->q, kv->kc, kv->vc, dt, kv->slot, kv->len,
+                                                                   T, kv->max_len, NH, NKV, HS));
+    }
     TRY(r, "o_proj", pc->pc_linear_forward(a->x, PC_F32, a->att, QD, w->wo, w->bo, a->x, T, QD, H, dt));
     TRY(r, "post_attention_layernorm",
         pc->pc_rmsnorm_forward(a->xn, dt, a->rstd, NULL, a->x, NULL, w->mlp_norm, T, H, eps));
@@ -212,7 +199,8 @@ static int trunk_forward(Run *r, const BatchLayout *lay, const Acts *a, int rewa
     PcAttnPlan *plan = pc->pc_attn_plan_new(lay->pstart, lay->plen, lay->sstart, T, 0);
     if (!plan) return fail(r, "the attention plan");
     int rc = pc->pc_embed_forward(a->x, g->embed, g->embed_dt, a->tokens, T, H) ? fail(r, "embed_tokens") : 0;
-    for (int l = 0; l < g->c.num_hidden_layers && !rc; l++) rc = layer_forward(r, a, &g->layers[l], plan, T);
+    for (int l = 0; l < g->c.num_hidden_layers && !rc; l++)
+        rc = gpu_layer_forward(g, a, &g->layers[l], plan, NULL, T, r->err, r->errlen);
     if (!rc && pc->pc_rmsnorm_forward(a->xf, PC_F32, a->rstd, NULL, a->x, NULL, g->final_norm, T, H,
                                       (float)g->c.rms_norm_eps))
         rc = fail(r, "model.norm");

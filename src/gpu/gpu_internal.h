@@ -39,6 +39,45 @@ struct GpuModel {
     size_t act_bytes;
 };
 
+/* A batch's activations (device pointers into GpuModel.act), NULL where the batch has none */
+typedef struct {
+    int *tokens, *pos; /* [T] */
+    int *src, *tgt;    /* [n_tgt] */
+    int *last;         /* [n_resp] */
+    float *x;          /* [T, H] the residual stream */
+    void *xn;          /* [T, H] dt: a norm's output, the products' operand */
+    float *rstd;       /* [T] */
+    float *lse;        /* [T, NH] attention's log-sum-exps */
+    /* the attention's phase */
+    float *q, *k, *v;  /* [T, QD], [T, KD], [T, KD], one after the other */
+    PcBf16 *qkvb;      /* [T, QD + 2 KD] the same in bf16 (bf16 models), q, then k, then v */
+    void *att;         /* [T, QD] dt */
+    /* the MLP's phase, over the attention's */
+    float *gu;         /* [T, 2I] gate | up */
+    void *h;           /* [T, I] dt */
+    /* the head's phase, over both */
+    float *xf;         /* [T, H] the final norm's output */
+    double *logp;      /* [n_tgt] */
+    float *lse_t;      /* [n_tgt] */
+    void *work;        /* [pc_lmhead_work] bytes */
+    float *hl;         /* [n_resp, H] xf at each response's last token (reward models) */
+} Acts;
+
+/* A decoder's key/value cache (gpu_decode.c), for gpu_layer_forward: layer l's keys and values [n_slots, max_len,
+ * KD] in the products' dtype, and each row's slot and, for a step, its length after it (device) */
+typedef struct {
+    void *kc, *vc;
+    int max_len;
+    const int *slot, *len;
+} GpuKv;
+
+/* llama.c's layer_forward on a batch's activations (a->x [T, H] in, out; a->tokens unused; a->pos the rows'
+ * positions): plan, the batch's fused attention; kv (may be NULL): the rows' keys and values, after RoPE, stored
+ * into a decoder's cache, and with plan NULL each row's query attends to its slot's cache instead (a decode step).
+ * gpu_forward.c; 0, or -1 with why in err. */
+int gpu_layer_forward(const GpuModel *g, const Acts *a, const GpuLayer *w, const PcAttnPlan *plan, const GpuKv *kv,
+                      int T, char *err, size_t errlen);
+
 /* One layer's tensors as the training passes read them (device pointers): the weights in the products' dtype, the
  * vectors in float32, and their gradients (float32, NULL: frozen, or absent). When gate and up are adjacent
  * ([2I, H], GpuTrain.fused_gu) wu is wg + I H and a stacked bias is bgu ([2I], frozen bases only), bg and bu NULL. */

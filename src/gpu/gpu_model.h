@@ -60,4 +60,8 @@ int gpu_forward_logps(GpuModel *g, const Row *rows, int n_rows, double *logps, i
  * rightmost that is not pad_token_id when it ends in pads: BatchLayout's last). 0, or -1 as above. */
 int gpu_forward_rewards(GpuModel *g, const Row *rows, int n_rows, double *rewards, char *err, size_t errlen);
 
+/* g as a model's engine (model.h's ForwardEngine: its scoring calls, and decoding through gpu_decode.h), named
+ * name for the log; model_set_forward_engine hands g to the model, which frees it with itself (gpu_engine.c) */
+ForwardEngine gpu_model_engine(GpuModel *g, const char *name);
+
 #endif

@@ -37,18 +37,6 @@ static char tmpdir[64];
 #define NP 3 /* prompts */
 #define NS 2 /* samples a prompt */
 
-/* the GPU engine's decode calls on g, as cli/load.c attaches them */
-static void *dn(void *g, int n, int len, char *e, size_t el) { return gpu_decoder_new(g, n, len, e, el); }
-static void df(void *d) { gpu_decoder_free(d); }
-static int dp(void *d, int s, const int *ids, int n, float *lg, char *e, size_t el) {
-    return gpu_decoder_prefill(d, s, ids, n, lg, e, el);
-}
-static int dk(void *d, int s, int t, int c, int len, char *e, size_t el) { return gpu_decoder_fork(d, s, t, c, len, e, el); }
-static int ds(void *d, const int *tok, const int *seq, const int *pos, int n, float *lg, char *e, size_t el) {
-    return gpu_decoder_step(d, tok, seq, pos, n, lg, e, el);
-}
-static void nofree(void *g) { (void)g; }
-
 static int argmax(const float *x, int V) {
     int b = 0;
     for (int i = 1; i < V; i++)
@@ -94,9 +82,8 @@ static void run_case(const char *name, const ModelConfig *c, ModelPrecision prec
     int tok[NP * NS], slot[NP * NS], seqs[NP * NS][10 + STEPS + 1];
     double lp_dec[NP * NS] = {0};
     Decoder *cd = decoder_new(m, S, max_len, err, sizeof err);
-    ForwardEngine e = {.ctx = g, .free = nofree, .dec_new = dn, .dec_free = df, .dec_prefill = dp, .dec_fork = dk,
-                       .dec_step = ds};
-    snprintf(e.name, sizeof e.name, "test");
+    ForwardEngine e = gpu_model_engine(g, "test"); /* as cli/load.c attaches it; g stays this test's */
+    e.free = NULL;
     model_set_forward_engine(m, &e); /* decoders made from here on decode on the GPU engine */
     Decoder *gd = cd ? decoder_new(m, S, max_len, err, sizeof err) : NULL;
     Decoder *alone = gd ? decoder_new(m, 1, max_len, err, sizeof err) : NULL;

