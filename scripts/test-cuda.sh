@@ -14,6 +14,8 @@
 # Output: stdout, and $OUT/test-cuda.txt when OUT is set. The closing line "test_cuda_all: N passed, N failed"
 # adds up the binaries' own summary lines (a step that fails without one counts as one failure); the exit status
 # is 1 on any failure. Without a usable GPU the tests say SKIP and the script exits 0, unless PPA_CUDA_REQUIRE=1.
+# Environment: LIMIT (seconds for each test binary, 150), MEMCHECK (1; 0 skips step 2, for a short loan: it is the
+# slowest step), BENCH (1; 0 skips steps 3 and 4).
 set -u
 cd "$(dirname "$0")/.."
 dir=${1:-build}
@@ -78,14 +80,16 @@ run() {
 # 1. the tests
 nogpu=0
 for t in "${tests[@]}"; do
-  run 150 "$(basename "$t")" "$t"
+  run "${LIMIT:-150}" "$(basename "$t")" "$t"
   [ $? -eq 77 ] && nogpu=1 && break
 done
 
 if [ "$nogpu" = 0 ]; then
   # 2. compute-sanitizer on the small shapes
   cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
-  if [ -n "$cs" ]; then
+  if [ "${MEMCHECK:-1}" = 0 ]; then
+    echo "memcheck: SKIP (MEMCHECK=0)"
+  elif [ -n "$cs" ]; then
     for t in "${tests[@]}"; do
       small=--small; [ "$(basename "$t")" = test_gpu_train ] && small=--tiny # every launch is slow under memcheck
       run 240 "memcheck $(basename "$t")" "$cs" --tool memcheck --error-exitcode 3 "$t" $small
@@ -103,6 +107,7 @@ if [ "$nogpu" = 0 ]; then
   fi
 
   # 3. the kernel benchmark, 4. PyTorch beside it
+  if [ "${BENCH:-1}" = 0 ]; then echo "benchmark: SKIP (BENCH=0)"; else
   dump=$(mktemp -d)
   run 150 "benchmark" "$bin/test_cuda" --bench "$dump"
   py=$(command -v python3 || true)
@@ -114,6 +119,7 @@ if [ "$nogpu" = 0 ]; then
   # PyTorch's scaled_dot_product_attention on the plain causal shapes test_attention times (its TABLE lines above)
   [ -n "$py" ] && run 150 "pytorch attention" "$py" bench/attention_torch.py
   rm -rf "$dump"
+  fi
 fi
 
 echo
