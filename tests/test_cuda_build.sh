@@ -55,9 +55,24 @@ if [ -n "$nvcc" ]; then
     }
     stand_in test_cuda "the GPU tests" --small --no-limits
     # the GPU engine's test (its CPU-oracle comparisons; make test runs the engine itself in tests/test_gpu_engine.c)
-    stand_in test_gpu_forward "the GPU engine's test" --small
+    # PPA_MOCK_GUARD (tests/cuda/mock/mock.h): host code touching "device" memory faults, as it would on a GPU
+    PPA_MOCK_GUARD=1 stand_in test_gpu_forward "the GPU engine's test" --small
     stand_in test_gpu_train "GPU training's test" --small   # gradients, steps and resume against the CPU engine
-    stand_in test_gpu_decode "GPU decoding's test" --small  # against the CPU's decoder and the forward
+    PPA_MOCK_GUARD=1 stand_in test_gpu_decode "GPU decoding's test" --small # against the CPU's decoder and the forward
+    # the guard itself: a host write into the stand-in's "device" memory faults with PPA_MOCK_GUARD=1, not without
+    guard_probe() {
+      python3 - build/cuda-mock/libppa_cuda_mock.so <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.pc_alloc.restype = ctypes.c_void_p
+err = ctypes.create_string_buffer(256)
+lib.pc_init(0, err, 256)
+ctypes.memset(lib.pc_alloc(64), 0, 8)
+PY
+    }
+    if (guard_probe) > /dev/null 2>&1; then ok; else bad "the stand-in without PPA_MOCK_GUARD: host code may touch its memory"; fi
+    (PPA_MOCK_GUARD=1 guard_probe) > /dev/null 2>&1
+    if [ $? -ge 128 ]; then ok; else bad "the stand-in with PPA_MOCK_GUARD=1: host code touching its memory must fault"; fi
     # the benchmark's code on toy shapes, and the PyTorch comparison on its dump (on the CPU) where torch is
     dump=$(mktemp -d)
     if out=$(build/cuda-mock/test_cuda_mock --bench "$dump" --bench-tiny --no-limits --reps 1 2>&1) && [ -s "$dump/meta.json" ]; then

@@ -30,6 +30,26 @@ node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"
 expect "results.json: 6 rows, 2 paired differences, the kernels" test $? -eq 0
 tied=$(grep -o 'labels: [0-9.]*% of pairs tied' "$tmp/a/table.txt" | grep -o '[0-9.]*%' | tr -d %)
 expect "dense labels: under 10% of a list's pairs tied (got ${tied:-none}%)" awk -v t="${tied:-100}" 'BEGIN { exit !(t < 10) }'
+# --gpu at the tiny size on the CPU stand-in of the CUDA module (make builds it; without it the demo stops, a
+# failure here): the SFT models (head size 64) train,
+# sample and score on the "GPU", the judges stay on the CPU, the prompts of a review all on one side
+mock="$root/build/cuda-mock/libppa_cuda_mock.so"
+{
+  PPA_CUDA_LIB="$mock" bash "$root/scripts/demo.sh" --tiny --gpu --jobs 2 --out "$tmp/g" > "$tmp/g.out" 2> "$tmp/g.err"
+  expect "the tiny --gpu demo runs on the stand-in" test $? -eq 0 || tail -5 "$tmp/g.err"
+  expect "--gpu says where the SFT models run" grep -q 'device: the SFT models train, sample and score on CPU mock' "$tmp/g.err"
+  expect "--gpu: the SFT models, their lists and alignments on the GPU path, the judges on the CPU" \
+    sh -c "grep -q 'device: cuda' '$tmp/g/logs/sft_s42.log' && grep -q 'device: cuda' '$tmp/g/logs/align_ppa_s42.log' &&
+      grep -q 'device: cuda' '$tmp/g/logs/lists_s42.log' && ! grep -q 'device: cuda' '$tmp/g/logs/rm_label.log'"
+  node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    if (r.rows.length !== 6 || r.precision !== "bf16 products, float32 weights" || !/on the GPU/.test(r.kernels)) process.exit(1);' \
+    "$tmp/g/results.json"
+  expect "--gpu: results.json names bf16 products on the GPU" test $? -eq 0
+  review() { grep -o '"prompt_id": "r[0-9]*_' "$1" | grep -o '[0-9]*' | sort -u; }
+  both=$(comm -12 <(review "$tmp/g/prompts_test.jsonl") <(review "$tmp/g/prompts_train.jsonl"))
+  expect "--gpu: 16 training and 12 held-out prompts, no review on both sides" \
+    test "$(wc -l < "$tmp/g/prompts_train.jsonl")" -eq 16 -a "$(wc -l < "$tmp/g/prompts_test.jsonl")" -eq 12 -a -z "$both"
+}
 # the ablations (PPA without Sinkhorn, PPA on lists of 2) and Figure 2 at the same size
 bash "$root/scripts/demo.sh" --tiny --ablations --jobs 2 --out "$tmp/d" > "$tmp/d.out" 2> "$tmp/d.err"
 expect "the tiny ablations run" test $? -eq 0 || tail -5 "$tmp/d.err"

@@ -13,7 +13,7 @@
 set -euo pipefail
 csv=$1 pp=$2 note=${3:-} kernels=${4:-} labels=${5:-} run=${6:-} names=${7:-}
 dir=$(dirname "$csv")
-awk -F, -v note="$note" -v run="$run" -v kernels="$kernels" -v labels="$labels" -v json="$dir/results.json" \
+awk -F, -v note="$note" -v run="$run" -v kernels="$kernels" -v labels="$labels" -v precision="${DEMO_PRECISION:-fp32}" -v json="$dir/results.json" \
     -v agg="$dir/summary.dat" -v pp="$pp" -v names="$names" '
 BEGIN {
   if (names != "") while ((getline line < names) > 0) if (line !~ /^#/) { split(line, f, "\t"); named[f[1]] = f[2] }
@@ -114,7 +114,7 @@ END {
   if (labels != "") print "labels: " labels
   if (kernels != "") print "kernels: " kernels
   if (note != "") print note (run != "" ? ", " run : "")
-  printf "{\"machine\": \"%s\", \"kernels\": \"%s\", \"precision\": \"fp32\", \"labels\": \"%s\", \"rows\": [", esc(note), esc(kernels), esc(labels) > json
+  printf "{\"machine\": \"%s\", \"kernels\": \"%s\", \"precision\": \"%s\", \"labels\": \"%s\", \"rows\": [", esc(note), esc(kernels), esc(precision), esc(labels) > json
   for (i = 1; i <= nr; i++) {
     split(rows[i], f, ",")
     printf "%s{\"method\": \"%s\", \"seed\": %s", (i > 1 ? ", " : ""), f[1], f[2] > json

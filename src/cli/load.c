@@ -11,6 +11,7 @@
 #include "core/common.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_bf16.h"
+#include "train/trainer.h"
 
 /* Several processes training: NCCL's communicator when every rank has a GPU of its own and NCCL loads, else the
  * gradients go through the host (MPI); the ranks agree before anyone joins (joining is collective), and say which */
@@ -37,7 +38,11 @@ static void join_nccl(const TrainOptions *o, GpuTrain *t) {
 static void train_on_device(const TrainOptions *o, Model *m, int trains) {
     if (o->device != DEVICE_CUDA) return;
     char err[4096];
-    GpuTrain *t = gpu_train_new(device_cuda_api(), m, model_precision(m), o->gradient_checkpointing, err, sizeof err);
+    GpuShare share = {0, model_n_params(m)}; /* ZeRO-1: this rank's moments alone (train_run's share) */
+    int zero = trains && options_takes(o->cmd, TOPT_ZERO) && o->zero && dist_size() > 1;
+    if (zero) trainer_zero_share(model_n_params(m), &share.lo, &share.hi);
+    GpuTrain *t = gpu_train_new(device_cuda_api(), m, model_precision(m), o->gradient_checkpointing,
+                                zero ? &share : NULL, err, sizeof err);
     if (!t) {
         model_free(m);
         ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);

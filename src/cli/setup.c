@@ -59,8 +59,6 @@ static int runs_on_gpu(const TrainOptions *o) {
 
 /* why this run of a GPU command stays on the CPU (several processes training), or NULL */
 static const char *cpu_only(const TrainOptions *o) {
-    if (trains(o) && dist_size() > 1 && options_takes(o->cmd, TOPT_ZERO) && o->zero)
-        return "with --zero 1 (under mpirun a GPU run adds its gradients on the host; ZeRO shards the CPU's optimizer)";
     if (o->cmd == CMD_GENERATE && o->adapter) return "with an --adapter (sampling from an adapter)";
     return NULL;
 }

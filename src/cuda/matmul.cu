@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cuda_bf16.h>
+
 #include "cuda/check.cuh"
 #include "cuda/matmul.h"
 
@@ -180,6 +182,58 @@ __global__ void bias_add_kernel(float *D, int ldd, const float *bias, int M, int
     D[(long)m * ldd + n] += bias[n];
 }
 
+/* The products no cuBLASLt algorithm takes (operands whose rows or pointers are not aligned as its kernels need:
+ * seen on an H200 for float32 operands with a bf16 output): one thread an output element, the K products summed
+ * in float32 in order (deterministic; slow, and met only on such odd shapes). */
+static __device__ __forceinline__ float to_f32(float v) { return v; }
+static __device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> static __device__ __forceinline__ T from_f32(float v);
+template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <typename TI, typename TO>
+__global__ void gemm_fallback_kernel(int ta, int tb, int M, int N, int K, float alpha, const TI *A, int lda,
+                                     const TI *B, int ldb, float beta, const TO *C, TO *D, int ldd) {
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long)M * N) return;
+    int m = (int)(i / N), n = (int)(i % N);
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) {
+        float a = to_f32(ta ? A[(long)k * lda + m] : A[(long)m * lda + k]);
+        float b = to_f32(tb ? B[(long)n * ldb + k] : B[(long)k * ldb + n]);
+        acc = fmaf(a, b, acc);
+    }
+    float v = alpha * acc;
+    if (beta != 0.0f) v += beta * to_f32(C[(long)m * ldd + n]);
+    D[(long)m * ldd + n] = from_f32<TO>(v);
+}
+
+static int gemm_fallback(int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B,
+                         int ldb, float beta, const void *C, void *D, int ldd, PcDtype ab, PcDtype c) {
+    long n = (long)M * N;
+    unsigned blocks = (unsigned)((n + 255) / 256);
+    cudaStream_t st = pc_cuda_stream();
+    typedef __nv_bfloat16 bf;
+    if (ab == PC_F32 && c == PC_F32)
+        gemm_fallback_kernel<float, float><<<blocks, 256, 0, st>>>(ta, tb, M, N, K, alpha, (const float *)A, lda,
+                                                                  (const float *)B, ldb, beta, (const float *)C,
+                                                                  (float *)D, ldd);
+    else if (ab == PC_F32)
+        gemm_fallback_kernel<float, bf><<<blocks, 256, 0, st>>>(ta, tb, M, N, K, alpha, (const float *)A, lda,
+                                                               (const float *)B, ldb, beta, (const bf *)C, (bf *)D,
+                                                               ldd);
+    else if (c == PC_F32)
+        gemm_fallback_kernel<bf, float><<<blocks, 256, 0, st>>>(ta, tb, M, N, K, alpha, (const bf *)A, lda,
+                                                               (const bf *)B, ldb, beta, (const float *)C,
+                                                               (float *)D, ldd);
+    else
+        gemm_fallback_kernel<bf, bf><<<blocks, 256, 0, st>>>(ta, tb, M, N, K, alpha, (const bf *)A, lda,
+                                                            (const bf *)B, ldb, beta, (const bf *)C, (bf *)D, ldd);
+    LAUNCH_TRY();
+    snprintf(L.last, sizeof L.last, "ppa's fallback kernel (no cuBLASLt algorithm for this shape)");
+    return 0;
+}
+
 static int lt_run(Entry *e, float alpha, const void *A, const void *B, float beta, const void *C, void *D,
                   const float *bias) {
     if (bias) CUBLAS_TRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
@@ -214,14 +268,9 @@ extern "C" int pc_gemm(int ta, int tb, int M, int N, int K, float alpha, const v
     }
     e = entry_get(&k, &err);
     if (err) return -1;
-    if (!e) {
-        char why[256];
-        snprintf(why, sizeof why, "no cuBLASLt algorithm for ta %d tb %d M %d N %d K %d lda %d ldb %d ldd %d (%s x %s -> %s)",
-                 ta, tb, M, N, K, lda, ldb, ldd, ab == PC_BF16 ? "bf16" : "f32", ab == PC_BF16 ? "bf16" : "f32",
-                 c == PC_BF16 ? "bf16" : "f32");
-        return pc_fail(__FILE__, __LINE__, "pc_gemm", why);
-    }
-    if (lt_run(e, alpha, A, B, beta, C, D, NULL)) return -1;
+    if (e ? lt_run(e, alpha, A, B, beta, C, D, NULL)
+          : gemm_fallback(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, D, ldd, ab, c))
+        return -1;
     if (bias) {
         long n = (long)M * N;
         bias_add_kernel<<<(unsigned)((n + 255) / 256), 256, 0, pc_cuda_stream()>>>((float *)D, ldd, bias, M, N);

@@ -15,7 +15,9 @@
  * bit-identical. Among the heuristic's candidates the first that does not
  * reduce split-K partial sums in place in the output is taken (cuBLASLt's
  * other reduction schemes add the partial sums in a separate, ordered step);
- * pc_gemm_algo() names the choice. A row of the output may still depend on
+ * pc_gemm_algo() names the choice. A shape no algorithm takes (rows or pointers
+ * not aligned as cuBLASLt's kernels need) runs ppa's own kernel, one thread an
+ * output element summing in order: slow, exact to float32. A row of the output may still depend on
  * how many rows share the call (the algorithm is chosen per M): score a
  * response in batches of the same shape when bits must match. */
 #ifndef PPA_CUDA_MATMUL_H

@@ -104,7 +104,9 @@ struct GpuTrain {
     PcDtype dt;               /* the products' operands: PC_BF16 or PC_F32 */
     int gc;                   /* checkpointing: one layer's activations kept, the others recomputed */
     size_t n;                 /* trainable parameters: the model's, or its adapter's */
-    float *p, *g, *m, *v;     /* device [n]: master weights, gradients, AdamW moments (model_params' layout) */
+    float *p, *g, *m, *v;     /* device: master weights and gradients [n] (model_params' layout), AdamW's moments
+                                 [hi - lo]: those of this rank's share [lo, hi) (all of them: lo 0, hi n) */
+    size_t lo, hi;
     PcBf16 *pb;               /* device [n]: the bf16 copy the products read (MODEL_BF16, no adapter), or NULL */
     void *state;              /* device: the one allocation behind p, g, m, v, pb and decay */
     size_t state_bytes;

@@ -118,8 +118,8 @@ static int lora_layout(GpuTrain *t, Model *m, char *err, size_t errlen) {
     return 0;
 }
 
-GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int checkpointing, char *err,
-                        size_t errlen) {
+GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int checkpointing, const GpuShare *share,
+                        char *err, size_t errlen) {
     char why[256];
     if (refusal(m, why, sizeof why)) {
         snprintf(err, errlen, "gpu train: %s", why);
@@ -129,6 +129,12 @@ GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int chec
     GpuTrain *t = xcalloc(1, sizeof *t);
     t->pc = pc, t->c = *model_config(m), t->prec = prec, t->dt = prec == MODEL_BF16 ? PC_BF16 : PC_F32;
     t->gc = checkpointing != 0, t->n = model_n_params(m);
+    t->lo = share ? share->lo : 0, t->hi = share ? share->hi : t->n;
+    if (t->lo > t->hi || t->hi > t->n) {
+        snprintf(err, errlen, "gpu train: the share [%zu, %zu) is not inside the %zu parameters", t->lo, t->hi, t->n);
+        free(t);
+        return NULL;
+    }
     const ModelConfig *c = &t->c;
     int L = c->num_hidden_layers;
     t->layers = xcalloc((size_t)(L ? L : 1), sizeof(TrainLayer));
@@ -139,8 +145,8 @@ GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int chec
     t->n_decay = d.n;
     /* an adapter's products run in float32 (lora.h): no bf16 copy of it */
     size_t n = t->n, f = up(n * sizeof(float)), b = prec == MODEL_BF16 && !lora ? up(n * sizeof(PcBf16)) : 0;
-    size_t sp = up(sizeof(PcSpan) * (size_t)(d.n ? d.n : 1));
-    t->state_bytes = 4 * f + b + sp;
+    size_t fm = up((t->hi - t->lo) * sizeof(float)), sp = up(sizeof(PcSpan) * (size_t)(d.n ? d.n : 1));
+    t->state_bytes = 2 * f + 2 * fm + b + sp;
     if (!(t->state = pc->pc_alloc(t->state_bytes))) {
         snprintf(err, errlen, "gpu train: the weights, gradients and AdamW moments of %zu parameters (%.2f GB): %s", n,
                  (double)t->state_bytes / 1e9, pc->pc_error());
@@ -149,12 +155,12 @@ GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int chec
         return NULL;
     }
     char *at = t->state;
-    t->p = (float *)at, t->g = (float *)(at + f), t->m = (float *)(at + 2 * f), t->v = (float *)(at + 3 * f);
-    t->pb = b ? (PcBf16 *)(at + 4 * f) : NULL;
-    t->decay = (PcSpan *)(at + 4 * f + b);
+    t->p = (float *)at, t->g = (float *)(at + f), t->m = (float *)(at + 2 * f), t->v = (float *)(at + 2 * f + fm);
+    t->pb = b ? (PcBf16 *)(at + 2 * f + 2 * fm) : NULL;
+    t->decay = (PcSpan *)(at + 2 * f + 2 * fm + b);
     PcSpan *hs = xmalloc(sizeof(PcSpan) * (size_t)(d.n ? d.n : 1));
     for (int i = 0; i < d.n; i++) hs[i] = (PcSpan){d.s[i].lo, d.s[i].hi};
-    int bad = pc->pc_memset(t->state, 0, 4 * f) || pc->pc_upload(t->decay, hs, sizeof(PcSpan) * (size_t)d.n) ||
+    int bad = pc->pc_memset(t->state, 0, 2 * f + 2 * fm) || pc->pc_upload(t->decay, hs, sizeof(PcSpan) * (size_t)d.n) ||
               pc->pc_sync();
     free(hs), spans_free(&d);
     if (bad) {
@@ -189,18 +195,18 @@ void gpu_train_free(GpuTrain *t) {
 
 int gpu_train_push(GpuTrain *t, const float *params, const float *m, const float *v, char *err, size_t errlen) {
     const PcApi *pc = t->pc;
-    size_t bytes = sizeof(float) * t->n;
-    if (pc->pc_upload(t->p, params, bytes) || (m && pc->pc_upload(t->m, m, bytes)) ||
-        (v && pc->pc_upload(t->v, v, bytes)) || (t->pb && pc->pc_f32_to_bf16(t->pb, t->p, t->n)) || pc->pc_sync())
+    size_t bytes = sizeof(float) * t->n, mb = sizeof(float) * (t->hi - t->lo);
+    if (pc->pc_upload(t->p, params, bytes) || (m && pc->pc_upload(t->m, m, mb)) || (v && pc->pc_upload(t->v, v, mb)) ||
+        (t->pb && pc->pc_f32_to_bf16(t->pb, t->p, t->n)) || pc->pc_sync())
         return fail(t, "uploading the weights", err, errlen);
     return 0;
 }
 
 int gpu_train_pull(GpuTrain *t, float *params, float *m, float *v, char *err, size_t errlen) {
     const PcApi *pc = t->pc;
-    size_t bytes = sizeof(float) * t->n;
-    if ((params && pc->pc_download(params, t->p, bytes)) || (m && pc->pc_download(m, t->m, bytes)) ||
-        (v && pc->pc_download(v, t->v, bytes)) || pc->pc_sync())
+    size_t bytes = sizeof(float) * t->n, mb = sizeof(float) * (t->hi - t->lo);
+    if ((params && pc->pc_download(params, t->p, bytes)) || (m && pc->pc_download(m, t->m, mb)) ||
+        (v && pc->pc_download(v, t->v, mb)) || pc->pc_sync())
         return fail(t, "reading the weights back", err, errlen);
     return 0;
 }
@@ -247,7 +253,9 @@ int gpu_train_grad_norm(GpuTrain *t, double *norm, char *err, size_t errlen) {
 int gpu_train_adamw(GpuTrain *t, long step, float grad_scale, double lr, double beta1, double beta2, double eps,
                     double weight_decay, char *err, size_t errlen) {
     PcAdamW hp = {step, lr, beta1, beta2, eps, weight_decay};
-    if (t->pc->pc_adamw_step(t->p, t->pb, t->g, t->m, t->v, t->n, grad_scale, t->decay, t->n_decay, 0, &hp))
+    size_t lo = t->lo;
+    if (t->pc->pc_adamw_step(t->p + lo, t->pb ? t->pb + lo : NULL, t->g + lo, t->m, t->v, t->hi - lo, grad_scale,
+                             t->decay, t->n_decay, lo, &hp))
         return fail(t, "the AdamW step", err, errlen);
     return 0;
 }

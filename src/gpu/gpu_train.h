@@ -33,14 +33,18 @@ typedef struct GpuTrain GpuTrain;
 
 /* The device buffers for m (its layout, config and decay spans) and m's weights uploaded (gpu_train_push; the
  * moments start at 0). With an adapter m must outlive the engine (the model that holds it as its engine does).
- * checkpointing: keep every layer's input only, recompute each layer in the backward. NULL with why in err: what it
- * cannot train, or out of GPU memory (the bytes asked and free). */
-GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int checkpointing, char *err,
-                        size_t errlen);
+ * checkpointing: keep every layer's input only, recompute each layer in the backward. share: NULL, or ZeRO-1's
+ * [lo, hi) of this rank (trainer_zero_share): the moments are kept for it alone and AdamW updates it alone. NULL
+ * with why in err: what it cannot train, or out of GPU memory (the bytes asked and free). */
+typedef struct {
+    size_t lo, hi;
+} GpuShare;
+GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int checkpointing, const GpuShare *share,
+                        char *err, size_t errlen);
 void gpu_train_free(GpuTrain *t);
 
-/* host [n_params] buffers (model_params' layout) to the device and back; m, v: the AdamW moments, or NULL (push:
- * leaves the device's; pull: not read back). push refreshes the bf16 copy. */
+/* host [n_params] buffers (model_params' layout) to the device and back; m, v: the AdamW moments ([hi - lo] with a
+ * share), or NULL (push: leaves the device's; pull: not read back). push refreshes the bf16 copy. */
 int gpu_train_push(GpuTrain *t, const float *params, const float *m, const float *v, char *err, size_t errlen);
 int gpu_train_pull(GpuTrain *t, float *params, float *m, float *v, char *err, size_t errlen);
 /* the gradients into host grads [n_params] (tests; several processes' sums), and host grads into the gradients */
@@ -55,7 +59,8 @@ int gpu_train_sum_grads(GpuTrain *t, char *err, size_t errlen);
 void gpu_train_nccl_leave(GpuTrain *t); /* back to the host's sums */
 /* the global L2 norm of the gradients (cuda/global_norm.h's fixed order: the same bits on every rerun) */
 int gpu_train_grad_norm(GpuTrain *t, double *norm, char *err, size_t errlen);
-/* AdamW step t >= 1 on every parameter (optim.h's adamw_step element for element), the bf16 copy refreshed */
+/* AdamW step t >= 1 on every parameter of the share (optim.h's adamw_step element for element), the bf16 copy
+ * refreshed there */
 int gpu_train_adamw(GpuTrain *t, long step, float grad_scale, double lr, double beta1, double beta2, double eps,
                     double weight_decay, char *err, size_t errlen);
 

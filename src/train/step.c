@@ -190,6 +190,24 @@ int step_push(Model *m, const AdamW *a, char *err, size_t errlen) {
     return e ? e->push(e->ctx, model_params(m), a ? a->m : NULL, a ? a->v : NULL, err, errlen) : 0;
 }
 
+void step_gather_shares(float *x, size_t n) {
+    int R = dist_size();
+    long *counts = xmalloc(sizeof(long) * (size_t)R), lo, hi;
+    for (int r = 0; r < R; r++) dist_share((long)n, r, &lo, &hi), counts[r] = hi - lo;
+    dist_share((long)n, dist_rank(), &lo, &hi);
+    float *mine = xmalloc(sizeof(float) * (size_t)(hi - lo ? hi - lo : 1));
+    memcpy(mine, x + lo, sizeof(float) * (size_t)(hi - lo));
+    dist_allgather_f32(mine, x, counts);
+    free(mine), free(counts);
+}
+
+int step_zero_gather(Model *m, char *err, size_t errlen) {
+    const ForwardEngine *e = model_train_engine(m);
+    if (e && e->pull(e->ctx, model_params(m), NULL, NULL, err, errlen)) return -1;
+    step_gather_shares(model_params(m), model_n_params(m));
+    return e ? e->push(e->ctx, model_params(m), NULL, NULL, err, errlen) : 0;
+}
+
 int step_sum_grads(Model *m, char *err, size_t errlen) {
     if (dist_size() < 2) return 0;
     const ForwardEngine *e = model_train_engine(m);

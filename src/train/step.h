@@ -65,7 +65,7 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
  * weights, gradients and moments) or the CPU (model_grads, the device table's norm and AdamW, then the bf16 copy
  * refreshed by the caller: model_bf16_refresh, after a ZeRO share is gathered). Each returns 0, or -1 with why in
  * err (an engine's failure; the CPU's never fail). step_adamw advances a->step as adamw_step does; base and a ZeRO
- * share are the CPU's only (an engine updates the whole buffer and its own bf16 copy). */
+ * share are the CPU's (an engine updates the share it was made with, gpu_train.h, and its own bf16 copy). */
 int step_zero_grads(Model *m, char *err, size_t errlen);
 int step_grad_norm(Model *m, double *norm, char *err, size_t errlen);
 int step_adamw(Model *m, AdamW *a, float grad_scale, const Spans *decay, size_t base, double lr, const AdamWConfig *c,
@@ -76,6 +76,11 @@ int step_pull(Model *m, AdamW *a, char *err, size_t errlen);
 /* Every process's gradients added up on every process (dist_sum_f32 over model_grads; an engine's through the
  * host: read back, summed, written again). Nothing in one process. */
 int step_sum_grads(Model *m, char *err, size_t errlen);
+/* ZeRO-1 (several processes): every rank's share (dist_share) of x [n] gathered on every rank */
+void step_gather_shares(float *x, size_t n);
+/* ZeRO-1: each rank updated its share of the weights; every rank gets all of them (an engine's through the host:
+ * read back, gathered, written again, its bf16 copy refreshed) */
+int step_zero_gather(Model *m, char *err, size_t errlen);
 int step_push(Model *m, const AdamW *a, char *err, size_t errlen);
 
 #endif

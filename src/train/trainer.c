@@ -298,18 +298,6 @@ void trainer_zero_share(size_t n, size_t *lo, size_t *hi) {
     *lo = (size_t)a, *hi = (size_t)b;
 }
 
-/* ZeRO-1: each rank updated its share of the weights; every rank gets all of them */
-static void gather_shares(float *x, size_t n) {
-    int R = dist_size();
-    long *counts = xmalloc(sizeof(long) * (size_t)R), lo, hi;
-    for (int r = 0; r < R; r++) dist_share((long)n, r, &lo, &hi), counts[r] = hi - lo;
-    dist_share((long)n, dist_rank(), &lo, &hi);
-    float *mine = xmalloc(sizeof(float) * (size_t)(hi - lo ? hi - lo : 1));
-    memcpy(mine, x + lo, sizeof(float) * (size_t)(hi - lo));
-    dist_allgather_f32(mine, x, counts);
-    free(mine), free(counts);
-}
-
 /* the whole optimizer state for a checkpoint: opt itself, or under ZeRO-1 every rank's share gathered (in *tmp) */
 static const AdamW *whole_state(const AdamW *opt, size_t n, int zero, AdamW *tmp) {
     if (!zero) return opt;
@@ -317,7 +305,7 @@ static const AdamW *whole_state(const AdamW *opt, size_t n, int zero, AdamW *tmp
     size_t lo, hi;
     trainer_zero_share(n, &lo, &hi);
     memcpy(tmp->m + lo, opt->m, sizeof(float) * (hi - lo)), memcpy(tmp->v + lo, opt->v, sizeof(float) * (hi - lo));
-    gather_shares(tmp->m, n), gather_shares(tmp->v, n);
+    step_gather_shares(tmp->m, n), step_gather_shares(tmp->v, n);
     tmp->step = opt->step;
     return tmp;
 }
@@ -392,7 +380,11 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 free(sl.lambdas), free(sl.lam_k);
                 break;
             }
-            if (p->zero) gather_shares(model_params(policy), n_params);
+            if (p->zero && step_zero_gather(policy, err, errlen)) {
+                rc = -1;
+                free(sl.lambdas), free(sl.lam_k);
+                break;
+            }
             if (!model_train_engine(policy)) model_bf16_refresh(policy); /* the products' copy follows the masters */
             st->step++;
             last_lr = lr;
@@ -424,8 +416,9 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 char path[4096];
                 st->ranks = dist_size();
                 AdamW tmp = {0};
-                const AdamW *whole = whole_state(opt, n_params, p->zero, &tmp); /* every rank takes part */
-                if (step_pull(policy, opt, err, errlen) || /* an engine's weights and moments, for the checkpoint */
+                const AdamW *whole = NULL;
+                /* an engine's weights and moments first (its share of them under ZeRO), then every rank's share */
+                if (step_pull(policy, opt, err, errlen) || !(whole = whole_state(opt, n_params, p->zero, &tmp)) ||
                     !weights_finite(policy, p, st->step, lr, err, errlen) || !same_weights(policy, err, errlen) ||
                     (dist_rank() == 0 && /* one writer; the others' weights are the same bytes */
                      state_save(p->out, policy, whole, st, p->tokenizer_dir, path, sizeof path, err, errlen)))

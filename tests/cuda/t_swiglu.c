@@ -38,7 +38,8 @@ static const char *dn(PcDtype t) { return t == PC_BF16 ? "bf16" : "f32"; }
 
 /* widened device output [rows, cols] rows ld apart */
 static void fetch(float *out, const void *d, PcDtype t, int ld, int rows, int cols) {
-    size_t e = t == PC_BF16 ? 2 : 4, n = (size_t)rows * ld;
+    /* up to the last row's last column: d may start inside a wider buffer (fused: d up at column cols) */
+    size_t e = t == PC_BF16 ? 2 : 4, n = rows ? (size_t)(rows - 1) * ld + cols : 0;
     unsigned char *b = h_malloc(n * e);
     d_down(b, d, n * e);
     for (int r = 0; r < rows; r++)

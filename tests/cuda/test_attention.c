@@ -768,6 +768,7 @@ static void check_refusals(void) {
 }
 
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line out before a crash, through the pipe of scripts/test-cuda.sh */
     int seeded = 0;
     double peak = 0;
     for (int i = 1; i < argc; i++) {

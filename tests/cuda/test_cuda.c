@@ -21,6 +21,7 @@
 #include "harness.h"
 
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line out before a crash, through the pipe of scripts/test-cuda.sh */
     int bench = 0, limits = 1, tiny = 0;
     const char *dump = NULL, *only = NULL;
     struct timespec ts;

@@ -185,6 +185,7 @@ static void test_out_of_memory(void) {
 }
 
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line out before a crash, through the pipe of scripts/test-cuda.sh */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     h_seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;

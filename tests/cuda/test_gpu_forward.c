@@ -9,7 +9,11 @@
  *   float32 engine against the CPU's float32 engine: 1e-5 of max(1, |logp|) (float32 products without TF32 and a
  *   float32 attention: float32 rounding in other orders);
  *   bf16 engine against the CPU's bf16 engine: the worst response within 2^-6 of max(1, |logp|), the median within
- *   2^-9. The rounding points are the CPU's (see gpu_forward.c), but every float32 sum runs in another order and
+ *   2^-9, or within twice bf16's own error on the same rows (the CPU's bf16 engine against its float32 one, worst
+ *   and median) where that is larger: two bf16 engines summing in different orders round apart about as often as
+ *   bf16 rounds away from float32. A reward is one dot product of a bf16-rounded hidden state, where a one-ulp
+ *   difference is not averaged over tokens as in a log-prob: on an H200 (2026-11-27) the reward cases' medians
+ *   were 1.2e-3 to 2.2e-3, the log-prob cases' 6e-4 to 1.2e-3. The rounding points are the CPU's (see gpu_forward.c), but every float32 sum runs in another order and
  *   the fused attention rounds its probabilities before normalising them (exp(s - running max), flash style) where
  *   the CPU rounds the normalised ones, so values near a bf16 boundary round apart and carry one-ulp (2^-8)
  *   differences through the layers. On the CPU stand-in, which differs from the CPU in its orders only, the worst
@@ -109,9 +113,13 @@ static void run_case(const char *name, const char *what, const ModelConfig *c, d
     H_CHECK(ok, "%s: forwards: %s", name, err);
     if (!ok) goto done;
     double e32 = err_of(gpu, cpu, n, lm), eb = err_of(gpub, cpub, n, lm), mb_ = med_of(gpub, cpub, n, lm);
+    /* bf16's own error here: the CPU's bf16 engine against its float32 one, on the same rows */
+    double own = err_of(cpub, cpu, n, lm), own_med = med_of(cpub, cpu, n, lm);
+    double tol = fmax(BF16_TOL, 2.0 * own), tol_med = fmax(BF16_MED, 2.0 * own_med);
     H_CHECK(e32 <= F32_TOL, "%s: float32: the GPU engine within %g of the CPU's (%.3g)", name, F32_TOL, e32);
-    H_CHECK(eb <= BF16_TOL && mb_ <= BF16_MED, "%s: bf16: the GPU engine within %g of the CPU's bf16 engine, median %g "
-            "(%.3g, %.3g)", name, BF16_TOL, BF16_MED, eb, mb_);
+    H_CHECK(eb <= tol && mb_ <= tol_med, "%s: bf16: the GPU engine within %.3g of the CPU's bf16 engine, median %.3g "
+            "(%.3g, %.3g; bf16's own error against float32 %.3g, median %.3g)", name, tol, tol_med, eb, mb_, own,
+            own_med);
     if (lm) H_CHECK(!memcmp(ns, ns + nr, sizeof(int) * (size_t)nr), "%s: the scored counts are the CPU's", name);
     ok &= !ge_gpu(g32, S.rows, S.n, sep, NULL, err, sizeof err);
     ok &= !ge_gpu(gb, S.rows, S.n, sepb, NULL, err, sizeof err);
@@ -129,9 +137,9 @@ static void run_case(const char *name, const char *what, const ModelConfig *c, d
     double ea32 = rows_alone(g32, R, gpu, w, lm, &same32), eab = rows_alone(gb, R, gpub, w, lm, &sameb);
     H_CHECK(ea32 <= F32_TOL && eab <= BF16_TOL, "%s: each row alone = the row in the batch (fp32 %.3g, bf16 %.3g)",
             name, ea32, eab);
-    printf("%-15s %-58s T %5d | fp32 %.1e sep %.1e alone %.1e%s | bf16 %.1e med %.1e sep %.1e alone %.1e%s | ms CPU "
+    printf("%-15s %-58s T %5d | fp32 %.1e sep %.1e alone %.1e%s | bf16 %.1e med %.1e (own %.1e med %.1e) sep %.1e alone %.1e%s | ms CPU "
            "%.0f/%.0f GPU %.1f/%.1f (first call)\n", name, what, ge_tokens(R->rows, R->n), e32, es, ea32,
-           same32 ? " (bits)" : "", eb, mb_, esb, eab, sameb ? " (bits)" : "", 1e3 * (t1 - t0), 1e3 * (t3 - t2),
+           same32 ? " (bits)" : "", eb, mb_, own, own_med, esb, eab, sameb ? " (bits)" : "", 1e3 * (t1 - t0), 1e3 * (t3 - t2),
            1e3 * (t2 - t1), 1e3 * (t4 - t3));
     fflush(stdout);
 done:
@@ -197,6 +205,7 @@ static void test_out_of_memory(void) {
 }
 
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line out before a crash, through the pipe of scripts/test-cuda.sh */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     h_seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;

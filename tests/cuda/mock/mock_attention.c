@@ -22,6 +22,7 @@ struct PcAttnPlan {
 };
 
 PcAttnPlan *pc_attn_plan_new(const int *pstart, const int *plen, const int *sstart, int T, int window) {
+    MOCK_GUARD;
     char why[200];
     if (T < 1 || window < 0) {
         snprintf(why, sizeof why, "pc_attn_plan_new: T = %d, window = %d (T >= 1, window >= 0)", T, window);
@@ -55,15 +56,16 @@ PcAttnPlan *pc_attn_plan_new(const int *pstart, const int *plen, const int *ssta
 }
 
 void pc_attn_plan_free(PcAttnPlan *p) {
+    MOCK_GUARD;
     if (!p) return;
     free(p->pa);
     free(p);
 }
 
-int pc_attn_plan_tokens(const PcAttnPlan *p) { return p->T; }
-long long pc_attn_plan_pairs(const PcAttnPlan *p) { return p->pairs; }
-size_t pc_attention_work_bytes(int T, int NH) { return sizeof(float) * (size_t)T * (size_t)NH; }
-const char *pc_attention_bf16_variant(int HS, int v) { return v == 0 && (HS == 64 || HS == 128) ? "mock" : NULL; }
+int pc_attn_plan_tokens(const PcAttnPlan *p) { MOCK_GUARD; return p->T; }
+long long pc_attn_plan_pairs(const PcAttnPlan *p) { MOCK_GUARD; return p->pairs; }
+size_t pc_attention_work_bytes(int T, int NH) { MOCK_GUARD; return sizeof(float) * (size_t)T * (size_t)NH; }
+const char *pc_attention_bf16_variant(int HS, int v) { MOCK_GUARD; return v == 0 && (HS == 64 || HS == 128) ? "mock" : NULL; }
 
 static int check(const PcAttnPlan *p, int NH, int NKV, int HS, PcDtype dt, const void *const *ptrs, int n,
                  const char *who) {
@@ -113,6 +115,7 @@ static void scores(float *s, const void *q, const void *k, PcDtype dt, int t, in
 
 int pc_attention_forward(void *out, float *lse, const void *q, const void *k, const void *v, const PcAttnPlan *p,
                          int NH, int NKV, int HS, PcDtype dt) {
+    MOCK_GUARD;
     const void *ptrs[5] = {out, lse, q, k, v};
     if (check(p, NH, NKV, HS, dt, ptrs, 5, "pc_attention_forward")) return -1;
     int T = p->T, group = NH / NKV, *keys = malloc(sizeof(int) * (size_t)T);
@@ -142,6 +145,7 @@ int pc_attention_forward(void *out, float *lse, const void *q, const void *k, co
 int pc_attention_backward(float *dq, float *dk, float *dv, const void *dout, const void *out, const float *lse,
                           const void *q, const void *k, const void *v, const PcAttnPlan *p, int NH, int NKV, int HS,
                           PcDtype dt, void *work) {
+    MOCK_GUARD;
     const void *ptrs[10] = {dq, dk, dv, dout, out, lse, q, k, v, work};
     if (check(p, NH, NKV, HS, dt, ptrs, 10, "pc_attention_backward")) return -1;
     int T = p->T, group = NH / NKV, *keys = malloc(sizeof(int) * (size_t)T);
@@ -181,6 +185,7 @@ int pc_attention_backward(float *dq, float *dk, float *dv, const void *dout, con
 int pc_attention_ref_forward(float *out, float *lse, float *mag_out, const void *q, const void *k, const void *v,
                              const int *pstart, const int *plen, const int *sstart, int T, int window, int NH, int NKV,
                              int HS, PcDtype dt) {
+    MOCK_GUARD;
     (void)out, (void)lse, (void)mag_out, (void)q, (void)k, (void)v, (void)pstart, (void)plen, (void)sstart, (void)T;
     (void)window, (void)NH, (void)NKV, (void)HS, (void)dt;
     return mock_fail("pc_attention_ref_forward: not in the CPU stand-in (test_attention runs on a GPU only)");
@@ -190,6 +195,7 @@ int pc_attention_ref_backward(float *dq, float *dk, float *dv, float *mq1, float
                               float *mv, const void *dout, const void *out, const float *lse, const void *q,
                               const void *k, const void *v, const int *pstart, const int *plen, const int *sstart,
                               int T, int window, int NH, int NKV, int HS, PcDtype dt) {
+    MOCK_GUARD;
     (void)dq, (void)dk, (void)dv, (void)mq1, (void)mq2, (void)mk1, (void)mk2, (void)mv, (void)dout, (void)out;
     (void)lse, (void)q, (void)k, (void)v, (void)pstart, (void)plen, (void)sstart, (void)T, (void)window, (void)NH;
     (void)NKV, (void)HS, (void)dt;

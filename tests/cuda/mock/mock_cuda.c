@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cuda/adamw.h"
 #include "cuda/common.h"
@@ -40,9 +42,10 @@ static int ready;
 struct CUevent_st {
     double t;
 };
-cudaError_t cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
-cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k) { (void)k; memmove(d, s, n); return cudaSuccess; }
+cudaError_t cudaMemset(void *p, int v, size_t n) { MOCK_GUARD; memset(p, v, n); return cudaSuccess; }
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k) { MOCK_GUARD; (void)k; memmove(d, s, n); return cudaSuccess; }
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st) {
+    MOCK_GUARD;
     (void)k, (void)st;
     memmove(d, s, n);
     return cudaSuccess;
@@ -52,44 +55,95 @@ static double now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
-cudaError_t cudaEventCreate(cudaEvent_t *e) { *e = calloc(1, sizeof(struct CUevent_st)); return cudaSuccess; }
-cudaError_t cudaEventDestroy(cudaEvent_t e) { free(e); return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { (void)s; e->t = now(); return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t e) { (void)e; return cudaSuccess; }
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) { *ms = (float)((b->t - a->t) * 1e3); return cudaSuccess; }
-const char *cudaGetErrorString(cudaError_t e) { (void)e; return "mock"; }
+cudaError_t cudaEventCreate(cudaEvent_t *e) { MOCK_GUARD; *e = calloc(1, sizeof(struct CUevent_st)); return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) { MOCK_GUARD; free(e); return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { MOCK_GUARD; (void)s; e->t = now(); return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) { MOCK_GUARD; (void)e; return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) { MOCK_GUARD; *ms = (float)((b->t - a->t) * 1e3); return cudaSuccess; }
+const char *cudaGetErrorString(cudaError_t e) { MOCK_GUARD; (void)e; return "mock"; }
 #endif
 
 /* ---- common.h ---- */
 int pc_init(int device, char *err, size_t errlen) {
+    MOCK_GUARD;
     (void)err, (void)errlen, (void)device;
     ready = 1;
     return 0;
 }
-void pc_shutdown(void) { ready = 0; }
-const char *pc_device_name(void) { return "CPU mock of libppa_cuda.so"; }
-int pc_device_cc(void) { return 0; }
-int pc_device_count(void) { return 1; }
-const char *pc_error(void) { return err_msg; }
+void pc_shutdown(void) { MOCK_GUARD; ready = 0; }
+const char *pc_device_name(void) { MOCK_GUARD; return "CPU mock of libppa_cuda.so"; }
+int pc_device_cc(void) { MOCK_GUARD; return 0; }
+int pc_device_count(void) { MOCK_GUARD; return 1; }
+const char *pc_error(void) { MOCK_GUARD; return err_msg; }
 /* a device of mock_capacity bytes (16 GiB unless a test sets it: mock.h): a larger allocation is refused with the
  * module's message (allocations are not added up: each is checked alone) */
 static size_t capacity = (size_t)16 << 30;
 void mock_set_capacity(size_t bytes) { capacity = bytes; }
+
+/* PPA_MOCK_GUARD (mock.h): the allocations, mapped by pc_alloc, opened on entering the stand-in, closed on leaving */
+typedef struct {
+    void *p;
+    size_t n;
+} Region;
+static Region *regions;
+static int n_regions, cap_regions, guard = -1, depth;
+static int guarding(void) {
+    if (guard < 0) guard = getenv("PPA_MOCK_GUARD") && !strcmp(getenv("PPA_MOCK_GUARD"), "1");
+    return guard;
+}
+static void protect_all(int prot) {
+    for (int i = 0; i < n_regions; i++)
+        if (mprotect(regions[i].p, regions[i].n, prot)) abort();
+}
+int mock_enter(void) {
+    if (guarding() && depth++ == 0) protect_all(PROT_READ | PROT_WRITE);
+    return 0;
+}
+void mock_leave(int *unused) {
+    (void)unused;
+    if (guarding() && --depth == 0) protect_all(PROT_NONE);
+}
+static void *guarded_alloc(size_t b) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (b + page - 1) / page * page;
+    void *p = mmap(NULL, n ? n : page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    if (n_regions == cap_regions) {
+        cap_regions = cap_regions ? 2 * cap_regions : 64;
+        regions = realloc(regions, sizeof(Region) * (size_t)cap_regions);
+        if (!regions) abort();
+    }
+    regions[n_regions++] = (Region){p, n ? n : page};
+    return p;
+}
+static int guarded_free(void *p) {
+    for (int i = 0; i < n_regions; i++)
+        if (regions[i].p == p) {
+            munmap(p, regions[i].n);
+            regions[i] = regions[--n_regions];
+            return 1;
+        }
+    return 0;
+}
+
 void *pc_alloc(size_t b) {
-    void *p = b <= capacity ? malloc(b ? b : 1) : NULL;
+    MOCK_GUARD;
+    void *p = b > capacity ? NULL : guarding() ? guarded_alloc(b) : malloc(b ? b : 1);
     if (!p)
         snprintf(err_msg, sizeof err_msg, "out of GPU memory: %zu bytes (%.2f GiB) asked, %zu (%.2f GiB) free of %zu "
                  "(%.2f GiB)", b, b / 1073741824.0, capacity, capacity / 1073741824.0, capacity,
                  capacity / 1073741824.0);
     return p;
 }
-void pc_free(void *p) { free(p); }
-int pc_mem_info(size_t *f, size_t *t) { *f = *t = capacity; return 0; }
-int pc_upload(void *d, const void *s, size_t n) { memmove(d, s, n); return 0; }
-int pc_download(void *d, const void *s, size_t n) { memmove(d, s, n); return 0; }
-int pc_memset(void *p, int b, size_t n) { memset(p, b, n); return 0; }
-int pc_sync(void) { return 0; }
-void *pc_stream(void) { return NULL; }
+void pc_free(void *p) {
+    MOCK_GUARD;
+    if (!p || !guarded_free(p)) free(p);
+}
+int pc_mem_info(size_t *f, size_t *t) { MOCK_GUARD; *f = *t = capacity; return 0; }
+int pc_upload(void *d, const void *s, size_t n) { MOCK_GUARD; memmove(d, s, n); return 0; }
+int pc_download(void *d, const void *s, size_t n) { MOCK_GUARD; memmove(d, s, n); return 0; }
+int pc_memset(void *p, int b, size_t n) { MOCK_GUARD; memset(p, b, n); return 0; }
+int pc_sync(void) { MOCK_GUARD; return 0; }
+void *pc_stream(void) { MOCK_GUARD; return NULL; }
 
 static int fail(const char *fmt, ...) {
     va_list ap;
@@ -119,14 +173,17 @@ static void st(void *p, PcDtype t, size_t i, float v) {
 }
 
 int pc_f32_to_bf16(PcBf16 *y, const float *x, size_t n) {
+    MOCK_GUARD;
     for (size_t i = 0; i < n; i++) y[i] = rnd(x[i]);
     return 0;
 }
 int pc_bf16_to_f32(float *y, const PcBf16 *x, size_t n) {
+    MOCK_GUARD;
     for (size_t i = 0; i < n; i++) y[i] = wid(x[i]);
     return 0;
 }
 int pc_fill_uniform(void *p, PcDtype t, size_t n, uint64_t seed, float lo, float hi) {
+    MOCK_GUARD;
     for (size_t i = 0; i < n; i++) {
         uint64_t z = seed + (i + 1) * 0x9e3779b97f4a7c15ull;
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -140,7 +197,11 @@ int pc_fill_uniform(void *p, PcDtype t, size_t n, uint64_t seed, float lo, float
 /* ---- matmul.h: sums from the last k down ---- */
 int pc_gemm(int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda, const void *B, int ldb,
             float beta, const void *Cin, void *D, int ldd, const float *bias, PcDtype ab, PcDtype c) {
+    MOCK_GUARD;
     if (!ready) return fail("pc_init first");
+    static long calls;
+    const char *inject = getenv("PPA_MOCK_FAIL_GEMM"); /* N: the Nth product fails (a test of the callers' errors) */
+    if (inject && ++calls == atol(inject)) return fail("pc_gemm: an injected failure (PPA_MOCK_FAIL_GEMM)");
     if (M < 0 || N < 0 || K < 1 || lda < (ta ? M : K) || ldb < (tb ? K : N) || ldd < N) return fail("bad arguments");
     const void *C = beta != 0.0f && Cin ? Cin : D;
     float *out = malloc(sizeof(float) * (size_t)M * N + 1);
@@ -181,15 +242,18 @@ int pc_gemm(int ta, int tb, int M, int N, int K, float alpha, const void *A, int
 }
 int pc_linear_forward(void *y, PcDtype yt, const void *x, int ldx, const void *W, const float *bias, const void *res,
                       int T, int in, int out, PcDtype ab) {
+    MOCK_GUARD;
     return pc_gemm(0, 1, T, out, in, 1.0f, x, ldx, W, in, res ? 1.0f : 0.0f, res, y, out, bias, ab, yt);
 }
 int pc_linear_backward(float *dx, float beta_x, float *dW, const void *dy, const void *x, int ldx, const void *W, int T,
                        int in, int out, PcDtype ab) {
+    MOCK_GUARD;
     if (dx && pc_gemm(0, 0, T, in, out, 1.0f, dy, out, W, in, beta_x, NULL, dx, in, NULL, ab, PC_F32)) return -1;
     if (dW && pc_gemm(1, 0, out, in, T, 1.0f, dy, out, x, ldx, 1.0f, NULL, dW, in, NULL, ab, PC_F32)) return -1;
     return 0;
 }
 int pc_bias_backward(float *db, const float *dy, int T, int N) {
+    MOCK_GUARD;
     for (int n = 0; n < N; n++) {
         double acc = 0.0;
         for (int t = T - 1; t >= 0; t--) acc += dy[(size_t)t * N + n];
@@ -197,10 +261,11 @@ int pc_bias_backward(float *db, const float *dy, int T, int N) {
     }
     return 0;
 }
-const char *pc_gemm_algo(void) { return "mock"; }
+const char *pc_gemm_algo(void) { MOCK_GUARD; return "mock"; }
 
 /* ---- embedding.h ---- */
 int pc_embed_forward(float *x, const void *E, PcDtype et, const int *tokens, int T, int C) {
+    MOCK_GUARD;
     for (int t = 0; t < T; t++)
         for (int c = 0; c < C; c++) x[(size_t)t * C + c] = ld(E, et, (size_t)tokens[t] * C + c);
     return 0;
@@ -214,6 +279,7 @@ static int kp_cmp(const void *a, const void *b) {
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 int pc_scatter_plan(int *order, int *seg, int *seg_key, const int *keys, int n) {
+    MOCK_GUARD;
     if (n < 0) return -1;
     KeyPos *kp = malloc(sizeof(KeyPos) * (size_t)(n > 0 ? n : 1));
     for (int i = 0; i < n; i++) {
@@ -235,6 +301,7 @@ int pc_scatter_plan(int *order, int *seg, int *seg_key, const int *keys, int n) 
 }
 int pc_scatter_add_rows(float *dst, int ldd, const float *src, int lds, const int *order, const int *seg,
                         const int *seg_key, int n_seg, int C) {
+    MOCK_GUARD;
     for (int s = 0; s < n_seg; s++)
         for (int c = 0; c < C; c++) {
             float acc = dst[(size_t)seg_key[s] * ldd + c];
@@ -245,12 +312,14 @@ int pc_scatter_add_rows(float *dst, int ldd, const float *src, int lds, const in
 }
 int pc_embed_backward(float *dE, const float *dx, const int *order, const int *seg, const int *seg_key, int n_seg,
                       int C) {
+    MOCK_GUARD;
     return pc_scatter_add_rows(dE, C, dx, C, order, seg, seg_key, n_seg, C);
 }
 
 /* ---- rmsnorm.h: token blocks of 32, partials in double ---- */
 int pc_rmsnorm_forward(void *y, PcDtype yt, float *rstd, float *xsum, const float *x, const float *res, const float *w,
                        int T, int C, float eps) {
+    MOCK_GUARD;
     if (C < 1 || C > 8192 || (res && !xsum)) return fail("bad arguments");
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * C;
@@ -271,6 +340,7 @@ int pc_rmsnorm_forward(void *y, PcDtype yt, float *rstd, float *xsum, const floa
 }
 int pc_rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd, int T,
                         int C) {
+    MOCK_GUARD;
     int nb = (T + 31) / 32;
     double *part = calloc((size_t)nb * C + 1, sizeof(double));
     for (int b = 0; b < nb; b++)
@@ -310,15 +380,18 @@ static int rope(void *x, PcDtype xt, int ldx, const int *pos, const float *cs, i
     return 0;
 }
 int pc_rope_forward(void *x, PcDtype xt, int ldx, const int *pos, const float *cs, int T, int NHx, int HS) {
+    MOCK_GUARD;
     return rope(x, xt, ldx, pos, cs, T, NHx, HS, 1.0f);
 }
 int pc_rope_backward(void *dx, PcDtype xt, int ldx, const int *pos, const float *cs, int T, int NHx, int HS) {
+    MOCK_GUARD;
     return rope(dx, xt, ldx, pos, cs, T, NHx, HS, -1.0f);
 }
 
 /* ---- swiglu.h ---- */
 int pc_swiglu_forward(void *h, PcDtype ht, PcBf16 *gb, PcBf16 *ub, const void *g, const void *u, PcDtype gt,
                       int ld_in, int rows, int cols) {
+    MOCK_GUARD;
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             float gv = ld(g, gt, (size_t)r * ld_in + c), uv = ld(u, gt, (size_t)r * ld_in + c);
@@ -330,6 +403,7 @@ int pc_swiglu_forward(void *h, PcDtype ht, PcBf16 *gb, PcBf16 *ub, const void *g
 }
 int pc_swiglu_backward(void *dg, void *du, PcDtype dt, int ld_out, const float *dh, const void *g, const void *u,
                        PcDtype gt, int ld_in, int rows, int cols) {
+    MOCK_GUARD;
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             float gv = ld(g, gt, (size_t)r * ld_in + c), uv = ld(u, gt, (size_t)r * ld_in + c), d = dh[(size_t)r * cols + c];
@@ -342,7 +416,7 @@ int pc_swiglu_backward(void *dg, void *du, PcDtype dt, int ld_out, const float *
 
 /* ---- lmhead.h: lmhead.cu's plan, chunks and 32-lane online log-sum-exp ---- */
 static int g_rows, g_vocab;
-void pc_lmhead_set_chunks(int rows, int vocab) { g_rows = rows > 0 ? rows : 0, g_vocab = vocab > 0 ? vocab : 0; }
+void pc_lmhead_set_chunks(int rows, int vocab) { MOCK_GUARD; g_rows = rows > 0 ? rows : 0, g_vocab = vocab > 0 ? vocab : 0; }
 typedef struct {
     int R, Vc, ldl;
     float *logits;
@@ -371,6 +445,7 @@ static size_t plan(Plan *p, char *base, int n, int H, int V, PcDtype wt) {
     return off;
 }
 size_t pc_lmhead_work(int n, int H, int V, PcDtype wt) {
+    MOCK_GUARD;
     Plan p;
     return plan(&p, NULL, n, H, V, wt);
 }
@@ -415,6 +490,7 @@ static void gather(const Plan *p, const float *x, const int *src, int m, int H, 
 }
 int pc_lmhead_forward(double *logp, float *lse, const float *x, const void *W, PcDtype wt, const int *src,
                       const int *tgt, int n, int H, int V, void *work) {
+    MOCK_GUARD;
     Plan p;
     plan(&p, work, n, H, V, wt);
     size_t e = wt == PC_BF16 ? 2 : 4;
@@ -439,6 +515,7 @@ int pc_lmhead_forward(double *logp, float *lse, const float *x, const void *W, P
 int pc_lmhead_backward(float *dx, float *dW, const double *g, const double *logp, const float *lse, const float *x,
                        const void *W, PcDtype wt, const int *src, const int *tgt, int n, int H, int V,
                        const int *order, const int *seg, const int *seg_key, int n_seg, void *work) {
+    MOCK_GUARD;
     Plan p;
     plan(&p, work, n, H, V, wt);
     size_t e = wt == PC_BF16 ? 2 : 4;
@@ -475,12 +552,14 @@ int pc_lmhead_backward(float *dx, float *dW, const double *g, const double *logp
 /* ---- decode.h ---- */
 int pc_kv_store(void *cache, PcDtype ct, int max_len, int D, const float *x, int ldx, const int *slot, const int *pos,
                 int n) {
+    MOCK_GUARD;
     for (int t = 0; t < n; t++)
         for (int i = 0; i < D; i++) st(cache, ct, ((size_t)slot[t] * max_len + pos[t]) * D + i, x[(size_t)t * ldx + i]);
     return 0;
 }
 int pc_decode_attention(void *out, const float *q, const void *kc, const void *vc, PcDtype ct, const int *slot,
                         const int *len, int n, int max_len, int NH, int NKV, int HS) {
+    MOCK_GUARD;
     if (max_len > 8192 || HS > 128 || NKV < 1 || NH % NKV) return fail("pc_decode_attention: shape");
     int KD = NKV * HS;
     float *p = malloc(sizeof(float) * (size_t)max_len), qs[128];
@@ -512,21 +591,25 @@ int pc_decode_attention(void *out, const float *q, const void *kc, const void *v
 
 /* ---- nccl.h: none in the stand-in (the callers then sum through the host) ---- */
 int pc_nccl_id(void *id) {
+    MOCK_GUARD;
     (void)id;
     return fail("NCCL: the CPU stand-in of the module has none");
 }
 int pc_nccl_init(const void *id, int rank, int size) {
+    MOCK_GUARD;
     (void)id, (void)rank, (void)size;
     return fail("NCCL: the CPU stand-in of the module has none");
 }
 int pc_nccl_sum_f32(float *buf, size_t n) {
+    MOCK_GUARD;
     (void)buf, (void)n;
     return fail("NCCL: the CPU stand-in of the module has none");
 }
-void pc_nccl_free(void) {}
+void pc_nccl_free(void) { MOCK_GUARD;}
 
 /* ---- lora.h: written apart from lora.c's keep(), so that the test compares two codings of the rule ---- */
 int pc_lora_dropout(float *y, float beta, const float *x, int T, int in, uint64_t key, int target, double p) {
+    MOCK_GUARD;
     if (T < 0 || in < 0 || target < 0 || !(p >= 0.0 && p < 1.0) || (beta != 0.0f && beta != 1.0f))
         return fail("pc_lora_dropout: shape, probability or beta");
     float scale = (float)(1.0 / (1.0 - p));
@@ -544,6 +627,7 @@ int pc_lora_dropout(float *y, float beta, const float *x, int T, int in, uint64_
 /* ---- adamw.h, global_norm.h ---- */
 int pc_adamw_step(float *p, PcBf16 *pb, const float *g, float *m, float *v, size_t n, float grad_scale,
                   const PcSpan *decay, int n_decay, size_t base, const PcAdamW *hp) {
+    MOCK_GUARD;
     double bc1 = 1.0 - pow(hp->beta1, (double)hp->step), bc2 = 1.0 - pow(hp->beta2, (double)hp->step);
     float b1 = (float)hp->beta1, b2 = (float)hp->beta2, ss = (float)(hp->lr / bc1), sq = (float)sqrt(bc2);
     float eps = (float)hp->eps, shrink = (float)(1.0 - hp->lr * hp->weight_decay);
@@ -560,12 +644,14 @@ int pc_adamw_step(float *p, PcBf16 *pb, const float *g, float *m, float *v, size
     return 0;
 }
 int pc_grad_sumsq(double *out, const float *g, size_t n) {
+    MOCK_GUARD;
     double acc = 0.0;
     for (size_t i = n; i-- > 0;) acc += (double)g[i] * g[i];
     *out = acc;
     return 0;
 }
 int pc_grad_norm(double *norm, const float *g, size_t n) {
+    MOCK_GUARD;
     double s;
     pc_grad_sumsq(&s, g, n);
     *norm = sqrt(s);
