@@ -256,6 +256,11 @@ if command -v mpirun > /dev/null; then
   expect "... = one process up to rounding" track mg2/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
   timeout 300 mpirun -np 2 "${mx[@]}" "$ppa" train "${M[@]}" --out mg3 --device cuda > /dev/null 2>&1
   expect "... a rerun at 2 ranks gives the same bytes" cmp -s mg2/model.safetensors mg3/model.safetensors
+  mkdir mg21 && cp -r mg2/checkpoint-2 mg21/
+  gpu train "${M[@]}" --out mg21 --resume mg21/checkpoint-2 > /dev/null 2> err.txt
+  tail -1 mg2/train_log.jsonl > mg2_tail.jsonl
+  expect "... a 2-rank checkpoint resumes in one process, saying so" grep -q 'written by 2 ranks, this run has 1' err.txt
+  expect "... its last step within rounding of the 2 ranks'" track mg21/train_log.jsonl mg2_tail.jsonl 1e-5 loss
   # ZeRO-1 on the GPU path: each rank's engine keeps its share of the moments and updates its share of the weights,
   # gathered through the host; AdamW is element-wise, so the bytes are plain 2 ranks'
   timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GUARD=1 "$ppa" train "${M[@]}" --out mgz --zero 1 \
