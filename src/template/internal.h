@@ -134,9 +134,22 @@ struct JinjaTemplate {
     JNode *body;
 };
 
-/* ---- builtins (jinja_builtins.c) ---- */
+/* ---- builtins: the functions and their table (jinja_builtins.c), finding and calling them (jinja_call.c) ---- */
 typedef struct Ctx Ctx;
 typedef enum { B_FILTER, B_TEST, B_METHOD, B_FUNC } BuiltinKind;
+#define JB_MAX_PARAMS 4
+typedef JVal (*BuiltinFn)(Ctx *c, const JNode *at, JVal self, JVal **p, JVal *rest, int nrest);
+typedef struct {
+    uint8_t kind;      /* BuiltinKind */
+    uint8_t receiver;  /* methods: V_STR or V_DICT */
+    const char *name;
+    const char *params; /* comma-separated; "*" takes further positional arguments (the names after it are
+                         * keyword-only), "**" any keywords */
+    int required;
+    BuiltinFn fn;
+} Builtin;
+extern const Builtin JB_TABLE[];
+extern const size_t JB_N;
 /* index of a builtin of that kind, -1 if ppa lacks it */
 int jb_find(BuiltinKind k, const char *name, size_t n);
 const char *jb_name(int index);

@@ -1,8 +1,7 @@
 /* jinja_builtins.c: the filters, tests, string and dict methods and global
  * functions that ppa's chat-template renderer provides, each as Jinja 3 /
  * Python 3 define it (transformers' tojson; the sandbox's range limit).
- * Arguments bind as Python binds them: positional, then by keyword, unknown
- * keywords and extra arguments refused. A name missing here is refused when
+ * (jinja_call.c binds their arguments.) A name missing here is refused when
  * the template is read (jinja_parse.c). Case mappings are Unicode's simple
  * ones (utf8proc): Python's full mappings differ for a few characters (ß
  * upper-cased is "SS" there). */
@@ -18,20 +17,7 @@
 #include "core/common.h"
 #include "template/internal.h"
 
-#define MAX_PARAMS 4
 #define MAX_RANGE 100000 /* jinja2.sandbox.MAX_RANGE */
-
-typedef JVal (*BuiltinFn)(Ctx *c, const JNode *at, JVal self, JVal **p, JVal *rest, int nrest);
-
-typedef struct {
-    uint8_t kind;      /* BuiltinKind */
-    uint8_t receiver;  /* methods: V_STR or V_DICT */
-    const char *name;
-    const char *params; /* comma-separated; "*" takes further positional arguments (the names after it are
-                         * keyword-only), "**" any keywords */
-    int required;
-    BuiltinFn fn;
-} Builtin;
 
 #define FN(name) static JVal name(Ctx *c, const JNode *at, JVal v, JVal **p, JVal *rest, int nrest)
 #define UNUSED_ARGS (void)c, (void)at, (void)v, (void)p, (void)rest, (void)nrest
@@ -659,7 +645,7 @@ FN(g_strftime_now) {
 
 /* ---- the table ---- */
 
-static const Builtin TABLE[] = {
+const Builtin JB_TABLE[] = {
     {B_FILTER, 0, "abs", "", 0, f_abs},
     {B_FILTER, 0, "capitalize", "", 0, f_capitalize},
     {B_FILTER, 0, "count", "", 0, f_length},
@@ -749,54 +735,4 @@ static const Builtin TABLE[] = {
     {B_FUNC, 0, "strftime_now", "format", 1, g_strftime_now},
 };
 
-int jb_find(BuiltinKind k, const char *name, size_t n) {
-    for (size_t i = 0; i < PPA_ARRAY_LEN(TABLE); i++)
-        if (TABLE[i].kind == k && strlen(TABLE[i].name) == n && !memcmp(TABLE[i].name, name, n)) return (int)i;
-    return -1;
-}
-
-const char *jb_name(int index) { return TABLE[index].name; }
-
-int jb_method_of(Arena *a, JVal self, JStr name, JVal *out) {
-    for (size_t i = 0; i < PPA_ARRAY_LEN(TABLE); i++)
-        if (TABLE[i].kind == B_METHOD && TABLE[i].receiver == self.t && strlen(TABLE[i].name) == name.n &&
-            !memcmp(TABLE[i].name, name.s, name.n)) {
-            JVal *s = ar_alloc(a, sizeof *s);
-            *s = self;
-            *out = (JVal){.t = V_METHOD, .fn = (uint8_t)i, .self = s};
-            return 1;
-        }
-    return 0;
-}
-
-/* Python's binding of args and keywords to the builtin's parameters */
-JVal jb_call(Ctx *c, const JNode *at, int index, JVal self, JVal *args, int nargs, const JStr *kwn, JVal *kwv, int nkw) {
-    const Builtin *b = &TABLE[index];
-    const char *names[MAX_PARAMS + 1];
-    int np = 0, npos = -1, kwstar = 0;
-    char buf[64], *save;
-    snprintf(buf, sizeof buf, "%s", b->params);
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(tok, "*")) npos = np;
-        else if (!strcmp(tok, "**")) kwstar = 1;
-        else names[np++] = tok;
-    }
-    int star = npos >= 0;
-    if (!star) npos = np;
-    JVal *p[MAX_PARAMS] = {NULL};
-    int used = nargs < npos ? nargs : npos;
-    for (int i = 0; i < used; i++) p[i] = &args[i];
-    if (nargs > npos && !star)
-        jj_fail(c->ar, at->line, "%s() takes at most %d argument%s (%d given)", b->name, npos, npos == 1 ? "" : "s", nargs);
-    for (int k = 0; k < nkw && !kwstar; k++) {
-        int i = 0;
-        while (i < np && !(strlen(names[i]) == kwn[k].n && !memcmp(names[i], kwn[k].s, kwn[k].n))) i++;
-        if (i == np) jj_fail(c->ar, at->line, "%s() got an unexpected keyword argument '%.*s'", b->name, (int)kwn[k].n, kwn[k].s);
-        if (p[i]) jj_fail(c->ar, at->line, "%s() got multiple values for argument '%s'", b->name, names[i]);
-        p[i] = &kwv[k];
-    }
-    for (int i = 0; i < b->required; i++)
-        if (!p[i]) jj_fail(c->ar, at->line, "%s() is missing its argument '%s'", b->name, names[i]);
-    if (kwstar) return b->fn(c, at, self, p, kwv, nkw); /* keywords as given (at->kwn names them) */
-    return b->fn(c, at, self, p, args + used, nargs - used);
-}
+const size_t JB_N = PPA_ARRAY_LEN(JB_TABLE);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 
@@ -30,6 +31,37 @@ void h_check_at(const char *file, int line, int ok, const char *fmt, ...) {
     va_end(ap);
     fputc('\n', stdout);
     fflush(stdout);
+}
+
+void h_begin(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h_seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;
+    setenv("PPA_BF16", "builtin", 0);
+}
+
+int h_gpu_open(const char *name, const char *what) {
+    printf("seed %llu (--seed %llu repeats this run's %s)\n", (unsigned long long)h_seed, (unsigned long long)h_seed,
+           what);
+    char err[512];
+    if (pc_init(0, err, sizeof err)) {
+        printf("%s: no usable GPU: %s\n", name, err);
+        return 77;
+    }
+    printf("device: %s (sm_%d)\n", pc_device_name(), pc_device_cc());
+    return 0;
+}
+
+int h_gpu_close(const char *name, const char *tmpdir) {
+    int bad = pc_sync();
+    H_CHECK(bad == 0, "the stream ends with an error: %s", bad ? pc_error() : "");
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+    pc_shutdown();
+    printf("%s: %d passed, %d failed\n", name, h_passed(), h_failed());
+    return h_failed() ? 1 : 0;
 }
 
 int h_passed(void) { return passed; }

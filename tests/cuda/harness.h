@@ -32,6 +32,18 @@ void h_check_at(const char *file, int line, int ok, const char *fmt, ...) __attr
 int h_passed(void);
 int h_failed(void);
 
+/* The GPU tests' opening, before their flags: stdout line-buffered (each line out before a crash, through the pipe of
+ * scripts/test-cuda.sh), h_seed from the clock (--seed replaces it), the CPU oracle's bf16 products on ppa's built-in
+ * kernel (exact products summed in float32 in k order: the same on every machine, and the GPU machine has no
+ * oneDNN) */
+void h_begin(void);
+/* prints "seed N (--seed N repeats this run's WHAT)" and opens GPU 0: 0 after "device: NAME (sm_CC)", or 77 (no
+ * usable GPU: the exit status scripts/test-cuda.sh reads as a skip) after "NAME: no usable GPU: why" */
+int h_gpu_open(const char *name, const char *what);
+/* the engine tests' closing: the stream ends without an error, tmpdir removed, pc_shutdown, "NAME: N passed, N
+ * failed"; the exit status */
+int h_gpu_close(const char *name, const char *tmpdir);
+
 /* ---- random inputs: fresh each run from h_seed ---- */
 uint64_t h_rand(void);
 double h_unit(void);                                 /* [0, 1) */

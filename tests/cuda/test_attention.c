@@ -768,14 +768,13 @@ static void check_refusals(void) {
 }
 
 int main(int argc, char **argv) {
-    setvbuf(stdout, NULL, _IOLBF, 0); /* each line out before a crash, through the pipe of scripts/test-cuda.sh */
-    int seeded = 0;
+    h_begin();
     double peak = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small"))
             h_small = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            h_seed = strtoull(argv[++i], NULL, 10), seeded = 1;
+            h_seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             h_reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--peak") && i + 1 < argc)
@@ -793,11 +792,6 @@ int main(int argc, char **argv) {
         }
     }
     if (h_reps < 1) h_reps = 1;
-    if (!seeded) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        h_seed = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    }
     printf("test_attention: seed %llu (--seed %llu repeats this run)%s\n", (unsigned long long)h_seed,
            (unsigned long long)h_seed, h_small ? ", small shapes only" : "");
     char err[256];

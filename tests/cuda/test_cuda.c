@@ -21,12 +21,9 @@
 #include "harness.h"
 
 int main(int argc, char **argv) {
-    setvbuf(stdout, NULL, _IOLBF, 0); /* each line out before a crash, through the pipe of scripts/test-cuda.sh */
+    h_begin();
     int bench = 0, limits = 1, tiny = 0;
     const char *dump = NULL, *only = NULL;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    h_seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small")) h_small = 1;
         else if (!strcmp(argv[i], "--bench")) {
@@ -43,17 +40,7 @@ int main(int argc, char **argv) {
         }
     }
     if (h_reps < 1) h_reps = 1;
-    /* the CPU oracle's bf16 products: ppa's built-in kernel (exact products summed in float32 in k order), the
-     * same on every machine (the GPU machine has no oneDNN) */
-    setenv("PPA_BF16", "builtin", 0);
-    printf("seed %llu (--seed %llu repeats this run's inputs)\n", (unsigned long long)h_seed,
-           (unsigned long long)h_seed);
-    char err[512];
-    if (pc_init(0, err, sizeof err)) {
-        printf("test_cuda: no usable GPU: %s\n", err);
-        return 77;
-    }
-    printf("device: %s (sm_%d)\n", pc_device_name(), pc_device_cc());
+    if (h_gpu_open("test_cuda", "inputs")) return 77;
     fflush(stdout);
     if (limits) h_measure_limits();
     if (bench) {

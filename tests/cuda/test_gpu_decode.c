@@ -185,23 +185,14 @@ static void test_out_of_memory(void) {
 }
 
 int main(int argc, char **argv) {
-    setvbuf(stdout, NULL, _IOLBF, 0); /* each line out before a crash, through the pipe of scripts/test-cuda.sh */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    h_seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;
+    h_begin();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small")) h_small = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) h_seed = strtoull(argv[++i], NULL, 10);
         else return fprintf(stderr, "usage: test_gpu_decode [--small] [--seed N]\n"), 2;
     }
-    setenv("PPA_BF16", "builtin", 0);
-    printf("seed %llu (--seed %llu repeats this run's prompts)\n", (unsigned long long)h_seed,
-           (unsigned long long)h_seed);
+    if (h_gpu_open("test_gpu_decode", "prompts")) return 77;
     char err[512];
-    if (pc_init(0, err, sizeof err)) {
-        printf("test_gpu_decode: no usable GPU: %s\n", err);
-        return 77;
-    }
     api = ge_linked_api();
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ppa_gpu_decode_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
@@ -216,12 +207,5 @@ int main(int argc, char **argv) {
         run_case(GE_CASES[i].name, &c, MODEL_BF16, h_seed + (uint64_t)i);
     }
     if (!h_small) test_out_of_memory();
-    int bad = pc_sync();
-    H_CHECK(bad == 0, "the stream ends with an error: %s", bad ? pc_error() : "");
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
-    pc_shutdown();
-    printf("test_gpu_decode: %d passed, %d failed\n", h_passed(), h_failed());
-    return h_failed() ? 1 : 0;
+    return h_gpu_close("test_gpu_decode", tmpdir);
 }
