@@ -65,10 +65,13 @@ case $size in
   *)     N_BROWN=14000 N_TRAIN=560 N_TEST=240 seeds=${seeds:-"42 43 44"} default_methods=$ALL_METHODS ;;
 esac
 if [ $mode = ablations ]; then
-  out=${out:-$ROOT/demo-out/ablations$([ $size = full ] || echo "-$size")}
+  suffix=""; if [ $size != full ]; then suffix=-$size; fi
+  out=${out:-$ROOT/demo-out/ablations$suffix}
   [ $size = tiny ] && default_methods="ppa no_sinkhorn list2" || default_methods=$(grep -v '^#' "$ABLATIONS" | cut -f1 | xargs)
 else
-  out=${out:-$ROOT/demo-out/$size$([ $gpu = 1 ] && [ $size != gpu ] && echo -gpu)}
+  suffix="" # demo-out/tiny-gpu for --tiny --gpu; the full size with --gpu is demo-out/gpu
+  if [ $gpu = 1 ] && [ $size != gpu ]; then suffix=-gpu; fi
+  out=${out:-$ROOT/demo-out/$size$suffix}
 fi
 methods=${methods:-$default_methods}
 N_RM=${N_RM:-1000} N_RM_SCORE=${N_RM_SCORE:-600} N_RM_EVAL=${N_RM_EVAL:-150} K=8 NEW=24 N_EVAL=4 BETA=0.1 LR=2e-4 BATCH=8 SPLIT_SEED=7

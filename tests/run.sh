@@ -42,6 +42,17 @@ run() {
 for t in "$build"/tests/test_*; do
   [ -x "$t" ] && run "$t"
 done
+# the bf16 products on every instruction set oneDNN can run them with on this CPU, below the one it picks by itself
+# (AMX, then AVX512-BF16, then its AVX512 emulation: each picks other kernels and blockings; row invariance and
+# determinism must hold on each): ONEDNN_MAX_CPU_ISA caps it
+if [ "$build" = build ] && [ -x "$build/tests/test_bf16" ] && [ -z "${PPA_BF16:-}" ]; then
+  caps="AVX512_CORE"
+  grep -qw amx_bf16 /proc/cpuinfo 2>/dev/null && caps="AVX512_CORE_BF16 AVX512_CORE"
+  for cap in $caps; do
+    echo "test_bf16 with oneDNN capped at $cap:"
+    run env ONEDNN_MAX_CPU_ISA=$cap "$build/tests/test_bf16"
+  done
+fi
 # the bf16 products' built-in fallback (what runs where oneDNN is missing, by choice)
 [ -x "$build/tests/test_bf16" ] && run env PPA_BF16=builtin "$build/tests/test_bf16"
 [ -x "$build/tests/test_attn_bf16" ] && run env PPA_BF16=builtin "$build/tests/test_attn_bf16"

@@ -157,19 +157,24 @@ static void test_gemm_shape(int ta, int tb, int M, int N, int K, float beta, int
     free(A), free(B), free(C), free(C0);
 }
 
-/* row i of X W^T does not depend on the other rows (pitfall 9), for any M */
-static void test_row_invariance(int N, int K) {
+/* row i of X W^T (tb 1) or of dY W (tb 0) does not depend on the other rows or on its place (pitfall 9), for any M
+ * (rows 37 .. 37 + m of a 700-row product against the same rows alone: blocks of gemm_bf16.c's ROW_BLOCK rows are
+ * crossed at other places), overwritten (beta 0) and accumulated (beta 1) */
+static void test_row_invariance(int tb, int N, int K, float beta) {
     uint64_t s = 99;
-    int M = 700;
+    int M = 700, ldb = tb ? K : N;
     bf16 *A = rand_bf16((size_t)M * K, &s), *B = rand_bf16((size_t)N * K, &s);
     float *C = malloc(sizeof(float) * (size_t)M * N), *D = malloc(sizeof(float) * (size_t)M * N);
-    gemm_bf16(0, 1, M, N, K, A, K, B, K, 0.0f, C, N);
+    for (size_t i = 0; i < (size_t)M * N; i++) C[i] = (float)(i % 13) - 6.0f;
+    gemm_bf16(0, tb, M, N, K, A, K, B, ldb, beta, C, N);
     int same = 1;
     for (int m = 1; m < M - 37; m = 2 * m + 5) {
-        gemm_bf16(0, 1, m, N, K, A + (size_t)37 * K, K, B, K, 0.0f, D, N);
+        for (size_t i = 0; i < (size_t)m * N; i++) D[i] = (float)((i + (size_t)37 * N) % 13) - 6.0f;
+        gemm_bf16(0, tb, m, N, K, A + (size_t)37 * K, K, B, ldb, beta, D, N);
         if (memcmp(D, C + (size_t)37 * N, sizeof(float) * (size_t)m * N)) same = 0;
     }
-    CHECK(same, "gemm_bf16 rows of X W^T (N %d, K %d) are the same bytes whatever M (1 .. 700)", N, K);
+    CHECK(same, "gemm_bf16 rows of %s (N %d, K %d, beta %g) are the same bytes whatever M (1 .. 700)",
+          tb ? "X W^T" : "dY W", N, K, beta);
     free(A), free(B), free(C), free(D);
 }
 
@@ -212,9 +217,12 @@ static void test_gemm(void) {
     CHECK(C[0] == 1 && C[5] == 6, "K = 0, beta 1 leaves C");
     gemm_bf16(0, 1, 2, 3, 0, A, 1, B, 1, 0.0f, C, 3);
     CHECK(C[0] == 0 && C[5] == 0, "K = 0, beta 0 clears C");
-    test_row_invariance(48, 40);
-    test_row_invariance(160, 96);
-    test_row_invariance(700, 64);
+    test_row_invariance(1, 48, 40, 0.0f);
+    test_row_invariance(1, 160, 96, 0.0f);
+    test_row_invariance(1, 700, 64, 0.0f);
+    test_row_invariance(1, 160, 96, 1.0f);
+    test_row_invariance(0, 96, 160, 0.0f);
+    test_row_invariance(0, 40, 48, 1.0f);
     test_threads(0, 1, 512, 384, 256);
     test_threads(0, 0, 512, 256, 384);
     test_threads(1, 0, 384, 256, 512);

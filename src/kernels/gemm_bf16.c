@@ -47,6 +47,7 @@
     X(dnnl_primitive_execute, dnnl_status_t, (const_dnnl_primitive_t, dnnl_stream_t, int, const dnnl_exec_arg_t *))   \
     X(dnnl_memory_create, dnnl_status_t, (dnnl_memory_t *, const dnnl_memory_desc_t *, dnnl_engine_t, void *))         \
     X(dnnl_memory_destroy, dnnl_status_t, (dnnl_memory_t))                                                             \
+    X(dnnl_memory_set_data_handle, dnnl_status_t, (dnnl_memory_t, void *))                                             \
     X(dnnl_primitive_attr_set_scratchpad_mode, dnnl_status_t, (dnnl_primitive_attr_t, dnnl_scratchpad_mode_t))         \
     X(dnnl_primitive_desc_query_md, const dnnl_memory_desc_t *, (const_dnnl_primitive_desc_t, dnnl_query_t, int))    \
     X(dnnl_memory_desc_get_size, size_t, (const dnnl_memory_desc_t *))                                                 \
@@ -61,6 +62,7 @@ static struct {
 /* one cached primitive: a shape, its descriptors and the implementation's name */
 typedef struct {
     int used, transA, transB, M, N, K, lda, ldb, ldc, beta;
+    int threads; /* oneDNN plans its work for the thread count at creation (test_bf16 compares 1 and 2) */
     unsigned long last; /* clock of the last use, for eviction */
     dnnl_primitive_t prim;
     dnnl_memory_desc_t a, b, c, scratch; /* scratch: the primitive's scratchpad, in ppa's buffer */
@@ -83,6 +85,9 @@ static struct {
     unsigned long clock;
     void *scratch; /* the primitives' scratchpads (packed operands), kept: oneDNN would allocate one per call */
     size_t scratch_n;
+    bf16 *pad_a;   /* the last row block's rows of A, zeros below them: [ROW_BLOCK, lda] */
+    float *pad_c;  /* its rows of C: [ROW_BLOCK, ldc] */
+    size_t pad_a_n, pad_c_n;
 } B;
 
 static pthread_once_t b_once = PTHREAD_ONCE_INIT;
@@ -94,6 +99,14 @@ static pthread_mutex_t b_lock = PTHREAD_MUTEX_INITIALIZER;
  * two bf16 is exact, so only the sums round). The same bytes for any M and thread count. */
 
 /* ---- oneDNN ---- */
+
+static int max_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
 
 static int cpu_has_bf16(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -138,32 +151,60 @@ static int entry_make(Entry *e, char *why, size_t nwhy) {
     return ok ? 0 : -1;
 }
 
-/* the cached primitive of a shape (made, evicting the least recently used, when new) */
-static Entry *entry_get(int transA, int transB, int M, int N, int K, int lda, int ldb, int ldc, int beta) {
+/* the cached primitive of a shape (made, evicting the least recently used, when new); NULL and why when oneDNN
+ * cannot make it */
+static Entry *entry_get(int transA, int transB, int M, int N, int K, int lda, int ldb, int ldc, int beta, char *why,
+                        size_t nwhy) {
     Entry *lru = &B.cache[0];
+    int threads = max_threads();
     B.clock++;
     for (int i = 0; i < CACHE_SIZE; i++) {
         Entry *e = &B.cache[i];
         if (e->used && e->transA == transA && e->transB == transB && e->M == M && e->N == N && e->K == K &&
-            e->lda == lda && e->ldb == ldb && e->ldc == ldc && e->beta == beta) {
+            e->lda == lda && e->ldb == ldb && e->ldc == ldc && e->beta == beta && e->threads == threads) {
             e->last = B.clock;
             return e;
         }
         if (!e->used || (lru->used && e->last < lru->last)) lru = e;
     }
     if (lru->used) D.dnnl_primitive_destroy(lru->prim);
-    *lru = (Entry){1, transA, transB, M, N, K, lda, ldb, ldc, beta, B.clock, NULL, {0}, {0}, {0}, {0}, 0, ""};
-    char why[160];
-    if (entry_make(lru, why, sizeof why)) ppa_die(70, "gemm_bf16: %s", why);
+    *lru = (Entry){1, transA, transB, M, N, K, lda, ldb, ldc, beta, threads, B.clock, NULL, {0}, {0}, {0}, {0}, 0, ""};
+    if (entry_make(lru, why, nwhy)) {
+        lru->used = 0;
+        return NULL;
+    }
     return lru;
 }
 
-static void run_dnnl(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *Bm, int ldb,
-                     float beta, float *C, int ldc) {
-    Entry *e = entry_get(transA, transB, M, N, K, lda, ldb, ldc, beta != 0.0f);
+/* Row blocks. oneDNN chooses its implementation, blocking and reduction by the whole shape, M included (2.6.3 with
+ * AMX: no AMX when M <= 32 and M N <= 256, M blocks that divide M, K split among threads from 16 threads on; its
+ * gemm:jit kernel blocks by M too), so a row of X W^T would depend on how many rows share its product. So every
+ * product whose rows are the batch's (A not transposed: the forward's X W^T and the backward's dY W) runs as
+ * products of exactly ROW_BLOCK rows through one primitive per (transB, N, K, strides, beta): every row goes through
+ * the same implementation, blocking and summation order, whatever M, the batch or the row's place in it, on every
+ * instruction set; the last block's rows go through a copy of the same strides padded with zero rows. 256 rows is
+ * what oneDNN packs B for at a time on its own (AMX: 4 blocks of 64 rows; AVX512: a block of at most 256), so
+ * products of many rows pack no more than before; a product of fewer rows computes 256 (decoding batches up to 256
+ * sequences, cmd_generate.c). The products that sum over the batch's rows (dW = dY^T X) keep oneDNN's own shape. */
+#define ROW_BLOCK 256
+
+/* grows *p to hold n bytes, zeroed when new (the padding rows of a last block are zeros) */
+static void grow(void **p, size_t *have, size_t n) {
+    if (n <= *have) return;
+    free(*p);
+    if (posix_memalign(p, 4096, n)) ppa_die(1, "gemm_bf16: out of memory allocating %zu bytes", n);
+    memset(*p, 0, n);
+    *have = n;
+}
+
+static int run_dnnl(int transA, int transB, int M, int N, int K, const bf16 *A, int lda, const bf16 *Bm, int ldb,
+                    float beta, float *C, int ldc, char *why, size_t nwhy) {
+    int rows = !transA, m = rows ? ROW_BLOCK : M;
+    Entry *e = entry_get(transA, transB, m, N, K, lda, ldb, ldc, beta != 0.0f, why, nwhy);
+    if (!e) return -1;
     if (e->scratch_n > B.scratch_n) { /* grown, never shrunk: no page faults in later steps */
         free(B.scratch);
-        if (posix_memalign(&B.scratch, 4096, e->scratch_n)) ppa_die(70, "gemm_bf16: out of memory");
+        if (posix_memalign(&B.scratch, 4096, e->scratch_n)) ppa_die(1, "gemm_bf16: out of memory allocating %zu bytes", e->scratch_n);
         B.scratch_n = e->scratch_n;
     }
     dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, ms = NULL;
@@ -173,14 +214,40 @@ static void run_dnnl(int transA, int transB, int M, int N, int K, const bf16 *A,
              (!e->scratch_n || D.dnnl_memory_create(&ms, &e->scratch, B.engine, B.scratch) == dnnl_success);
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc},
                                {DNNL_ARG_SCRATCHPAD, ms}};
-    ok = ok && D.dnnl_primitive_execute(e->prim, B.stream, e->scratch_n ? 4 : 3, args) == dnnl_success &&
-         D.dnnl_stream_wait(B.stream) == dnnl_success;
+#define EXEC(a, c)                                                                                                     \
+    (D.dnnl_memory_set_data_handle(ma, (void *)(a)) == dnnl_success &&                                                 \
+     D.dnnl_memory_set_data_handle(mc, (c)) == dnnl_success &&                                                         \
+     D.dnnl_primitive_execute(e->prim, B.stream, e->scratch_n ? 4 : 3, args) == dnnl_success &&                       \
+     D.dnnl_stream_wait(B.stream) == dnnl_success)
+    if (!rows)
+        ok = ok && EXEC(A, C);
+    else {
+        int full = M / ROW_BLOCK * ROW_BLOCK, r = M - full;
+        for (int i = 0; ok && i < full; i += ROW_BLOCK) ok = EXEC(A + (size_t)i * lda, C + (size_t)i * ldc);
+        if (ok && r) { /* pad_a: [ROW_BLOCK, lda], rows r.. zero; pad_c: [ROW_BLOCK, ldc] */
+            grow((void **)&B.pad_a, &B.pad_a_n, sizeof(bf16) * ROW_BLOCK * (size_t)lda);
+            grow((void **)&B.pad_c, &B.pad_c_n, sizeof(float) * ROW_BLOCK * (size_t)ldc);
+            for (int i = 0; i < r; i++) {
+                memcpy(B.pad_a + (size_t)i * lda, A + (size_t)(full + i) * lda, sizeof(bf16) * (size_t)K);
+                if (beta != 0.0f) memcpy(B.pad_c + (size_t)i * ldc, C + (size_t)(full + i) * ldc, sizeof(float) * (size_t)N);
+            }
+            memset(B.pad_a + (size_t)r * lda, 0, sizeof(bf16) * (size_t)(ROW_BLOCK - r) * lda);
+            ok = EXEC(B.pad_a, B.pad_c);
+            for (int i = 0; ok && i < r; i++)
+                memcpy(C + (size_t)(full + i) * ldc, B.pad_c + (size_t)i * ldc, sizeof(float) * (size_t)N);
+        }
+    }
+#undef EXEC
     if (ma) D.dnnl_memory_destroy(ma);
     if (mb) D.dnnl_memory_destroy(mb);
     if (mc) D.dnnl_memory_destroy(mc);
     if (ms) D.dnnl_memory_destroy(ms);
-    if (!ok) ppa_die(70, "gemm_bf16: oneDNN failed on a %dx%dx%d product", M, N, K);
+    if (!ok) {
+        snprintf(why, nwhy, "oneDNN failed on a %dx%dx%d product", M, N, K);
+        return -1;
+    }
     memcpy(B.impl, e->impl, sizeof B.impl);
+    return 0;
 }
 
 /* Compares the library with the built-in kernel on a few shapes (every
@@ -202,7 +269,10 @@ static int self_check(char *why, size_t nwhy) {
                 A[i] = (bf16)((0x3c00 + x % 0x300) | (x >> 40 & 0x8000));
             }
             for (size_t i = 0; i < nc; i++) C[i] = R[i] = (float)(i % 7) - 3.0f;
-            run_dnnl(ta, tb, M, N, K, A, lda, A + na, ldb, beta, C, ldc);
+            if (run_dnnl(ta, tb, M, N, K, A, lda, A + na, ldb, beta, C, ldc, why, nwhy)) {
+                free(A), free(C);
+                return -1;
+            }
             gemm_seq_bf16(ta, tb, M, N, K, A, lda, A + na, ldb, beta, R, ldc);
             int bad = 0;
             for (int i = 0; i < M && !bad; i++)
@@ -249,7 +319,8 @@ static int load_dnnl(char *why, size_t nwhy) {
     if (self_check(why, nwhy)) return -1;
     /* the implementation oneDNN picks for a product of LLM size, for the backend line (tiny products may take
      * another: gemm_bf16_backend names both when the last one differs) */
-    Entry *e = entry_get(0, 1, 512, 512, 512, 512, 512, 512, 0);
+    Entry *e = entry_get(0, 1, ROW_BLOCK, 512, 512, 512, 512, 512, 0, why, nwhy);
+    if (!e) return -1;
     snprintf(B.big_impl, sizeof B.big_impl, "%s", e->impl);
     return 0;
 }
@@ -302,24 +373,18 @@ void gemm_bf16(int transA, int transB, int M, int N, int K, const bf16 *A, int l
     if (B.ready == 2)
         gemm_seq_bf16(transA, transB, M, N, K, A, lda, Bm, ldb, beta, C, ldc);
     else {
+        char why[160];
         pthread_mutex_lock(&b_lock);
-        run_dnnl(transA, transB, M, N, K, A, lda, Bm, ldb, beta, C, ldc);
+        int rc = run_dnnl(transA, transB, M, N, K, A, lda, Bm, ldb, beta, C, ldc, why, sizeof why);
         pthread_mutex_unlock(&b_lock);
+        if (rc) ppa_die(1, "gemm_bf16: %s", why);
     }
     if (timed) gemm_stats_add(2.0 * M * N * K, timer_now() - t0, 1);
 }
 
-static int threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 const char *gemm_bf16_backend(void) {
     init();
-    int t = threads();
+    int t = max_threads();
     if (B.ready == 1)
     {
         char last[80] = "";

@@ -15,12 +15,20 @@
  * fallback and the reference of tests/test_bf16.c (and what AddressSanitizer
  * builds run: LeakSanitizer cannot scan a dlopen()ed oneDNN's threads).
  *
- * Properties (tests/test_bf16.c checks each on the loaded backend):
- * - row invariance: row i of C in the forward pattern (A [M,K], B [N,K]
- *   transposed) does not depend on M or on the other rows, so a response's
- *   log-prob does not depend on its batch (pitfall 9);
- * - determinism: bit-identical results run after run and for 1 or 2 threads
- *   (oneDNN 2.6 splits M and N among threads, never K);
+ * Properties (tests/test_bf16.c checks each on the loaded backend; tests/run.sh
+ * runs it again under every lower instruction set oneDNN can be capped to
+ * on the machine, ONEDNN_MAX_CPU_ISA, so AMX, AVX512-BF16 and the emulated
+ * AVX512 kernel are each checked where the CPU has them):
+ * - row invariance, by construction: row i of C in the row patterns (A not
+ *   transposed: the forward's X W^T and the backward's dY W) does not depend
+ *   on M, on the other rows or on the row's place, whatever implementation
+ *   oneDNN picks: those products run as blocks of a fixed number of rows
+ *   through one primitive per shape (gemm_bf16.c, ROW_BLOCK), so a
+ *   response's log-prob does not depend on its batch (pitfall 9);
+ * - determinism: bit-identical results run after run; the same for 1 and 2
+ *   threads (oneDNN 2.6 splits K among threads only for AMX from 16 threads
+ *   on, and for dW = dY^T X with K a power of two >= 2048 when N gives too
+ *   little parallel work; a thread count is part of a checkpoint's identity);
  * - accuracy: every product of two bf16 is exact in float32; only the float32
  *   sums round, so |C - C64| <= K * 2^-24 * sum |a b| (the test's bound).
  * Thread safety: calls are serialised by a lock (the cache and oneDNN's
