@@ -86,7 +86,7 @@ static inline int write_golden_model(const char *tmpdir, const char *name, StDty
     int nt = model_tensor_table(&c, &specs);
     float **w = calloc((size_t)nt, sizeof(float *));
     checkpoint_init(specs, nt, 11, 0.3, 1, w);
-    int rc = checkpoint_write_folder(dir, &c, specs, w, nt, dtype, NULL, err, sizeof err);
+    int rc = checkpoint_write_folder(dir, &c, specs, w, nt, dtype, NULL, NULL, err, sizeof err);
     CHECK(rc == 0, "write %s: %s", dir, err);
     for (int i = 0; i < nt; i++) free(w[i]);
     free(w), free(specs);

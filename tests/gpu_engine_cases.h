@@ -108,7 +108,7 @@ static inline Model *ge_model(const char *tmpdir, const char *tag, const ModelCo
         int n = model_tensor_table(c, &specs), rc;
         float **w = calloc((size_t)n, sizeof(float *));
         checkpoint_init(specs, n, 11, std, 1, w);
-        rc = checkpoint_write_folder(dir, c, specs, w, n, dtype, NULL, err, errlen);
+        rc = checkpoint_write_folder(dir, c, specs, w, n, dtype, NULL, NULL, err, errlen);
         for (int i = 0; i < n; i++) free(w[i]);
         free(w), free(specs);
         if (rc) return NULL;

@@ -65,7 +65,7 @@ static void test_folder(const ModelConfig *c, StDtype dtype) {
     int n = model_tensor_table(c, &specs);
     float **w = calloc((size_t)n, sizeof(float *));
     checkpoint_init(specs, n, 1, 0.02, 0, w);
-    int rc = checkpoint_write_folder(dir, c, specs, w, n, dtype, tok, err, sizeof err);
+    int rc = checkpoint_write_folder(dir, c, specs, w, n, dtype, tok, NULL, err, sizeof err);
     CHECK(rc == 0, "write %s: %s", dir, rc ? err : "");
     const char *files[] = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
                            "tokenizer_config.json"};
@@ -95,7 +95,7 @@ static void test_folder(const ModelConfig *c, StDtype dtype) {
     st_close(&st);
 
     /* nothing is overwritten: the same folder again is refused and left as it was */
-    rc = checkpoint_write_folder(dir, c, specs, w, n, dtype, tok, err, sizeof err);
+    rc = checkpoint_write_folder(dir, c, specs, w, n, dtype, tok, NULL, err, sizeof err);
     CHECK(rc == -1 && strstr(err, "already exists"), "an existing folder is refused: %s", err);
     char tmp[192];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
@@ -131,7 +131,7 @@ static void test_streaming(const ModelConfig *c, StDtype dtype) {
     path(b, sizeof b, dtype == ST_BF16 ? "stream_bf16" : "stream_f32");
     ModelTensorSpec *specs;
     int n = model_tensor_table(c, &specs);
-    int rc = checkpoint_write_random_folder(b, c, specs, n, 1, 0.02, 0, dtype, NULL, err, sizeof err);
+    int rc = checkpoint_write_random_folder(b, c, specs, n, 1, 0.02, 0, dtype, NULL, NULL, err, sizeof err);
     CHECK(rc == 0, "streaming write %s: %s", b, rc ? err : "");
     snprintf(fa, sizeof fa, "%s/model.safetensors", a), snprintf(fb, sizeof fb, "%s/model.safetensors", b);
     CHECK(same_file(fa, fb), "%s: the streaming writer gives the same model.safetensors", st_dtype_name(dtype));

@@ -32,7 +32,7 @@ static Model *make_model(const char *name, const char *config_json, uint64_t see
     int n = model_tensor_table(&c, &specs);
     float **w = calloc((size_t)n, sizeof(float *));
     checkpoint_init(specs, n, seed, 0.3, 1, w);
-    int rc = checkpoint_write_folder(dir, &c, specs, w, n, ST_F32, NULL, err, sizeof err);
+    int rc = checkpoint_write_folder(dir, &c, specs, w, n, ST_F32, NULL, NULL, err, sizeof err);
     CHECK(rc == 0, "write %s: %s", dir, err);
     for (int i = 0; i < n; i++) free(w[i]);
     free(w), free(specs);

@@ -36,7 +36,7 @@ static Model *make_model(const char *name, const char *config_json, uint64_t see
     snprintf(probe, sizeof probe, "%s/config.json", dir);
     FILE *exists = fopen(probe, "r");
     if (exists) fclose(exists);
-    else CHECK(checkpoint_write_folder(dir, &c, specs, w, n, ST_F32, NULL, err, sizeof err) == 0, "write %s: %s", dir, err);
+    else CHECK(checkpoint_write_folder(dir, &c, specs, w, n, ST_F32, NULL, NULL, err, sizeof err) == 0, "write %s: %s", dir, err);
     for (int i = 0; i < n; i++) free(w[i]);
     free(w), free(specs);
     Model *m = model_load_as(dir, prec, 0, err, sizeof err);

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "core/common.h"
+#include "hf/carry.h"
 #include "hf/checkpoint.h"
 #include "hf/merge.h"
 #include "template/template.h"
@@ -19,8 +20,10 @@ static const char INIT_HELP[] =
     "                [--dtype f32|bf16] [--init-std X] [--init-all]\n"
     "\n"
     "Writes a randomly initialised model folder that transformers loads: config.json,\n"
-    "model.safetensors, generation_config.json, tokenizer.json, tokenizer_config.json\n"
-    "(copied from beside the tokenizer, or a minimal one; without --tokenizer the folder\n"
+    "model.safetensors, generation_config.json (the one beside --config, byte for byte,\n"
+    "or a minimal one of its bos/eos/pad ids) and the tokenizer and template files of the\n"
+    "tokenizer's folder, byte for byte (tokenizer.json, tokenizer_config.json or a minimal\n"
+    "one, chat_template.jinja, ...: docs/model-folders.md; without --tokenizer the folder\n"
     "serves pre-tokenized data). Initial weights: embeddings and projection matrices\n"
     "~ N(0, 0.02^2) (transformers' initializer_range; --init-std changes it), RMSNorm\n"
     "weights 1, biases 0 (--init-all perturbs those too, by the same std: for tests);\n"
@@ -39,8 +42,9 @@ static const char MERGE_HELP[] =
     "\n"
     "Writes the Hugging Face folder of BASE with the PEFT LoRA adapter ADAPTER folded in: every\n"
     "target matrix becomes W + s B A (s = lora_alpha / r, or / sqrt(r) with use_rslora), each element\n"
-    "summed in double and rounded once, as PEFT's merge_and_unload; the other tensors, config.json and\n"
-    "the tokenizer files are BASE's. --dtype: the written dtype (default f32). The base is read\n"
+    "summed in double and rounded once, as PEFT's merge_and_unload; the other tensors, config.json,\n"
+    "generation_config.json and the tokenizer and template files are BASE's. --dtype: the written\n"
+    "dtype (default f32). The base is read\n"
     "tensor by tensor from its mapped files, so a 7B model merges in about one tensor of memory.\n"
     "--out must not exist, or be an empty folder.\n";
 
@@ -125,8 +129,11 @@ int cmd_init(int argc, char **argv) {
     }
     ModelTensorSpec *specs;
     int n = model_tensor_table(&cfg, &specs);
-    if (checkpoint_write_random_folder(out, &cfg, specs, n, seed, std, perturb_all, dtype, tokenizer, err, sizeof err))
+    char *gen_dir = carry_folder_of(config); /* a generation_config.json beside config.json is the model's */
+    if (checkpoint_write_random_folder(out, &cfg, specs, n, seed, std, perturb_all, dtype, tokenizer, gen_dir, err,
+                                       sizeof err))
         die_err(err);
+    free(gen_dir);
     printf("wrote %s: %s, %lld parameters in %d tensors (%s), seed %llu\n", out, model_type_name(cfg.type),
            (long long)model_param_count(&cfg), n, st_dtype_name(dtype), seed);
     free(specs);

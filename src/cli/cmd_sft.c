@@ -15,6 +15,7 @@
 #include "cli/run_folder.h"
 #include "core/common.h"
 #include "device/device.h"
+#include "hf/carry.h"
 #include "dist/dist.h"
 #include "core/hash.h"
 #include "core/rng.h"
@@ -116,6 +117,8 @@ int cmd_sft(int argc, char **argv) {
     const ModelConfig *cfg = model_config(m);
     ChatTemplate *tpl = chat_template_open(a.template, a.model, tok, err, sizeof err);
     if (!tpl) ppa_die(2, "sft: %s", err);
+    /* the files the save carries from --model, checked now: a run never ends in a refused save */
+    if (carry_check(a.model, err, sizeof err)) ppa_die(2, "sft: %s", err);
     DataOptions o = {tok, tpl, cfg->n_eos ? cfg->eos_token_ids[0] : -1, cfg->vocab_size, a.skip_invalid, 0,
                      opts.special_tokens_in_text};
     DataSet d;
@@ -229,13 +232,11 @@ int cmd_sft(int argc, char **argv) {
     }
     if (lead) fprintf(stderr, "ppa sft: %ld steps in %.1f s\n", total, timer_now() - t0);
     struct stat sb;
-    char tokjson[4200];
-    snprintf(tokjson, sizeof tokjson, "%s/tokenizer.json", a.model);
     if (lead) { /* made whole beside the run's files, then moved into place */
         char *tmp = ppa_path_join(a.out, ".final.partial");
         if (!stat(tmp, &sb)) remove_tree(tmp);
-        if ((model_lora(m) ? lora_save(m, tmp, stat(tokjson, &sb) ? NULL : a.model, err, sizeof err)
-                          : model_save(m, tmp, a.bf16, stat(tokjson, &sb) ? NULL : a.model, err, sizeof err))) ppa_die(1, "%s", err);
+        if ((model_lora(m) ? lora_save(m, tmp, a.model, err, sizeof err)
+                          : model_save(m, tmp, a.bf16, a.model, err, sizeof err))) ppa_die(1, "%s", err);
         run_folder_publish(tmp, a.out, "sft");
         free(tmp);
         fprintf(stderr, "ppa sft: wrote %s\n", a.out);

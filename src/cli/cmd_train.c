@@ -21,6 +21,7 @@
 #include "io/atomic.h"
 #include "kernels/gemm.h"
 #include "eval/metrics.h"
+#include "hf/carry.h"
 #include "options/options.h"
 #include "train/trainer.h"
 
@@ -238,6 +239,8 @@ static int train_main(TrainOptions *o) {
     int reward = o->cmd == CMD_REWARD;
     dataset_load(&p, &pa, who);
     dataset_check_labels(&p, o->objective, o->data, who);
+    /* the files the saves carry from --model, checked now: a run never ends in a refused save */
+    if (carry_check(o->model, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
     RefCache ref = {0};
     int need_ref = !reward && !o->reference_free && o->objective != PPA_SIMPO;
     char *cache = o->ref_cache ? strdup(o->ref_cache) : ppa_path_join(o->out, "reference.cache");
@@ -259,7 +262,7 @@ static int train_main(TrainOptions *o) {
     }
     char *fp = fingerprint(o, &p, need_ref ? &ref : NULL);
     plan.options_json = fp;
-    plan.tokenizer_dir = p.tok ? o->model : NULL;
+    plan.tokenizer_dir = o->model; /* its tokenizer and template files, whichever it has */
     AdamW opt;
     size_t zlo = 0, zhi = model_n_params(policy);
     plan.zero = o->zero && dist_size() > 1;

@@ -371,12 +371,9 @@ static int fill(const char *tmp, const void *ctx, char *err, size_t errlen) {
     rc = adapter_write_tensors(path, sv->c, sv->s, sv->values, err, errlen);
     free(path);
     if (rc) return -1;
-    if (!sv->tokenizer_dir) return 0;
-    char *tj = ppa_path_join(sv->tokenizer_dir, "tokenizer.json");
-    struct stat sb;
-    int have = !stat(tj, &sb);
-    free(tj);
-    return have ? checkpoint_tokenizer_files(tmp, sv->c, sv->tokenizer_dir, err, errlen) : 0;
+    /* the tokenizer and template files, as the trainer saves them beside an adapter; PEFT writes no
+     * generation_config.json into an adapter folder, and neither does ppa */
+    return sv->tokenizer_dir ? checkpoint_tokenizer_files(tmp, sv->c, sv->tokenizer_dir, err, errlen) : 0;
 }
 
 int adapter_write(const char *dir, const ModelConfig *c, const LoraSpec *s, const float *values, const char *base,

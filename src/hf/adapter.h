@@ -61,7 +61,8 @@ int adapter_read(const ModelConfig *c, const char *dir, LoraSpec *s, float **val
  * folder renamed into place; an existing non-empty dir is refused):
  * adapter_config.json of s with base_model_name_or_path = base (or null),
  * adapter_model.safetensors of values [lora_size(c, s)] in lora.h's order,
- * and the tokenizer files of tokenizer_dir when it is not NULL. */
+ * and the tokenizer and template files of tokenizer_dir when it is not
+ * NULL (checkpoint_tokenizer_files); no generation_config.json, as PEFT. */
 int adapter_write(const char *dir, const ModelConfig *c, const LoraSpec *s, const float *values, const char *base,
                   const char *tokenizer_dir, char *err, size_t errlen);
 /* values [lora_size(c, s)] under the adapter's tensor names, one safetensors file (gradients) */

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
-#include "io/file.h"
+#include "hf/carry.h"
 #include "core/rng.h"
 #include "tokenizer/tokenizer.h"
 
@@ -91,53 +91,17 @@ static int write_text(const char *path, const char *text, char *err, size_t errl
     return 0;
 }
 
-/* NULL when path is absent or no regular file (a FIFO must not hang a save) */
-static char *slurp(const char *path) {
-    char err[64];
-    FILE *f = file_open_regular(path, err, sizeof err);
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0, k;
-    char *buf = xmalloc(cap + 1);
-    while ((k = fread(buf + len, 1, cap - len, f)) > 0)
-        if ((len += k) == cap) buf = xrealloc(buf, (cap *= 2) + 1);
-    fclose(f);
-    buf[len] = 0;
-    return buf;
-}
-
 static void json_token(char *buf, size_t n, const Tokenizer *tok, int id) {
     const char *s = id >= 0 ? tokenizer_token(tok, id) : NULL;
     if (s) snprintf(buf, n, "\"%s\"", s); /* special tokens are plain ASCII markers */
     else snprintf(buf, n, "null");
 }
 
-int checkpoint_tokenizer_files(const char *tmp, const ModelConfig *c, const char *tokenizer_path, char *err,
-                                 size_t errlen) {
-    char path[4400], src[4200];
-    struct stat sb;
-    int is_dir = !stat(tokenizer_path, &sb) && S_ISDIR(sb.st_mode);
-    snprintf(src, sizeof src, is_dir ? "%s/tokenizer.json" : "%s", tokenizer_path);
-    char *text = slurp(src);
-    if (!text) {
-        snprintf(err, errlen, "%s: cannot read: %s", src, strerror(errno));
-        return -1;
-    }
-    snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
-    int rc = write_text(path, text, err, errlen);
-    free(text);
-    if (rc) return -1;
-    const char *slash = strrchr(src, '/');
-    snprintf(path, sizeof path, "%.*stokenizer_config.json", slash ? (int)(slash - src + 1) : 0, src);
-    text = slurp(path);
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", tmp);
-    if (text) {
-        rc = write_text(path, text, err, errlen);
-        free(text);
-        return rc;
-    }
+/* tokenizer_config.json when the input has none: the special tokens of c, read from the tokenizer at src */
+static int write_tokenizer_config(const char *tmp, const ModelConfig *c, const char *src, char *err, size_t errlen) {
     Tokenizer *tok = tokenizer_load(src, err, errlen);
     if (!tok) return -1;
-    char bos[256], eos[256], json[1024];
+    char bos[256], eos[256], json[1024], path[4400];
     json_token(bos, sizeof bos, tok, c->bos_token_id);
     json_token(eos, sizeof eos, tok, c->n_eos ? c->eos_token_ids[0] : -1);
     snprintf(json, sizeof json,
@@ -146,7 +110,31 @@ int checkpoint_tokenizer_files(const char *tmp, const ModelConfig *c, const char
              "  \"tokenizer_class\": \"PreTrainedTokenizerFast\"\n}\n",
              tokenizer_bos_id(tok) >= 0 ? "true" : "false", bos, eos, c->max_position_embeddings);
     tokenizer_free(tok);
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", tmp);
     return write_text(path, json, err, errlen);
+}
+
+int checkpoint_tokenizer_files(const char *tmp, const ModelConfig *c, const char *tokenizer_path, char *err,
+                               size_t errlen) {
+    struct stat sb;
+    int is_dir = !stat(tokenizer_path, &sb) && S_ISDIR(sb.st_mode), have_tok = 0, have_cfg = 0, rc = 0;
+    char *from = carry_folder_of(tokenizer_path);
+    for (int i = 0; !rc && CARRY_TOKENIZER_FILES[i]; i++) {
+        const char *name = CARRY_TOKENIZER_FILES[i];
+        int got;
+        if (!strcmp(name, "tokenizer.json") && !is_dir) { /* a tokenizer.json given by its path, under any name */
+            char *dst = ppa_path_join(tmp, name);
+            got = carry_copy(tokenizer_path, dst, err, errlen) ? -1 : 1;
+            free(dst);
+        } else
+            got = carry_file(from, tmp, name, err, errlen);
+        if (got < 0) rc = -1;
+        if (got > 0 && !strcmp(name, "tokenizer.json")) have_tok = 1;
+        if (got > 0 && !strcmp(name, "tokenizer_config.json")) have_cfg = 1;
+    }
+    free(from);
+    if (rc || have_cfg || !have_tok) return rc;
+    return write_tokenizer_config(tmp, c, tokenizer_path, err, errlen);
 }
 
 static int write_generation_config(const char *tmp, const ModelConfig *c, char *err, size_t errlen) {
@@ -165,6 +153,13 @@ static int write_generation_config(const char *tmp, const ModelConfig *c, char *
              "  \"transformers_version\": \"4.51.0\"\n}\n", bos, eos, pad);
     snprintf(path, sizeof path, "%s/generation_config.json", tmp);
     return write_text(path, json, err, errlen);
+}
+
+/* the input's generation_config.json (its sampling settings, its list of eos ids), or ppa's own when it has none;
+ * ppa never changes the config's bos, eos or pad ids, so the input's file stays true to the written config.json */
+static int generation_config(const char *tmp, const ModelConfig *c, const char *gen_dir, char *err, size_t errlen) {
+    int got = gen_dir ? carry_file(gen_dir, tmp, CARRY_GENERATION_CONFIG, err, errlen) : 0;
+    return got < 0 ? -1 : got ? 0 : write_generation_config(tmp, c, err, errlen);
 }
 
 /* 1 if dir exists and holds anything */
@@ -239,48 +234,51 @@ typedef struct {
     StDtype dtype;
     StFillFn fill; /* NULL, or what makes w's NULL data */
     const void *fill_ctx;
-    const char *tokenizer_path;
+    const char *tokenizer_path, *gen_dir;
 } ModelFolder;
 
 static int fill_model_folder(const char *tmp, const void *ctx, char *err, size_t errlen) {
     const ModelFolder *f = ctx;
-    return model_config_write(f->c, tmp, err, errlen) ||
+    /* the carried files before the weights: an input file that cannot be carried is refused before gigabytes are
+     * written (the order is invisible otherwise: the folder appears whole, under its name, at the end) */
+    return model_config_write(f->c, tmp, err, errlen) || generation_config(tmp, f->c, f->gen_dir, err, errlen) ||
+                   (f->tokenizer_path && checkpoint_tokenizer_files(tmp, f->c, f->tokenizer_path, err, errlen)) ||
                    (f->fill ? st_write_sharded_fill(tmp, f->w, f->n, f->dtype, SHARD_BYTES, f->fill, f->fill_ctx, err, errlen)
-                            : st_write_sharded(tmp, f->w, f->n, f->dtype, SHARD_BYTES, err, errlen)) ||
-                   write_generation_config(tmp, f->c, err, errlen) ||
-                   (f->tokenizer_path && checkpoint_tokenizer_files(tmp, f->c, f->tokenizer_path, err, errlen))
+                            : st_write_sharded(tmp, f->w, f->n, f->dtype, SHARD_BYTES, err, errlen))
                ? -1
                : 0;
 }
 
 static int write_folder(const char *dir, const ModelConfig *c, const StWriteTensor *w, int n, StDtype dtype,
-                        StFillFn fill, const void *fill_ctx, const char *tokenizer_path, char *err, size_t errlen) {
-    ModelFolder f = {c, w, n, dtype, fill, fill_ctx, tokenizer_path};
+                        StFillFn fill, const void *fill_ctx, const char *tokenizer_path, const char *gen_dir, char *err,
+                        size_t errlen) {
+    ModelFolder f = {c, w, n, dtype, fill, fill_ctx, tokenizer_path, gen_dir};
     return checkpoint_folder(dir, fill_model_folder, &f, err, errlen);
 }
 
 int checkpoint_write_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, float *const *data,
-                            int n, StDtype dtype, const char *tokenizer_path, char *err, size_t errlen) {
+                            int n, StDtype dtype, const char *tokenizer_path, const char *gen_dir, char *err,
+                            size_t errlen) {
     StWriteTensor *w = xcalloc((size_t)n + 1, sizeof *w);
     for (int i = 0; i < n; i++) w[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, data[i]};
-    int rc = write_folder(dir, c, w, n, dtype, NULL, NULL, tokenizer_path, err, errlen);
+    int rc = write_folder(dir, c, w, n, dtype, NULL, NULL, tokenizer_path, gen_dir, err, errlen);
     free(w);
     return rc;
 }
 
 int checkpoint_write_filled_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, int n,
-                                   StFillFn fill, const void *ctx, StDtype dtype, const char *tokenizer_path, char *err,
-                                   size_t errlen) {
+                                   StFillFn fill, const void *ctx, StDtype dtype, const char *tokenizer_path,
+                                   const char *gen_dir, char *err, size_t errlen) {
     StWriteTensor *w = xcalloc((size_t)n + 1, sizeof *w);
     for (int i = 0; i < n; i++) w[i] = (StWriteTensor){specs[i].name, specs[i].ndim, specs[i].shape, NULL};
-    int rc = write_folder(dir, c, w, n, dtype, fill, ctx, tokenizer_path, err, errlen);
+    int rc = write_folder(dir, c, w, n, dtype, fill, ctx, tokenizer_path, gen_dir, err, errlen);
     free(w);
     return rc;
 }
 
 int checkpoint_write_random_folder(const char *dir, const ModelConfig *c, const ModelTensorSpec *specs, int n,
                                    uint64_t seed, double std, int perturb_all, StDtype dtype, const char *tokenizer_path,
-                                   char *err, size_t errlen) {
+                                   const char *gen_dir, char *err, size_t errlen) {
     InitFill f = {specs, seed, std, perturb_all};
-    return checkpoint_write_filled_folder(dir, c, specs, n, init_fill, &f, dtype, tokenizer_path, err, errlen);
+    return checkpoint_write_filled_folder(dir, c, specs, n, init_fill, &f, dtype, tokenizer_path, gen_dir, err, errlen);
 }

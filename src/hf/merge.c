@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/common.h"
 #include "io/safetensors.h"
@@ -77,11 +76,9 @@ int adapter_merge_folder(const char *base, const char *adapter, const char *out,
     locate(&c, &s, specs, n, where, target);
     Merge g = {&st, specs, values, where, target, &c, &s};
     snprintf(c.dtype, sizeof c.dtype, "%s", dtype == ST_BF16 ? "bfloat16" : "float32");
-    char *tok = ppa_path_join(base, "tokenizer.json");
-    struct stat sb;
-    int rc = checkpoint_write_filled_folder(out, &c, specs, n, merged, &g, dtype, stat(tok, &sb) ? NULL : base, err,
-                                            errlen);
-    free(tok), free(where), free(target), free(specs), free(values);
+    /* the base's tokenizer, template and generation files: the merged model is used as the base was */
+    int rc = checkpoint_write_filled_folder(out, &c, specs, n, merged, &g, dtype, base, base, err, errlen);
+    free(where), free(target), free(specs), free(values);
     st_close(&st);
     return rc;
 }

@@ -51,7 +51,8 @@ LoraView model_lora_view(Model *m, int l, int k);
 /* PEFT's folder (hf/adapter.h) and the model's adapter: dir read and
  * attached to m (its shapes checked against m); m's adapter written as the
  * folder dir (atomically; an existing non-empty dir is refused) with the
- * tokenizer files of tokenizer_dir when not NULL; its gradients under the
+ * tokenizer and template files of tokenizer_dir (hf/carry.h) when not NULL
+ * and, as PEFT, no generation_config.json; its gradients under the
  * same tensor names, one safetensors file. A model with an adapter is saved
  * with these, never model_save: the caller chooses. 0 or -1 with err. */
 int lora_load(Model *m, const char *dir, char *err, size_t errlen);

@@ -424,8 +424,8 @@ int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_
     for (int i = 0; i < m->n_specs; i++) data[i] = m->params + m->offset[i];
     ModelConfig c = m->c;
     snprintf(c.dtype, sizeof c.dtype, "%s", bf16 ? "bfloat16" : "float32");
-    int rc = checkpoint_write_folder(dir, &c, m->specs, data, m->n_specs, bf16 ? ST_BF16 : ST_F32, tokenizer_dir, err,
-                                     errlen);
+    int rc = checkpoint_write_folder(dir, &c, m->specs, data, m->n_specs, bf16 ? ST_BF16 : ST_F32, tokenizer_dir, m->dir,
+                                     err, errlen);
     free(data);
     return rc;
 }

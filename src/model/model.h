@@ -108,8 +108,10 @@ Spans model_decay(const Model *m);
 #define MODEL_KEEP_SOFTMAX (2UL << 30)
 void model_keep_softmax(Model *m, size_t max_bytes);
 
-/* Writes the model as a Hugging Face folder (model_folder in checkpoint.h);
- * tokenizer_dir: a folder whose tokenizer files are copied, or NULL. A
+/* Writes the model as a Hugging Face folder (checkpoint_write_folder);
+ * tokenizer_dir: a folder whose tokenizer and template files are carried
+ * (hf/carry.h), or NULL; the generation_config.json of the folder the model
+ * was loaded from is carried when it has one. A
  * model with an adapter writes PEFT's adapter folder instead (adapter.h;
  * bf16 ignored: adapters are written in float32). */
 int model_save(const Model *m, const char *dir, int bf16, const char *tokenizer_dir, char *err, size_t errlen);
