@@ -25,8 +25,13 @@ void ppa_die(int status, const char *fmt, ...) {
     fputc('\n', stderr);
     va_end(ap);
     fflush(stderr);
+    ppa_exit_fatal(status);
+}
+
+void ppa_exit_fatal(int status) {
+    fflush(NULL); /* what was written before the error still reaches its file or pipe, as exit() would */
     if (die_exit) die_exit(status);
-    exit(status);
+    _exit(status);
 }
 
 static _Noreturn void oom(size_t n, const char *file, int line) {

@@ -9,11 +9,23 @@
 
 #define PPA_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Print "ppa: <message>" to stderr and exit with `status` (through the exit
- * hook when one is set: a rank of an MPI job stops the whole job). */
+/* Print "ppa: <message>" to stderr and end the process with `status`
+ * (through the exit hook when one is set: a rank of an MPI job stops the
+ * whole job).
+ * The leak convention: a fatal error ends the process at once, output streams
+ * flushed, then _exit (ppa_exit_fatal): nothing is freed on the way out and no
+ * atexit handler runs, so LeakSanitizer, which checks at exit(), checks only
+ * runs that end normally. An error can be reached at any depth holding
+ * anything; whether a block held by a frame still on the stack is "leaked"
+ * would depend on the registers and stack bytes the compiler (-march) and
+ * the C library leave behind, so the sanitizer suite's answer would depend on
+ * the machine. The system releases the memory of an ended process. */
 _Noreturn void ppa_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ppa_die's ending without a message: flush every output stream, then the
+ * exit hook or _exit(status) */
+_Noreturn void ppa_exit_fatal(int status);
 /* For src/dist: messages say "ppa[rank R]: " when rank >= 0, and ppa_die ends
- * through exit_fn (which must not return) instead of exit. */
+ * through exit_fn (which must not return) instead of _exit. */
 void ppa_die_setup(int rank, void (*exit_fn)(int status));
 /* Formats a message into err [errlen] (when err is not NULL) and returns -1: the error return of the library. */
 int ppa_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -344,7 +344,7 @@ static int launched(void) {
 
 static _Noreturn void abort_job(int status) {
     M.Abort(M.world, status ? status : 1);
-    exit(status); /* MPI_Abort does not return; if it does, leave anyway */
+    _exit(status); /* MPI_Abort does not return; if it does, leave anyway (common.h: the leak convention) */
 }
 
 /* At exit: a barrier under the guard (a rank that never comes is named), then the watchdog leaves MPI alone and
@@ -364,6 +364,12 @@ static void finalize(void) {
     }
     M.Finalize();
     if (M.size > 1) unguard();
+}
+
+/* a fatal error in a one-process MPI job (ppa_die skips atexit handlers): MPI_Finalize, then the end */
+static _Noreturn void end_alone(int status) {
+    finalize();
+    _exit(status);
 }
 
 #define LOAD(name, sym)                                                                                                \
@@ -395,6 +401,7 @@ int dist_init(char *err, size_t errlen) {
     M.Comm_rank(M.world, &M.rank);
     M.Comm_size(M.world, &M.size);
     atexit(finalize);
+    if (M.size == 1) ppa_die_setup(-1, end_alone); /* a fatal error skips atexit: MPI_Finalize still runs */
     if (M.size > 1) {
         ppa_die_setup(M.rank, abort_job);
         M.threads = given >= MPI_THREAD_MULTIPLE_;
@@ -510,5 +517,5 @@ void dist_barrier_at(const char *file, int line) {
 
 void dist_abort(int status) {
     if (M.size > 1) abort_job(status);
-    exit(status);
+    ppa_exit_fatal(status);
 }
