@@ -19,7 +19,9 @@
  * anything; whether a block held by a frame still on the stack is "leaked"
  * would depend on the registers and stack bytes the compiler (-march) and
  * the C library leave behind, so the sanitizer suite's answer would depend on
- * the machine. The system releases the memory of an ended process. */
+ * the machine. The system releases the memory of an ended process. For the
+ * same reason `make asan` gives LeakSanitizer no stack or register roots
+ * (Makefile, LSAN_ROOTS): at a normal end every frame has returned. */
 _Noreturn void ppa_die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* ppa_die's ending without a message: flush every output stream, then the
  * exit hook or _exit(status) */
