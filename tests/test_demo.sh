@@ -17,6 +17,9 @@ bash "$root/scripts/demo.sh" --tiny --jobs 1 --out "$tmp/a" > "$tmp/a.out" 2> "$
 expect "the tiny demo runs with one job" test $? -eq 0 || tail -5 "$tmp/a.err"
 bash "$root/scripts/demo.sh" --tiny --jobs 2 --out "$tmp/b" > "$tmp/b.out" 2> "$tmp/b.err"
 expect "the tiny demo runs with two jobs at once" test $? -eq 0 || tail -5 "$tmp/b.err"
+expect "the align stage's line counts its runs to the last" grep -q '\] align: 4/4 runs done, 0 running; ETA 0:00:00' "$tmp/b.err"
+expect "no stage line says ETA 0:00:00 while runs remain" sh -c "! grep -hE '\] [a-z]+: [0-9]+/[0-9]+ runs done' \
+  '$tmp/a.err' '$tmp/b.err' | grep -vE ' ([0-9]+)/\1 runs done' | grep -q 'ETA 0:00:00'"
 for f in results.csv per_prompt.txt train_s42.jsonl train_s43.jsonl test_s43.jsonl eval_text_ppa_s43.jsonl; do
   expect "$f: the same bytes with one job and with two" cmp -s "$tmp/a/$f" "$tmp/b/$f"
 done
