@@ -94,6 +94,10 @@ check_lines "judge --judge vader" "$tmp/vader.err" "ppa judge: vader " 3
 expect "judge from stdin: a line per row, the count without a total" \
   test "$(grep '^ppa judge: vader [0-9]' "$tmp/stdin.err" | tr '\n' ';')" = "ppa judge: vader 1 rows;ppa judge: vader 2 rows;ppa judge: vader 3 rows;"
 
+"$ppa" judge --judge vader --npm-cache "$npm" --data <(cat "$tmp/texts.jsonl") > "$tmp/pipe.jsonl" 2> "$tmp/pipe.err"
+expect "judge from a pipe: every row judged (the pipe is read once)" test "$(wc -l < "$tmp/pipe.jsonl")" -eq 3
+expect "judge from a pipe: the count without a total" test "$(grep -c '^ppa judge: vader [0-9]* rows$' "$tmp/pipe.err")" -eq 3
+
 # the default interval (30 s): the first unit and the end, whatever the time taken (the lines between depend on it)
 PPA_PROGRESS_SECONDS= "$ppa" logprobs --model "$tmp/m" --data "$tmp/lists.jsonl" --template none --batch-tokens 100 \
   > /dev/null 2> "$tmp/lp30.err"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "cli/judges.h"
@@ -371,8 +372,9 @@ int cmd_judge(int argc, char **argv) {
     g.hi = -1;
     int ranks = dist_size() > 1;
     progress_init(&g.pr, "judge", kind, dist_rank() == 0);
-    if (!ranks && strcmp(o.data, "-") && strcmp(kind, "reward-model"))
-        g.total = count_rows(o.data); /* a file: read once more, for the total */
+    struct stat sb; /* a regular file is read once more for the total; a pipe (--data <(...)) can be read once */
+    if (!ranks && strcmp(kind, "reward-model") && !stat(o.data, &sb) && S_ISREG(sb.st_mode))
+        g.total = count_rows(o.data);
     if (!strcmp(kind, "reward-model")) {
         reward_judge(&o, &g);
     } else if (!strcmp(kind, "pair-model")) {
