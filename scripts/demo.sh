@@ -120,9 +120,44 @@ n_seeds=$(wc -w <<< "$seeds") n_methods=$(wc -w <<< "$methods")
 slots=$jobs
 spawn() { # spawn NAME FUNCTION ARGS...: at most $slots at once
   local name=$1; shift
-  while [ "$(jobs -rp | wc -l)" -ge "$slots" ]; do wait -n || true; check_jobs; done
+  while [ "$(jobs -rp | wc -l)" -ge "$slots" ]; do wait -n || true; check_jobs; stage_line; done
   # the job stops at its first failing command (set -e in its own subshell), and its status is kept
   ( set +e; ( set -e; "$@" ) > "logs/$name.log" 2>&1; echo $? > "logs/$name.rc" ) &
+  run_t0[$name]=$SECONDS
+  [ -z "$stage" ] || stage_runs+=("$name")
+}
+# ---- a stage's progress: "STAGE: D/N runs done, R running, ETA h:mm:ss" at each run's end, at most a line a second.
+# The ETA never comes from the last run alone (runs end in bunches when several run at once): each run still to
+# start takes the mean duration of the stage's finished runs, each run in flight what it has left of that mean, and
+# they are shared out among the slots, each run to the slot free first; the ETA is when the last slot is free.
+declare -A run_t0 run_t1 # each run's start and end (bash's SECONDS)
+stage="" stage_total=0 stage_runs=() stage_done=0 stage_at=0
+stage_begin() { stage=$1 stage_total=$2 stage_runs=() stage_done=0 stage_at=-1; } # stage_begin NAME RUNS
+hms() { printf '%d:%02d:%02d' $(($1 / 3600)) $(($1 / 60 % 60)) $(($1 % 60)); }
+stage_line() {
+  [ -n "$stage" ] || return 0
+  local name fin=0 sum=0 left=() eta mean
+  for name in "${stage_runs[@]}"; do
+    if [ -e "logs/$name.rc" ]; then
+      [ -n "${run_t1[$name]:-}" ] || run_t1[$name]=$SECONDS
+      fin=$((fin + 1)) sum=$((sum + run_t1[$name] - run_t0[$name]))
+    else
+      left+=("$name")
+    fi
+  done
+  # a line when a run has ended since the last one, not twice in a second unless the stage is done
+  [ $fin -gt $stage_done ] && { [ $SECONDS -gt $stage_at ] || [ $fin -eq "$stage_total" ]; } || return 0
+  stage_done=$fin stage_at=$SECONDS mean=$((sum / fin))
+  eta=$(for name in ${left[@]+"${left[@]}"}; do echo $((mean - (SECONDS - run_t0[$name]))); done |
+    awk -v S="$slots" -v n=$((stage_total - fin - ${#left[@]})) -v d=$mean '
+      { f[k++] = $1 > 0 ? $1 : 0 } # what each run in flight has left, at least 0
+      END { if (S < k) S = k; for (i = k; i < S; i++) f[i] = 0
+            for (j = 0; j < n; j++) { m = 0; for (i = 1; i < S; i++) if (f[i] < f[m]) m = i; f[m] += d }
+            e = 0; for (i = 0; i < S; i++) if (f[i] > e) e = f[i]; print e }')
+  local when="ETA $(hms "$eta")"
+  # work remains but the runs in flight have outlived the mean: no estimate, rather than a false "0"
+  [ $fin -eq "$stage_total" ] || [ "$eta" -ge 1 ] || when="ETA -:--:-- (the runs in flight have taken longer than the mean)"
+  say "$stage: $fin/$stage_total runs done, ${#left[@]} running; $when (a run takes $(hms $mean) on average)"
 }
 check_jobs() {
   local rc
@@ -136,7 +171,13 @@ check_jobs() {
     die "job ${name%.rc} failed (its log: $out/${rc%.rc}.log)"
   done
 }
-drain() { wait; check_jobs; }
+drain() { # every job ended; the stage's line at each end
+  while [ -n "$(jobs -rp)" ]; do wait -n || true; check_jobs; stage_line; done
+  wait
+  check_jobs
+  stage_line
+  stage=""
+}
 ppa() { "$PPA" "$@" --threads 1; }
 rm_acc() { grep -o 'ranking accuracy [0-9.]*' "logs/$1.log" | tail -1 | cut -d' ' -f3; }
 json_num() { grep -o "\"$1\": *[-0-9.e+]*" "$2" | head -1 | sed 's/.*: *//'; }
@@ -229,6 +270,7 @@ model_desc="4.9M-parameter Llama"
 [ $gpu = 1 ] && model_desc="4.9M-parameter Llama of head size 64"
 [ $size = gpu ] && model_desc="42M-parameter Llama"
 say "sft: $n_seeds SFT models ($model_desc, one epoch) and the two reward-model judges ..."
+stage_begin sft $slots
 spawn rm_label judge_rm rm_label $SPLIT_SEED
 spawn rm_score judge_rm rm_score $((SPLIT_SEED + 1))
 for s in $seeds; do spawn "sft_s$s" sft "$s"; done
@@ -286,6 +328,7 @@ outputs() {
   ppa judge --reward-model rm_label --data "sample_$2.jsonl" > "reward_$2.jsonl"
 }
 say "lists: $K continuations of $NEW tokens per prompt from each SFT model, labelled by RM-label ..."
+stage_begin lists "$n_seeds"
 for s in $seeds; do spawn "lists_s$s" lists "$s"; done
 drain
 slots=$jobs
@@ -372,19 +415,15 @@ if [ $mode = ablations ]; then
 fi
 say "align: $n_methods $([ $mode = ablations ] && echo ablations || echo methods) x $n_seeds seeds$([ -n "$flip_runs" ] &&
   echo " and Figure 2's$flip_runs"), $jobs at once ..."
-t_align=$(date +%s) done_runs=0 total_runs=$(((n_methods + $(wc -w <<< "$flip_runs")) * n_seeds))
+stage_begin align $(((n_methods + $(wc -w <<< "$flip_runs")) * n_seeds))
 for s in $seeds; do
   for m in $methods $flip_runs; do
     if in_methods "$m"; then spawn "align_${m}_s$s" align "$m" "$s"; else spawn "flip_${m}_s$s" flip_train "$m" "$s"; fi
-    done_runs=$((done_runs + 1))
-    if [ $done_runs -gt "$jobs" ]; then
-      el=$(($(date +%s) - t_align)) fin=$((done_runs - jobs))
-      say "align: started $done_runs/$total_runs; about $((el * (total_runs - fin) / fin / 60)) min left"
-    fi
   done
 done
 drain
 if [ $mode = ablations ]; then
+  stage_begin flips $(($(wc -w <<< "$FLIP_METHODS") * n_seeds))
   for s in $seeds; do for m in $FLIP_METHODS; do spawn "flips_${m}_s$s" flips "$m" "$s"; done; done
   drain
 fi

@@ -67,15 +67,16 @@ run bash tests/test_hf_folder.sh "$ppa"
 run bash tests/test_mpi.sh "$ppa"
 run bash tests/test_winrate.sh "$ppa"
 run bash tests/test_generate.sh "$ppa"
+run bash tests/test_progress.sh "$ppa"
 run bash tests/test_hostile.sh "$ppa"
 run bash tests/test_files.sh "$ppa"
 run bash tests/test_device.sh "$ppa"
 run bash tests/test_gpu_commands.sh "$build" "$ppa"
 run bash tests/test_precision.sh "$ppa"
-# the demo's pipeline runs some 60 ppa processes; under ASan that takes minutes, and every command it runs is
-# checked under ASan by the tests above
 # the README's commands as it writes them (its quickstart and table run on a tiny model; make -n of its targets)
 [ "$build" = build ] && run bash tests/test_readme.sh "$ppa"
+# the demo's pipeline runs some 60 ppa processes; under ASan that takes minutes, and every command it runs is
+# checked under ASan by the tests above
 [ "$build" = build ] && run bash tests/test_demo.sh "$ppa"
 # the CUDA module's checks without a GPU (it is built in build/ only): it compiles, its GPU tests link and run
 # against a CPU stand-in, and the build with nvcc turned off still works

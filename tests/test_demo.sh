@@ -29,6 +29,9 @@ env -u PPA -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -C "$copy" --no-print-direct
 expect "make demo-quick DEMO_ARGS='--tiny --jobs 2' runs through the Makefile" test $? -eq 0 || tail -5 "$tmp/b.err"
 expect "it wrote demo.sh's default folder demo-out/tiny" test -s "$copy/demo-out/tiny/results.csv"
 ln -s "$copy/demo-out/tiny" "$tmp/b"
+expect "the align stage's line counts its runs to the last" grep -q '\] align: 4/4 runs done, 0 running; ETA 0:00:00' "$tmp/b.err"
+expect "no stage line says ETA 0:00:00 while runs remain" sh -c "! grep -hE '\] [a-z]+: [0-9]+/[0-9]+ runs done' \
+  '$tmp/a.err' '$tmp/b.err' | grep -vE ' ([0-9]+)/\1 runs done' | grep -q 'ETA 0:00:00'"
 for f in results.csv per_prompt.txt train_s42.jsonl train_s43.jsonl test_s43.jsonl eval_text_ppa_s43.jsonl; do
   expect "$f: the same bytes with one job and with two (make demo-quick)" cmp -s "$tmp/a/$f" "$tmp/b/$f"
 done

@@ -57,8 +57,8 @@ static void free_rows(DataRow *rows, int n) {
 
 static void test_matches_forward(Model *m, const DataRow *rows, int n) {
     RefCache one, many;
-    refcache_compute(&one, m, rows, n, 1, NULL, NULL);    /* a row per batch */
-    refcache_compute(&many, m, rows, n, 400, NULL, NULL); /* several rows per batch */
+    refcache_compute(&one, m, rows, n, 1, NULL);    /* a row per batch */
+    refcache_compute(&many, m, rows, n, 400, NULL); /* several rows per batch */
     double worst = 0;
     int counts_ok = 1;
     for (int r = 0; r < n; r++) {
@@ -93,7 +93,7 @@ static void test_file(Model *m, DataRow *rows, int n, const char *dir) {
     char path[256], err[512], why[256];
     snprintf(path, sizeof path, "%s/ref.cache", dir);
     RefCache c, back;
-    refcache_compute(&c, m, rows, n, 300, NULL, NULL);
+    refcache_compute(&c, m, rows, n, 300, NULL);
     c.key = (RefKey){refkey_weights(m), refkey_tokens(rows, n), 77, "chatml", 1024, 512};
     CHECK(refcache_save(&c, path, err, sizeof err) == 0, "save: %s", err);
     CHECK(refcache_load(&back, path, err, sizeof err) == 0, "load: %s", err);

@@ -262,7 +262,7 @@ static void test_cached_reference_step0(const char *dir) {
     CHECK(data_read(&ds, path, &o, err, sizeof err) == 0, "read: %s", err);
     CHECK(data_prepare(&ds, 1024, 512, &ps, err, sizeof err) == 0, "prepare: %s", err);
     RefCache c;
-    refcache_compute(&c, ref, ds.rows, ds.n, 4096, NULL, NULL);
+    refcache_compute(&c, ref, ds.rows, ds.n, 4096, NULL);
     TrainData *td = train_data_new(&ds, 3, 42);
     ScoreSpec sp = spec(PPA_DPO_ALL_PAIRS);
     double worst = 0, loss_cached = 0, loss_live = 0;

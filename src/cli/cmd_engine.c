@@ -11,6 +11,7 @@
 #include "cli/output.h"
 #include "cli/setup.h"
 #include "core/common.h"
+#include "core/progress.h"
 #include "dist/dist.h"
 #include "data/rows.h"
 #include "kernels/gemm.h"
@@ -70,14 +71,19 @@ static Batch *forward_rows(Model *m, const DataSet *d, int r0, int r1, double *l
     return b;
 }
 
+/* the tokens a forward computes for row x: the prompt once, every response */
+static long row_tokens(const DataRow *x) {
+    long n = x->prompt_len;
+    for (int k = 0; k < x->n_resp; k++) n += x->resp_len[k];
+    return n;
+}
+
 /* the end of the batch from row r0: rows up to budget tokens (the prompt once), at least one, before hi */
 static int batch_end(const DataSet *d, int r0, int hi, long budget) {
     long t = 0;
     int r1 = r0;
     while (r1 < hi) {
-        const DataRow *x = &d->rows[r1];
-        long n = x->prompt_len;
-        for (int k = 0; k < x->n_resp; k++) n += x->resp_len[k];
+        long n = row_tokens(&d->rows[r1]);
         if (r1 > r0 && t + n > budget) break;
         t += n, r1++;
     }
@@ -128,7 +134,11 @@ int cmd_logprobs(int argc, char **argv) {
     char *buf = NULL;
     size_t len = 0;
     FILE *out = dist_size() > 1 ? open_memstream(&buf, &len) : stdout;
-    long budget = setup_batch_tokens(&o);
+    long budget = setup_batch_tokens(&o), all = 0, done = 0; /* progress in tokens: rows differ a lot */
+    for (long r = lo; r < hi; r++) all += row_tokens(&L.data.rows[r]);
+    Progress pr;
+    progress_init(&pr, "logprobs", "log-probs", dist_rank() == 0); /* under MPI: rank 0's share */
+    progress_start(&pr, 0, all);
     for (int r0 = (int)lo, r1; r0 < hi; r0 = r1) {
         r1 = batch_end(&L.data, r0, (int)hi, budget);
         int n = batch_responses(&L.data, r0, r1);
@@ -141,11 +151,12 @@ int cmd_logprobs(int argc, char **argv) {
         }
         char err[4096];
         if (model_forward_rows(L.model, rows, r1 - r0, lp, nt, err, sizeof err)) /* the CPU, or the GPU attached */
-            ppa_die(2, "logprobs: rows %d..%d: %s", r0 + 1, r1, err);
+            progress_break(&pr), ppa_die(2, "logprobs: rows %d..%d: %s", r0 + 1, r1, err);
         free(rows);
         char bad[512];
         if (first_nonfinite_logp(L.model, &L.data, r0, r1, lp, o.data, bad, sizeof bad)) { /* JSON has no NaN: refuse to print one */
             free(lp), free(nt), unload(&L), train_options_free(&o);
+            progress_break(&pr);
             ppa_die(2, "logprobs: %s", bad);
         }
         for (int r = r0; r < r1; r++) {
@@ -155,9 +166,12 @@ int cmd_logprobs(int argc, char **argv) {
             for (int k = 0; k < L.data.rows[r].n_resp; k++) fprintf(out, k ? ", %d" : "%d", nt[g + k]);
             fputs("]}\n", out);
             g += L.data.rows[r].n_resp;
+            done += row_tokens(&L.data.rows[r]);
         }
         free(lp), free(nt);
+        progress_update(&pr, done, "%ld/%ld rows, %ld/%ld tokens", r1 - lo, hi - lo, done, all);
     }
+    progress_end(&pr);
     if (out != stdout) {
         if (fclose(out)) ppa_die(1, "logprobs: cannot buffer the output");
         output_gathered(buf, len, NULL, "logprobs");

@@ -9,6 +9,7 @@
 #include "cli/reference.h"
 #include "cli/setup.h"
 #include "core/common.h"
+#include "core/progress.h"
 #include "dist/dist.h"
 #include "eval/metrics.h"
 
@@ -30,7 +31,9 @@ int cmd_eval(int argc, char **argv) {
     Prepared p;
     dataset_load(&p, &pa, "eval");
     RefCache pol, rc;
-    refcache_compute_ranks(&pol, m, p.data.rows, p.data.n, setup_batch_tokens(&o), 0, NULL, NULL); /* the rows divided among ranks */
+    Progress pr;
+    progress_init(&pr, "eval", "policy log-probs", dist_rank() == 0);
+    refcache_compute_ranks(&pol, m, p.data.rows, p.data.n, setup_batch_tokens(&o), 0, &pr); /* the rows divided among ranks */
     if (!model_lora(m)) model_free(m), m = NULL; /* one model in memory at a time */
     reference_of_policy(&rc, &p, &pa, m, o.model, o.ref, o.ref_cache, 0);
     model_free(m);

@@ -8,13 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/load.h"
 #include "cli/output.h"
 #include "cli/setup.h"
 #include "core/common.h"
+#include "core/progress.h"
 #include "dist/dist.h"
 #include "core/timer.h"
 #include "data/prompts.h"
@@ -68,19 +68,22 @@ typedef struct {
     long tokens, responses; /* written so far */
     int done;               /* prompts written so far */
     long sampled;           /* tokens sampled so far (progress) */
-    double t0, shown;       /* start, last progress line */
+    long budget, spent;     /* every response's room (generate_room), and the room sampled or left unused by the
+                             * responses that ended: the progress units (even, where prompts finish in groups),
+                             * with one more per prompt written, so that the last line comes after the last prompt */
+    double t0;              /* start */
+    Progress pr;
     int lo, hi;             /* the prompts of this rank (all of them in one process) */
 } Run;
 
-/* the progress line on a terminal, at most twice a second */
-static void progress(void *ctx, int n) {
+/* GenOptions.on_tokens: the progress line (core/progress.h) */
+static void progress(void *ctx, int sampled, int unused) {
     Run *r = ctx;
-    r->sampled += n;
-    double now = timer_now();
-    if (now - r->shown < 0.5 && r->done < r->ps.n) return;
-    r->shown = now;
-    fprintf(stderr, "\rppa generate: %d/%d prompts done, %ld tokens, %.1f tokens/s ", r->done, r->ps.n, r->sampled,
-            now > r->t0 ? r->sampled / (now - r->t0) : 0.0);
+    r->sampled += sampled, r->spent += sampled + unused;
+    double dt = timer_now() - r->t0;
+    progress_update(&r->pr, r->spent + (r->done - r->lo),
+                    "%ld/%ld tokens of the budget, %d/%d prompts written, %ld tokens sampled (%.1f/s)", r->spent,
+                    r->budget, r->done - r->lo, r->hi - r->lo, r->sampled, dt > 0 ? r->sampled / dt : 0.0);
 }
 
 /* s as a JSON string: UTF-8 as is, control characters (NUL too) escaped */
@@ -149,10 +152,15 @@ static int group_end(const Run *r, int p0) {
 static int write_all(FILE *f, const void *ctx) {
     Run *r = (Run *)ctx;
     const GenArgs *a = r->a;
-    int K = a->n, tty = isatty(2);
+    int K = a->n;
     GenOptions o = {a->max_new_tokens, a->temperature, a->top_p, K, a->seed, r->stop, r->n_stop, r->banned, r->n_banned,
-                    tty ? progress : NULL, r};
+                    progress, r};
     r->t0 = timer_now();
+    for (int i = r->lo; i < r->hi; i++) r->budget += (long)K * generate_room(model_config(r->model), r->ps.rows[i].len,
+                                                                             a->max_new_tokens);
+    progress_init(&r->pr, "generate", NULL, dist_rank() == 0); /* under MPI: rank 0's share */
+    progress_start(&r->pr, 0, r->budget + (r->hi - r->lo));
+    r->done = r->lo;
     for (int p0 = r->lo; p0 < r->hi;) {
         int p1 = group_end(r, p0), np = p1 - p0;
         GenPrompt *gp = xmalloc(sizeof(GenPrompt) * (size_t)np);
@@ -171,10 +179,10 @@ static int write_all(FILE *f, const void *ctx) {
         generate_free(s, np * K);
         free(s), free(gp);
         p0 = r->done = p1;
-        if (tty) progress(r, 0);
+        progress(r, 0, 0); /* the prompts written */
         if (ferror(f)) return -1;
     }
-    if (tty && r->hi > r->lo) fputc('\n', stderr);
+    progress_end(&r->pr);
     return ferror(f) ? -1 : 0;
 }
 

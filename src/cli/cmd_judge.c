@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "cli/judges.h"
@@ -15,6 +16,7 @@
 #include "cli/output.h"
 #include "cli/setup.h"
 #include "core/common.h"
+#include "core/progress.h"
 #include "dist/dist.h"
 #include "core/timer.h"
 #include "io/atomic.h"
@@ -63,6 +65,8 @@ typedef struct {
     char err[2048]; /* FILE:LINE: why */
     long rows, texts;
     long lo, hi; /* the input rows this rank judges (under MPI); hi < 0: all of them */
+    long total;  /* rows to judge (0: not known, from stdin) */
+    Progress pr; /* a lexicon's or the pair model's rows (a reward model's are scored before, by refcache) */
 } Judging;
 
 static cJSON *judge_text(const Judging *g, const char *text) {
@@ -195,6 +199,7 @@ static int judge_all(FILE *out, const void *ctx) {
     jsonl_init(&rd, g->in, g->name);
     char *line;
     int rc = 0;
+    if (!g->ds) progress_start(&g->pr, 0, g->total);
     for (long at = 0; !rc && jsonl_next(&rd, &line); at++) {
         if (g->hi >= 0 && (at < g->lo || at >= g->hi)) continue; /* another rank's row */
         if (g->ds && (g->next >= g->ds->n || g->ds->rows[g->next].line != rd.line)) {
@@ -215,11 +220,14 @@ static int judge_all(FILE *out, const void *ctx) {
             if (fputs(s, out) == EOF || fputc('\n', out) == EOF) rc = -2;
             free(s);
             g->rows++;
+            if (!g->ds && g->total > 0) progress_update(&g->pr, g->rows, "%ld/%ld rows", g->rows, g->total);
+            else if (!g->ds) progress_update(&g->pr, g->rows, "%ld rows", g->rows);
         }
         if (rc == -1) snprintf(g->err, sizeof g->err, "%.700s:%ld: %s", rd.name, rd.line, g->why);
         cJSON_Delete(row);
     }
     jsonl_free(&rd);
+    if (!g->ds) progress_end(&g->pr);
     if (rc == -1) errno = EINVAL;
     return rc;
 }
@@ -256,6 +264,7 @@ static long count_rows(const char *path) {
 static void write_rows_ranks(Judging *g, const char *out, const char *path) {
     if (!strcmp(path, "-")) ppa_die(2, "judge: several ranks read --data by row: give a file, not stdin");
     dist_share(count_rows(path), dist_rank(), &g->lo, &g->hi);
+    g->total = g->hi - g->lo;
     char *mine = NULL;
     size_t n = 0;
     FILE *mem = open_memstream(&mine, &n);
@@ -317,7 +326,9 @@ static void reward_judge(TrainOptions *o, Judging *g) {
     for (int r = 0; r < p.data.n; r++)
         for (int k = 0; k < p.data.rows[r].n_resp; k++) tokens += p.data.rows[r].prompt_len + p.data.rows[r].resp_len[k];
     double t0 = timer_now();
-    refcache_compute_ranks(&rc, m, p.data.rows, p.data.n, setup_batch_tokens(o), o->reward_index, NULL, NULL); /* rows divided */
+    Progress pr;
+    progress_init(&pr, "judge", "reward model", dist_rank() == 0);
+    refcache_compute_ranks(&rc, m, p.data.rows, p.data.n, setup_batch_tokens(o), o->reward_index, &pr); /* rows divided */
     double secs = timer_now() - t0;
     if (dist_rank()) { /* rank 0 writes every row */
         refcache_free(&rc), dataset_free(&p), model_free(m);
@@ -360,6 +371,10 @@ int cmd_judge(int argc, char **argv) {
     if (o.raw && strcmp(kind, "afinn") && strcmp(kind, "vader")) ppa_die(2, "judge: --raw is for the lexicons");
     g.hi = -1;
     int ranks = dist_size() > 1;
+    progress_init(&g.pr, "judge", kind, dist_rank() == 0);
+    struct stat sb; /* a regular file is read once more for the total; a pipe (--data <(...)) can be read once */
+    if (!ranks && strcmp(kind, "reward-model") && !stat(o.data, &sb) && S_ISREG(sb.st_mode))
+        g.total = count_rows(o.data);
     if (!strcmp(kind, "reward-model")) {
         reward_judge(&o, &g);
     } else if (!strcmp(kind, "pair-model")) {

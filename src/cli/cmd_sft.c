@@ -18,6 +18,7 @@
 #include "hf/carry.h"
 #include "dist/dist.h"
 #include "core/hash.h"
+#include "core/progress.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "data/rows.h"
@@ -149,6 +150,9 @@ int cmd_sft(int argc, char **argv) {
             load_kernels(m));
     double t0 = timer_now(), last_lr = 0;
     int failed = 0;
+    Progress pr;
+    progress_init(&pr, "sft", NULL, lead);
+    progress_start(&pr, 0, total);
     for (long step = 0; step < total; step++) {
         long epoch = step / steps_per_epoch, at = (step % steps_per_epoch) * a.batch;
         if (step % steps_per_epoch == 0) { /* a seeded order per epoch */
@@ -218,7 +222,10 @@ int cmd_sft(int argc, char **argv) {
             failed = 1;
             break;
         }
+        progress_update(&pr, step + 1, "step %ld/%ld  loss %.4f  %.2f s/step  %.0f tok/s", step + 1, total, nll / tokens,
+                        (timer_now() - t0) / (double)(step + 1), tokens / dt);
     }
+    progress_end(&pr);
     if (!failed && step_pull(m, &opt, err, sizeof err)) failed = 1; /* an engine's weights, for the save */
     if (!failed && first_nonfinite(model_params(m), n_params) >= 0) {
         snprintf(err, sizeof err, "sft: the weights are not finite after the last step: the model diverged; nothing was "

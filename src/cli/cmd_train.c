@@ -190,7 +190,7 @@ typedef struct {
 static void eval_hook(Model *policy, long step, FILE *log, void *ctx) {
     EvalSet *e = ctx;
     RefCache pol;
-    refcache_compute_at(&pol, policy, e->p.data.rows, e->p.data.n, e->batch_tokens, e->index, NULL, NULL);
+    refcache_compute_at(&pol, policy, e->p.data.rows, e->p.data.n, e->batch_tokens, e->index, NULL);
     EvalSums sums = {0};
     double *zero = xcalloc((size_t)pol.offset[e->p.data.n] + 1, sizeof(double)); /* a reward model's "reference" */
     for (int r = 0; r < e->p.data.n; r++)

@@ -10,6 +10,7 @@
 #include "cli/judges.h"
 #include "cli/setup.h"
 #include "core/common.h"
+#include "core/progress.h"
 #include "eval/winrate.h"
 #include "io/atomic.h"
 #include "judge/afinn.h"
@@ -165,8 +166,12 @@ int cmd_winrate(int argc, char **argv) {
     read_set(o.a, &a); /* the inputs first: a bad row is found before a judge is loaded */
     read_set(o.b, &b);
     char err[1024];
+    Progress pr;
+    progress_init(&pr, "winrate", kind->name, 1);
     WinJudge judge = {.name = kind->name};
     if (kind->open(&o, &judge, err, sizeof err)) ppa_die(2, "winrate: %s", err);
+    /* the model judges run a forward per response or pair; a lexicon judges thousands of rows a second */
+    if (kind->close == model_judge_close) judge.progress = &pr;
     WinResult r;
     if (winrate_compute(&a, &b, &judge, o.skip_unmatched, &r, err, sizeof err)) ppa_die(2, "winrate: %s", err);
     r.write_per_prompt = o.per_prompt;

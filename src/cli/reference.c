@@ -2,9 +2,9 @@
 #include "cli/reference.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/common.h"
+#include "core/progress.h"
 #include "dist/dist.h"
 #include "core/timer.h"
 #include "cli/load.h"
@@ -14,13 +14,6 @@ RefKey reference_key(const Prepared *p, Model *ref, const PrepArgs *a) {
                 a->max_prompt_length};
     snprintf(k.template_name, sizeof k.template_name, "%s", p->template_name);
     return k;
-}
-
-static void progress(int done, int total, void *ctx) {
-    double *t0 = ctx;
-    if (isatty(2))
-        fprintf(stderr, "\rppa: reference log-probs: %d/%d rows (%.0f s)%s", done, total, timer_now() - *t0,
-                done == total ? "\n" : "");
 }
 
 void reference_with(RefCache *c, const Prepared *p, const PrepArgs *a, Model *ref, const char *path, int verbose) {
@@ -38,7 +31,9 @@ void reference_with(RefCache *c, const Prepared *p, const PrepArgs *a, Model *re
     }
     double t0 = timer_now();
     int lead = dist_rank() == 0;
-    refcache_compute_ranks(c, ref, p->data.rows, p->data.n, a->batch_tokens, 0, lead ? progress : NULL, &t0);
+    Progress pr;
+    progress_init(&pr, a->opt ? options_command_name(a->opt->cmd) : "reference", "reference log-probs", lead);
+    refcache_compute_ranks(c, ref, p->data.rows, p->data.n, a->batch_tokens, 0, &pr);
     c->key = want;
     double sec = timer_now() - t0;
     long tokens = 0; /* what the forward computed: each prompt once, every response */

@@ -22,6 +22,13 @@ int generate_max_len(const ModelConfig *c, int len, int max_new_tokens) {
     return (int)(want < limit ? want : limit);
 }
 
+int generate_room(const ModelConfig *c, int len, int max_new_tokens) {
+    /* a response cut by the length ends one position short, so that the end-of-turn token a reader adds still fits */
+    int room = decoder_model_max_len(c) - 1 - len;
+    room = room < max_new_tokens ? room : max_new_tokens;
+    return room > 0 ? room : 0;
+}
+
 void generate_free(GenSample *s, int n) {
     for (int i = 0; i < n; i++) free(s[i].ids);
 }
@@ -101,7 +108,7 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
         rc = decoder_prefill(d, i * K, p[i].ids, p[i].len, logits + (size_t)i * K * V, err, errlen);
         if (rc) break;
         decoder_fork(d, i * K, i * K, K);
-        int room = cap - p[i].len < o->max_new_tokens ? cap - p[i].len : o->max_new_tokens;
+        int room = generate_room(c, p[i].len, o->max_new_tokens);
         for (int j = 0; j < K; j++) {
             int s = i * K + j;
             sample_stream(&rng[s], o->seed, p[i].stream, (uint64_t)j);
@@ -113,12 +120,13 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
     while (n_active > 0) {
         ban_tokens(logits, row, n_active, V, o);
         sample_rows(tok, logits, row, slot, n_active, V, o, rng);
-        if (o->on_tokens) o->on_tokens(o->ctx, n_active);
-        int n_feed = 0;
+        int n_feed = 0, unused = 0;
         for (int a = 0; a < n_active; a++) {
             int s = slot[a];
             if (take_token(&out[s], tok[a], p[s / K].len, cap, o)) feed[n_feed] = tok[a], slot[n_feed++] = s;
+            else unused += generate_room(c, p[s / K].len, o->max_new_tokens) - out[s].len - out[s].finished;
         }
+        if (o->on_tokens) o->on_tokens(o->ctx, n_active, unused);
         if (!n_feed) break;
         if ((rc = decoder_step(d, feed, slot, n_feed, logits, err, errlen))) break;
         for (int a = 0; a < n_feed; a++) row[a] = a;

@@ -31,9 +31,11 @@ typedef struct {
     int n_stop;
     const int *banned;  /* [n_banned] ids never generated (their text holds a NUL byte, which no reader takes) */
     int n_banned;
-    /* optional: called after each round of sampling with the number of
-     * tokens just sampled (progress lines) */
-    void (*on_tokens)(void *ctx, int n);
+    /* optional (progress lines): called after each round of sampling with
+     * the tokens just sampled and the budget the responses that just ended
+     * left unsampled (generate_room's less theirs), so that the sum of both
+     * over a call is the sum of its responses' rooms */
+    void (*on_tokens)(void *ctx, int sampled, int unused);
     void *ctx;
 } GenOptions;
 
@@ -63,6 +65,9 @@ size_t generate_cache_bytes(const ModelConfig *c, int n_seq, int max_len);
 /* The longest sequence a prompt of len tokens needs: len + max_new_tokens,
  * at most the model's limit. */
 int generate_max_len(const ModelConfig *c, int len, int max_new_tokens);
+/* The most tokens one response to a prompt of len tokens samples, its stop
+ * token included (0 when the prompt leaves no room). */
+int generate_room(const ModelConfig *c, int len, int max_new_tokens);
 
 void generate_free(GenSample *s, int n);
 

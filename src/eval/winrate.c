@@ -230,7 +230,9 @@ int winrate_compute(const WinSet *a, const WinSet *b, const WinJudge *j, int ski
         return -1;
     }
     double *means = xmalloc(sizeof(double) * ((size_t)a->n + 1)), *prefs = xmalloc(sizeof(double) * ((size_t)a->n + 1));
-    long *lines = xmalloc(sizeof(long) * ((size_t)a->n + 1));
+    long *lines = xmalloc(sizeof(long) * ((size_t)a->n + 1)), matched = 0;
+    for (int i = 0; i < a->n; i++) matched += match[i] >= 0;
+    if (j->progress) progress_start(j->progress, 0, matched); /* prompts: each the same K_A x K_B, as generate writes */
     int rc = 0;
     for (int i = 0; i < a->n && !rc; i++) {
         if (match[i] < 0) continue;
@@ -242,7 +244,9 @@ int winrate_compute(const WinSet *a, const WinSet *b, const WinJudge *j, int ski
         means[r->prompts] = s.outcome / (double)pairs;
         prefs[r->prompts++] = s.p / (double)pairs;
         r->pairs += pairs, r->wins += s.wins, r->ties += s.ties, r->losses += s.losses;
+        if (j->progress && !rc) progress_update(j->progress, r->prompts, "%ld/%ld prompts", r->prompts, matched);
     }
+    if (j->progress) progress_end(j->progress);
     if (!rc && r->prompts == 0) rc = ppa_fail(err, errlen, "no prompt is in both %s and %s", a->path, b->path);
     if (!rc) {
         winrate_summarize(means, r->prompts, &r->win_rate, &r->se, r->ci95);

@@ -28,6 +28,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/progress.h"
+
 /* Scores out[n] of the n responses of one prompt (higher is better). Called
  * once per prompt and file with all that file's responses, so a model judge
  * can compute the prompt once. 0, or -1 with a message in err. */
@@ -44,6 +46,7 @@ typedef struct {
     WinScoreFn score;   /* exactly one of score and prefer is set */
     WinPreferFn prefer;
     void *ctx;          /* given to the callback */
+    Progress *progress; /* optional (a model judge): a line per prompt judged */
 } WinJudge;
 
 typedef struct {

@@ -77,13 +77,12 @@ static void run_batch(RefCache *c, Model *ref, const DataRow *rows, int r0, int 
     free(b);
 }
 
-void refcache_compute(RefCache *c, Model *ref, const DataRow *rows, int n, long max_tokens,
-                      void (*progress)(int done, int total, void *ctx), void *ctx) {
-    refcache_compute_at(c, ref, rows, n, max_tokens, 0, progress, ctx);
+void refcache_compute(RefCache *c, Model *ref, const DataRow *rows, int n, long max_tokens, Progress *pr) {
+    refcache_compute_at(c, ref, rows, n, max_tokens, 0, pr);
 }
 
 void refcache_compute_at(RefCache *c, Model *ref, const DataRow *rows, int n, long max_tokens, int index,
-                         void (*progress)(int done, int total, void *ctx), void *ctx) {
+                         Progress *pr) {
     c->n_rows = n;
     c->offset = xmalloc(sizeof(int) * (size_t)(n + 1));
     c->offset[0] = 0;
@@ -91,20 +90,24 @@ void refcache_compute_at(RefCache *c, Model *ref, const DataRow *rows, int n, lo
     size_t total = (size_t)c->offset[n];
     c->logp = xmalloc(sizeof(double) * (total ? total : 1));
     c->n_scored = xmalloc(sizeof(int) * (total ? total : 1));
+    long all = 0, done = 0; /* tokens: the work of a row is its length, and rows differ a lot */
+    for (int r = 0; r < n; r++) all += row_tokens(&rows[r]);
+    if (pr) progress_start(pr, 0, all);
     for (int r0 = 0; r0 < n;) {
         int r1 = r0 + 1;
         long t = row_tokens(&rows[r0]);
         while (r1 < n && t + row_tokens(&rows[r1]) <= max_tokens) t += row_tokens(&rows[r1++]);
         run_batch(c, ref, rows, r0, r1, index);
-        r0 = r1;
-        if (progress) progress(r0, n, ctx);
+        r0 = r1, done += t;
+        if (pr) progress_update(pr, done, "%d/%d rows, %ld/%ld tokens", r0, n, done, all);
     }
+    if (pr) progress_end(pr);
 }
 
 void refcache_compute_ranks(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens, int index,
-                            void (*progress)(int done, int total, void *ctx), void *ctx) {
+                            Progress *pr) {
     if (dist_size() < 2) {
-        refcache_compute_at(c, m, rows, n, max_tokens, index, progress, ctx);
+        refcache_compute_at(c, m, rows, n, max_tokens, index, pr);
         return;
     }
     int R = dist_size();
@@ -116,7 +119,7 @@ void refcache_compute_ranks(RefCache *c, Model *m, const DataRow *rows, int n, l
     }
     dist_share(n, dist_rank(), &lo, &hi);
     RefCache part;
-    refcache_compute_at(&part, m, rows + lo, (int)(hi - lo), max_tokens, index, progress, ctx);
+    refcache_compute_at(&part, m, rows + lo, (int)(hi - lo), max_tokens, index, pr); /* a rank's line: its share */
     c->n_rows = n;
     c->offset = xmalloc(sizeof(int) * (size_t)(n + 1));
     c->offset[0] = 0;

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/progress.h"
 #include "data/rows.h"
 #include "model/model.h"
 
@@ -40,21 +41,22 @@ uint64_t refkey_weights(Model *m);
 uint64_t refkey_tokens(const DataRow *rows, int n);
 
 /* Runs the reference over the rows, max_tokens packed tokens per forward
- * (rows are never split; a longer row runs alone). progress (may be NULL) is
- * called after each batch with the rows done. */
-void refcache_compute(RefCache *c, Model *ref, const DataRow *rows, int n, long max_tokens,
-                      void (*progress)(int done, int total, void *ctx), void *ctx);
+ * (rows are never split; a longer row runs alone). pr (may be NULL: no
+ * lines), initialised by the caller, is started here and updated after each
+ * batch: its units are the rows' tokens (prompt + responses), its text the
+ * rows and tokens done. */
+void refcache_compute(RefCache *c, Model *ref, const DataRow *rows, int n, long max_tokens, Progress *pr);
 /* refcache_compute with a reward model too: then logp holds each response's
  * reward, output index of the head (0 <= index < num_labels), and n_scored
  * its token count (the key is left for the caller). */
 void refcache_compute_at(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens, int index,
-                         void (*progress)(int done, int total, void *ctx), void *ctx);
+                         Progress *pr);
 /* refcache_compute with the rows divided among the ranks of an MPI job
  * (contiguous shares) and the results gathered on every rank: the same
  * bytes as one process (a response's log-prob does not depend on its batch).
- * Every rank must call it. */
+ * Every rank must call it; pr counts the rank's own share. */
 void refcache_compute_ranks(RefCache *c, Model *m, const DataRow *rows, int n, long max_tokens, int index,
-                            void (*progress)(int done, int total, void *ctx), void *ctx);
+                            Progress *pr);
 int refcache_save(const RefCache *c, const char *path, char *err, size_t errlen);
 int refcache_load(RefCache *c, const char *path, char *err, size_t errlen);
 /* 0 if the cache was made for `want` and the rows' shapes, else -1 with the

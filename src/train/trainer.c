@@ -5,10 +5,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/common.h"
 #include "core/hash.h"
+#include "core/progress.h"
 #include "core/timer.h"
 #include "device/device.h"
 #include "dist/dist.h"
@@ -70,26 +70,14 @@ static int log_line(FILE *f, const Model *m, long step, double epoch, const Step
     return fflush(f) || ferror(f) ? -1 : 0;
 }
 
-/* a line per step on a terminal (rewritten in place), else the first, one
- * every 30 s and the last */
-static void progress(const char *who, long step, long total, const StepLog *s, double step_sec, double t_start,
+/* the step's line (core/progress.h: rewritten in place on a terminal, else the first, one every 30 s and the last) */
+static void progress(Progress *pr, long step, long total, const StepLog *s, double step_sec, double t_start,
                      long first_step) {
-    static double last_print;
-    int tty = isatty(2);
-    double now = timer_now();
-    if (!tty && step != total && now - last_print < 30.0 && step != first_step + 1) return;
-    last_print = now;
-    double per = (now - t_start) / (double)(step - first_step);
-    long eta = (long)(per * (double)(total - step));
     const StepSums *u = &s->sums;
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, tty ? "\r" : "ppa %s: ", who ? who : "train");
-    fprintf(stderr, "%sstep %ld/%ld  loss %.4f  acc %.3f  ndcg %.3f  %.2f s/step  %.0f tok/s  ETA %ld:%02ld:%02ld%s",
-            prefix, step, total, u->loss / (double)u->lists,
-            u->lists_with_pairs ? u->acc / (double)u->lists_with_pairs : NAN, u->ndcg / (double)u->lists, per,
-            step_sec > 0 ? (double)s->tokens / step_sec : 0.0, eta / 3600, eta / 60 % 60, eta % 60,
-            tty && step != total ? "   " : "\n");
-    fflush(stderr);
+    progress_update(pr, step, "step %ld/%ld  loss %.4f  acc %.3f  ndcg %.3f  %.2f s/step  %.0f tok/s", step, total,
+                    u->loss / (double)u->lists, u->lists_with_pairs ? u->acc / (double)u->lists_with_pairs : NAN,
+                    u->ndcg / (double)u->lists, (timer_now() - t_start) / (double)(step - first_step),
+                    step_sec > 0 ? (double)s->tokens / step_sec : 0.0);
 }
 
 /* Every rank's share of a step made whole on every rank: the gradients and the log's sums added up (each list
@@ -337,6 +325,9 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
     AdamWConfig ac = {0.9, 0.999, 1e-8, p->weight_decay};
     double t0 = timer_now();
     long first = st->step;
+    Progress pr;
+    progress_init(&pr, p->who ? p->who : "train", NULL, p->progress);
+    progress_start(&pr, first, p->total_steps);
     double last_lr = 0; /* of this run's last update */
     int rc = 0;
     opt->step = st->step;
@@ -396,7 +387,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 free(sl.lambdas), free(sl.lam_k);
                 break;
             }
-            if (p->progress) progress(p->who, st->step, p->total_steps, &sl, timer_now() - ts, t0, first);
+            progress(&pr, st->step, p->total_steps, &sl, timer_now() - ts, t0, first);
             int saving = p->save_every > 0 && st->step % p->save_every == 0 && st->step < p->total_steps;
             /* the last model and every checkpoint: still finite on the step's own lists after the update */
             if ((saving || st->step == p->total_steps) &&
@@ -406,7 +397,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 break;
             }
             if (p->eval && ((p->eval_every > 0 && st->step % p->eval_every == 0) || st->step == p->total_steps)) {
-                if (p->progress && isatty(2)) fputc('\n', stderr);
+                progress_break(&pr);
                 p->eval(policy, st->step, p->log, p->eval_ctx);
             }
             if (saving) {
@@ -423,13 +414,14 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                     (dist_rank() == 0 && /* one writer; the others' weights are the same bytes */
                      state_save(p->out, policy, whole, st, p->tokenizer_dir, path, sizeof path, err, errlen)))
                     rc = -1;
-                else if (p->progress) fprintf(stderr, "%sppa %s: saved %s\n", isatty(2) ? "\n" : "", p->who ? p->who : "train", path);
+                else if (p->progress) progress_break(&pr), fprintf(stderr, "ppa %s: saved %s\n", p->who ? p->who : "train", path);
                 adamw_free(&tmp);
             }
         }
         free(sl.lambdas), free(sl.lam_k);
     }
     spans_free(&decay);
+    progress_end(&pr);
     if (!rc && step_pull(policy, opt, err, errlen)) rc = -1; /* the host holds the run's last weights and moments */
     if (!rc && (!weights_finite(policy, p, st->step, last_lr, err, errlen) || !same_weights(policy, err, errlen))) rc = -1;
     return rc;
