@@ -24,19 +24,22 @@
 # training of PPA, DPO all pairs and LiPO-lambda, and their flips by the reference's log-likelihood gap.
 #
 # Usage: scripts/demo.sh [--quick | --tiny] [--gpu] [--ablations] [--seeds "42 43 44"] [--methods "ppa dpo_all_pairs"]
-#                        [--out DIR] [--jobs N]
+#                        [--out DIR] [--jobs N] [--coretype NAME]
 #   --quick   a first look: one seed, four methods, fewer sentences and prompts
 #   --tiny    the pipeline at the smallest size that runs every stage (tests/test_demo.sh), two seeds, two methods
 #   --ablations  the ablations and Figure 2 (--methods then names rows of scripts/demo/ablations.tsv)
+#   --coretype NAME  OpenBLAS's NAME kernels for every process (default: the library's own choice)
 #   --jobs N  processes at once while aligning, each with one thread (default: the number of CPUs); the SFT models
 #             and the lists of every seed run at once; the bytes do not depend on it
 # Everything is seeded and every process runs one thread: a rerun gives the same bytes on the same machine.
-# OPENBLAS_CORETYPE is unset so that OpenBLAS picks its kernels by itself (results.json records them).
+# OPENBLAS_CORETYPE is unset so that OpenBLAS picks its kernels by itself (results.json records them); --coretype
+# NAME runs every process on OpenBLAS's NAME kernels instead (Haswell, SkylakeX, Cooperlake, Zen, ...), and PPA_BLAS
+# in the environment another library or ppa's own kernel (PPA_BLAS=builtin): docs/demo.md compares the results.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PPA=${PPA:-$ROOT/ppa} # the binary (tests/test_demo.sh gives its own)
 unset OPENBLAS_CORETYPE
-size=full mode=methods seeds="" methods="" out="" jobs=$(nproc) gpu=0
+size=full mode=methods seeds="" methods="" out="" jobs=$(nproc) gpu=0 coretype=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) size=quick ;;
@@ -47,12 +50,14 @@ while [ $# -gt 0 ]; do
     --methods) methods=$2; shift ;;
     --out) out=$2; shift ;;
     --jobs) jobs=$2; shift ;;
+    --coretype) coretype=$2; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 [ $gpu = 1 ] && [ $size = full ] && size=gpu
+if [ -n "$coretype" ]; then export OPENBLAS_CORETYPE=$coretype; fi
 ALL_METHODS="ppa dpo_single_pair dpo_bpr dpo_ovw dpo_all_pairs ranknet lipo slic listmle approx_ndcg"
 ABLATIONS="$ROOT/scripts/demo/ablations.tsv"
 FLIP_METHODS="ppa dpo_all_pairs lipo" # the paper's Figure 2
