@@ -140,8 +140,10 @@ int cmd_logprobs(int argc, char **argv) {
             rows[r - r0] = (Row){x->prompt_len, x->prompt, x->n_resp, x->resp_len, (const int *const *)x->resp};
         }
         char err[4096];
-        if (model_forward_rows(L.model, rows, r1 - r0, lp, nt, err, sizeof err)) /* the CPU, or the GPU attached */
+        if (model_forward_rows(L.model, rows, r1 - r0, lp, nt, err, sizeof err)) { /* the CPU, or the GPU attached */
+            free(rows), free(lp), free(nt), unload(&L), train_options_free(&o); /* a refusal is not a leak */
             ppa_die(2, "logprobs: rows %d..%d: %s", r0 + 1, r1, err);
+        }
         free(rows);
         char bad[512];
         if (first_nonfinite_logp(L.model, &L.data, r0, r1, lp, o.data, bad, sizeof bad)) { /* JSON has no NaN: refuse to print one */
