@@ -60,6 +60,7 @@ fi
 [ -x "$build/tests/test_gemm_seq" ] && run env PPA_GEMM_SEQ=scalar "$build/tests/test_gemm_seq"
 run bash tests/test_cli.sh "$ppa"
 run bash tests/test_train_cli.sh "$ppa"
+run bash tests/test_noop.sh "$ppa"
 run bash tests/test_judge.sh "$ppa"
 run bash tests/test_reward.sh "$ppa"
 run bash tests/test_lora.sh "$ppa"

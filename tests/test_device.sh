@@ -55,7 +55,7 @@ for cmd in logprobs grad sft train reward score eval generate judge winrate; do
   ok
 done
 printf 'device: cpu\n' > r.yaml
-"$ppa" train --config r.yaml --model m --data D.jsonl --template none --list-size 3 --batch-size 2 --max-steps 1 --out o > /dev/null 2> err.txt
+"$ppa" train --config r.yaml --model m --data D.jsonl --template none --list-size 3 --batch-size 2 --max-steps 1 --warmup-ratio 0 --out o > /dev/null 2> err.txt
 expect "a recipe's device: cpu is read" sh -c "test $? -eq 0 && grep -q '\"device\":\"cpu\"' o/train_options.json"
 "$ppa" logprobs --model m --data D.jsonl --template none --device tpu > /dev/null 2> err.txt
 expect "an unknown device is refused with the choices" sh -c "test $? -eq 2 && grep -q \"cannot use 'tpu': expected auto, cpu or cuda\" err.txt"

@@ -315,7 +315,7 @@ gpu generate "${G[@]}" --prompts P.jsonl > gs_again.jsonl 2> /dev/null
 expect "sampling on the GPU path: a rerun gives the same bytes" cmp -s gs_all.jsonl gs_again.jsonl
 gpu generate --model m --adapter cl_bf16 --prompts P.jsonl --template none > /dev/null 2> err.txt
 expect "generate --adapter on the GPU path: refused naming why" sh -c "test $? -eq 2 && grep -q 'with an --adapter' err.txt"
-"${lib[@]}" "$ppa" train --model m8 --data D.jsonl --template none --list-size 3 --max-steps 1 --out a8 > /dev/null 2> err.txt
+"${lib[@]}" "$ppa" train --model m8 --data D.jsonl --template none --list-size 3 --batch-size 2 --max-steps 1 --warmup-ratio 0 --out a8 > /dev/null 2> err.txt
 expect "auto with a model the GPU engine cannot run: the CPU, saying why" \
   sh -c "test $? -eq 0 && head -1 err.txt | grep -q 'device: cpu (--device auto: the GPU engine cannot run the model: head_dim 8'"
 "${lib[@]}" "$ppa" logprobs --model m --data D.jsonl --template none > auto.out 2> err.txt

@@ -104,7 +104,7 @@ expect "train: and that the loaded weights are the cause" grep -q "step 1: the l
 expect "train: no model written" test ! -e "$tmp/o_nan/config.json" -a ! -e "$tmp/o_nan/model.safetensors"
 expect "train: no log line for the failed step" test ! -s "$tmp/o_nan/train_log.jsonl"
 
-"$ppa" sft --model "$tmp/nan" --data "$tmp/good.jsonl" --template none --out "$tmp/sft_nan" --max-steps 1 > "$tmp/out" 2> "$tmp/err"
+"$ppa" sft --model "$tmp/nan" --data "$tmp/good.jsonl" --template none --out "$tmp/sft_nan" --max-steps 1 --batch-size 2 > "$tmp/out" 2> "$tmp/err"
 expect "sft: NaN weights exit 2" test $? -eq 2
 expect "sft: names the step" grep -q "sft: step 1: the loss is not finite" "$tmp/err"
 expect "sft: and the loaded weights as the cause" grep -q "sft: step 1: the loss is not finite (.*nan): parameter [0-9]* of the weights is not finite (NaN or Inf as loaded)" "$tmp/err"

@@ -141,14 +141,14 @@ expect "sft writes an adapter" test -f "$tmp/sft/adapter_model.safetensors"
 l0=$(head -1 "$tmp/sft.log" | grep -o '"loss": [0-9.]*' | sed 's/.*: //')
 l1=$(tail -1 "$tmp/sft.log" | grep -o '"loss": [0-9.]*' | sed 's/.*: //')
 expect "sft loss falls ($l0 -> $l1)" awk -v a="$l0" -v b="$l1" 'BEGIN { exit !(b < a) }'
-"$ppa" train --model "$tmp/lm" --adapter "$tmp/sft" --data "$tmp/train.jsonl" --list-size 4 --batch-size 4 --max-steps 1 --out "$tmp/cont" 2> "$tmp/err"
+"$ppa" train --model "$tmp/lm" --adapter "$tmp/sft" --data "$tmp/train.jsonl" --list-size 4 --batch-size 4 --max-steps 1 --warmup-ratio 0 --out "$tmp/cont" 2> "$tmp/err"
 expect "train --adapter continues an adapter" test $? -eq 0 -a -f "$tmp/cont/adapter_model.safetensors"
 "$ppa" train --model "$tmp/lm" --adapter "$tmp/sft" --lora-r 8 --data "$tmp/train.jsonl" --out "$tmp/x1" > /dev/null 2> "$tmp/err"
 expect_status "--adapter with --lora-r is refused" 2 "$?"
 expect "saying the adapter sets its shape" has "$tmp/err" "sets its own shape"
 
 # -- recipes: use_peft
-printf 'model_name_or_path: %s\ntrain_file: %s\noutput_dir: %s\nuse_peft: true\nlora_r: 2\nlora_target_modules:\n  - q_proj\n  - v_proj\nmax_steps: 1\nlist_size: 4\nbatch_size: 4\n' \
+printf 'model_name_or_path: %s\ntrain_file: %s\noutput_dir: %s\nuse_peft: true\nlora_r: 2\nlora_target_modules:\n  - q_proj\n  - v_proj\nmax_steps: 1\nwarmup_ratio: 0\nlist_size: 4\nbatch_size: 4\n' \
   "$tmp/lm" "$tmp/train.jsonl" "$tmp/rec" > "$tmp/rec.yaml"
 "$ppa" train --config "$tmp/rec.yaml" 2> "$tmp/err"
 expect "a use_peft recipe trains an adapter" test -f "$tmp/rec/adapter_config.json"
@@ -158,7 +158,7 @@ c = json.load(open(sys.argv[1]))
 print(c["r"], c["lora_alpha"], c["lora_dropout"], c["target_modules"])
 P
 expect "r 2, TRL's alpha 32 and dropout 0.05, the listed targets" has "$tmp/py" "2 32 0.05 ['q_proj', 'v_proj']"
-printf 'model_name_or_path: %s\ntrain_file: %s\noutput_dir: %s\nlora_r: 2\nmax_steps: 1\nlist_size: 4\nbatch_size: 4\n' \
+printf 'model_name_or_path: %s\ntrain_file: %s\noutput_dir: %s\nlora_r: 2\nmax_steps: 1\nwarmup_ratio: 0\nlist_size: 4\nbatch_size: 4\n' \
   "$tmp/lm" "$tmp/train.jsonl" "$tmp/rec2" > "$tmp/rec2.yaml"
 "$ppa" train --config "$tmp/rec2.yaml" 2> "$tmp/err"
 expect "lora_r without use_peft: every parameter trains (TRL's rule)" test -f "$tmp/rec2/config.json"

@@ -103,6 +103,7 @@ output_dir: $tmp/recipe
 bf16: true
 gradient_checkpointing: true
 max_steps: 1
+warmup_ratio: 0
 per_device_train_batch_size: 2
 gradient_accumulation_steps: 1
 Y

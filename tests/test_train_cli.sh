@@ -112,7 +112,7 @@ expect "the last held-out line equals ppa eval on the final model" \
 expect "a malformed line stops the run with status 2" test $? -eq 2
 expect "... naming FILE:LINE and the field" grep -q "bad.jsonl:3: .*scores" "$tmp/err"
 { cat "$tmp/bad.jsonl"; echo 'not json'; echo '{"prompt": "y", "responses": ["a", "b", "c"], "scores": [1, 1, 1]}'; } > "$tmp/bad2.jsonl"
-"$ppa" train "${common[@]}" --data "$tmp/bad2.jsonl" --out "$tmp/e" --skip-invalid --max-steps 1 > /dev/null 2> "$tmp/err"
+"$ppa" train "${common[@]}" --data "$tmp/bad2.jsonl" --out "$tmp/e" --skip-invalid --max-steps 1 --warmup-ratio 0 > /dev/null 2> "$tmp/err"
 expect "--skip-invalid goes on" test $? -eq 0
 expect "... reports each line" grep -q "bad2.jsonl:7: skipped: invalid JSON" "$tmp/err"
 expect "... and counts them" grep -q "skipped 2 invalid lines" "$tmp/err"
@@ -157,7 +157,7 @@ echo "learning_rte: 0.1" >> "$tmp/recipe.yaml"
 "$ppa" train --config "$tmp/recipe.yaml" --model "$tmp/m" --data "$tmp/lists.jsonl" --out "$tmp/y2" > /dev/null 2> "$tmp/err"
 expect "an unknown recipe key is refused" test $? -eq 2
 expect "... naming FILE:LINE" grep -q "recipe.yaml:13" "$tmp/err"
-"$ppa" train "${common[@]}" --max-steps 1 --save-dtype bf16 --log-lambdas --out "$tmp/h" > /dev/null 2>&1
+"$ppa" train "${common[@]}" --max-steps 1 --warmup-ratio 0 --save-dtype bf16 --log-lambdas --out "$tmp/h" > /dev/null 2>&1
 "$ppa" inspect "$tmp/h" > "$tmp/out" 2>&1
 expect "--save-dtype bf16 writes BF16 tensors" grep -q "BF16" "$tmp/out"
 expect "--log-lambdas logs d loss / d s per response" grep -q '"lambdas": \[\[' "$tmp/h/train_log.jsonl"

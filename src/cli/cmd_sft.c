@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/load.h"
+#include "cli/plan_check.h"
 #include "cli/setup.h"
 #include "cli/run_folder.h"
 #include "core/common.h"
@@ -111,11 +112,12 @@ int cmd_sft(int argc, char **argv) {
     SftArgs a = sft_args(&opts);
     char err[4096];
     int lead = dist_rank() == 0; /* the one rank that writes (src/dist) */
-    if (lead) run_folder_open(a.out, 0, "sft");
-    Model *m = load_model(&opts, a.model, 1);
+    /* the rows and the plan first: a run that would learn nothing is refused before the out folder and the model */
+    ModelConfig mc;
+    if (model_config_load(&mc, a.model, err, sizeof err)) ppa_die(2, "sft: %s", err);
+    const ModelConfig *cfg = &mc;
     Tokenizer *tok = tokenizer_load_folder(a.model, err, sizeof err);
     if (!tok && err[0]) ppa_die(2, "sft: %s", err);
-    const ModelConfig *cfg = model_config(m);
     ChatTemplate *tpl = chat_template_open(a.template, a.model, tok, err, sizeof err);
     if (!tpl) ppa_die(2, "sft: %s", err);
     /* the files the save carries from --model, checked now: a run never ends in a refused save */
@@ -135,8 +137,11 @@ int cmd_sft(int argc, char **argv) {
     }
     truncate_rows(&d, a.max_length);
 
-    long steps_per_epoch = (d.n + a.batch - 1) / a.batch, total = a.max_steps > 0 ? a.max_steps : a.epochs * steps_per_epoch;
-    long warmup = (long)(a.warmup_ratio * (double)total + 0.999999);
+    long steps_per_epoch = (d.n + a.batch - 1) / a.batch, total, warmup;
+    plan_steps(&opts, d.n, a.batch, &total, &warmup);
+    plan_check(&opts, &(RunPlan){"row", d.n, a.batch, total, warmup, 0, a.lr, a.schedule});
+    if (lead) run_folder_open(a.out, 0, "sft");
+    Model *m = load_model(&opts, a.model, 1);
     size_t n_params = model_n_params(m);
     AdamW opt;
     adamw_init(&opt, n_params);
@@ -149,6 +154,7 @@ int cmd_sft(int argc, char **argv) {
             a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
             load_kernels(m));
     double t0 = timer_now(), last_lr = 0;
+    TrainTally tally = {0};
     int failed = 0;
     Progress pr;
     progress_init(&pr, "sft", NULL, lead);
@@ -200,6 +206,7 @@ int cmd_sft(int argc, char **argv) {
             ppa_die(2, "sft: step %ld: %s", step + 1, err);
         if (!model_train_engine(m)) model_bf16_refresh(m); /* an engine refreshes its own */
         last_lr = lr;
+        train_tally_add(&tally, step + 1, lr, gnorm);
         if (step + 1 == total) { /* the model to be saved: still finite on the step's own rows after the update */
             double bad = 0;
             for (long i = lo; i < hi; i += a.micro)
@@ -246,7 +253,12 @@ int cmd_sft(int argc, char **argv) {
                           : model_save(m, tmp, a.bf16, a.model, err, sizeof err))) ppa_die(1, "%s", err);
         run_folder_publish(tmp, a.out, "sft");
         free(tmp);
-        fprintf(stderr, "ppa sft: wrote %s\n", a.out);
+        char done[512];
+        train_tally_text(&tally, done, sizeof done);
+        fprintf(stderr, "ppa sft: wrote %s: %s\n", a.out, done);
+        if (!tally.changed)
+            fprintf(stderr, "ppa sft: warning: no step of this run changed the weights: %s holds the weights it started "
+                            "from (--model %s)\n", a.out, a.model);
     }
     free(perm), spans_free(&decay);
     adamw_free(&opt);

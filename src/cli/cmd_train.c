@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/load.h"
+#include "cli/plan_check.h"
 #include "cli/reference.h"
 #include "cli/setup.h"
 #include "cli/run_folder.h"
@@ -165,9 +166,7 @@ static void plan_of(TrainPlan *pl, const TrainOptions *o, long lists) {
     int reward = o->cmd == CMD_REWARD;
     pl->score = (ScoreSpec){o->objective, o->loss, reward ? 1.0 : o->beta, o->reference_free || reward, reward,
                             o->reward_index};
-    long per_epoch = (lists + o->batch_size - 1) / o->batch_size;
-    pl->total_steps = o->max_steps > 0 ? o->max_steps : (long)o->epochs * per_epoch;
-    pl->warmup_steps = (long)(o->warmup_ratio * (double)pl->total_steps + 0.999999);
+    plan_steps(o, lists, o->batch_size, &pl->total_steps, &pl->warmup_steps);
     pl->batch_size = o->batch_size, pl->micro_batch = o->micro_batch;
     pl->lr = o->lr, pl->weight_decay = o->weight_decay, pl->clip_grad = o->clip_grad, pl->schedule = o->schedule;
     pl->save_every = o->save_every, pl->log_lambdas = o->log_lambdas, pl->out = o->out;
@@ -226,6 +225,28 @@ static int train_main(TrainOptions *o) {
     char err[4096];
     WHO = options_command_name(o->cmd);
     int lead = dist_rank() == 0; /* the one rank that writes files and reports (src/dist) */
+    /* the data and the plan first: a run that would learn nothing is refused before the out folder, the models and
+     * the reference (the data is read with the policy's config.json, as load_policy will load it) */
+    ModelConfig mc;
+    if (model_config_load(&mc, load_policy_dir(o), err, sizeof err)) ppa_die(2, "%s: %s", WHO, err);
+    PrepArgs pa = dataset_args_config(o, &mc);
+    Prepared p;
+    const char *who = WHO;
+    int reward = o->cmd == CMD_REWARD;
+    dataset_load(&p, &pa, who);
+    dataset_check_labels(&p, o->objective, o->data, who);
+    TrainState st = {0};
+    st.seed = o->seed;
+    if (o->resume && state_read(o->resume, &st, err, sizeof err)) ppa_die(2, "%s: %s", WHO, err);
+    TrainPlan plan;
+    plan_of(&plan, o, p.data.n);
+    if (o->resume) check_resume_position(o->resume, &st, &plan, p.data.n);
+    plan_check(o, &(RunPlan){"list", p.data.n, plan.batch_size, plan.total_steps, plan.warmup_steps, st.step, o->lr,
+                             o->schedule});
+    /* the files the saves carry from --model, checked now: a run never ends in a refused save */
+    if (carry_check(o->model, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
+    TrainTally tally = {0};
+    plan.tally = &tally;
     if (lead) run_folder_open(o->out, o->resume != NULL, WHO);
     if (lead && state_clean_partials(o->out, err, sizeof err)) ppa_die(1, "%s: %s", WHO, err); /* a killed save's leftovers */
     char *opath = ppa_path_join(o->out, "train_options.json"); /* the resolved options, and where each came from */
@@ -233,20 +254,10 @@ static int train_main(TrainOptions *o) {
     free(opath);
     if (o->verbose && lead) train_options_print_json(o, stderr);
     Model *policy = load_policy(o);
-    PrepArgs pa = dataset_args(o, policy);
-    Prepared p;
-    const char *who = WHO;
-    int reward = o->cmd == CMD_REWARD;
-    dataset_load(&p, &pa, who);
-    dataset_check_labels(&p, o->objective, o->data, who);
-    /* the files the saves carry from --model, checked now: a run never ends in a refused save */
-    if (carry_check(o->model, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
     RefCache ref = {0};
     int need_ref = !reward && !o->reference_free && o->objective != PPA_SIMPO;
     char *cache = o->ref_cache ? strdup(o->ref_cache) : ppa_path_join(o->out, "reference.cache");
     if (need_ref) reference_of_policy(&ref, &p, &pa, policy, o->model, o->ref, cache, o->verbose);
-    TrainPlan plan;
-    plan_of(&plan, o, p.data.n);
     EvalSet ev = {0};
     if (o->eval_data) { /* the reference of held-out lists is needed for rank flips even without a training reference */
         PrepArgs ea = pa;
@@ -268,17 +279,14 @@ static int train_main(TrainOptions *o) {
     plan.zero = o->zero && dist_size() > 1;
     if (plan.zero) trainer_zero_share(zhi, &zlo, &zhi);
     adamw_init(&opt, o->resume ? model_n_params(policy) : zhi - zlo);
-    TrainState st = {0};
-    st.seed = o->seed;
     if (o->resume) {
-        if (state_load(o->resume, &opt, &st, err, sizeof err)) ppa_die(2, "%s: %s", WHO, err);
+        if (state_read_moments(o->resume, &opt, err, sizeof err)) ppa_die(2, "%s: %s", WHO, err);
         if (plan.zero) { /* the checkpoint holds all of the state: keep this rank's share */
             memmove(opt.m, opt.m + zlo, sizeof(float) * (zhi - zlo)), memmove(opt.v, opt.v + zlo, sizeof(float) * (zhi - zlo));
             opt.n = zhi - zlo;
             opt.m = xrealloc(opt.m, sizeof(float) * (opt.n ? opt.n : 1)), opt.v = xrealloc(opt.v, sizeof(float) * (opt.n ? opt.n : 1));
         }
         check_resume_options(o->resume, st.options, fp);
-        check_resume_position(o->resume, &st, &plan, p.data.n);
         check_resume_saves(o->out, &st, &plan);
         char kern[48];
         model_kernel_name(policy, kern, sizeof kern);
@@ -315,7 +323,12 @@ static int train_main(TrainOptions *o) {
         if ((model_lora(policy) ? lora_save(policy, tmp, plan.tokenizer_dir, err, sizeof err)
                                : model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err))) ppa_die(1, "%s", err);
         run_folder_publish(tmp, o->out, WHO);
-        fprintf(stderr, "ppa %s: wrote %s (log %s)\n", who, o->out, logp);
+        char done[512];
+        train_tally_text(&tally, done, sizeof done);
+        fprintf(stderr, "ppa %s: wrote %s: %s; log %s\n", who, o->out, done, logp);
+        if (!tally.changed)
+            fprintf(stderr, "ppa %s: warning: no step of this run changed the weights: %s holds the weights it started "
+                            "from (%s %s)\n", who, o->out, o->resume ? "--resume" : "--model", o->resume ? o->resume : o->model);
     }
     free(tmp), free(logp), free(cache), free(fp);
     train_data_free(td);

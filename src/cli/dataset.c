@@ -11,8 +11,9 @@
 #include "core/hash.h"
 #include "io/file.h"
 
-PrepArgs dataset_args(const TrainOptions *o, const Model *m) {
-    const ModelConfig *c = model_config(m);
+PrepArgs dataset_args(const TrainOptions *o, const Model *m) { return dataset_args_config(o, model_config(m)); }
+
+PrepArgs dataset_args_config(const TrainOptions *o, const ModelConfig *c) {
     int len = o->max_length, plen = o->max_prompt_length, pos = c->max_position_embeddings;
     if (options_takes(o->cmd, TOPT_MAX_LENGTH) && pos >= 2 && len > pos) { /* rows never run past the positions: cut to them, the prompt's share kept */
         plen = (int)((long)plen * pos / len);

@@ -32,6 +32,8 @@ typedef struct {
 
 /* The reading settings of a command's options, with the model's vocabulary and first end-of-sequence id. */
 PrepArgs dataset_args(const TrainOptions *o, const Model *m);
+/* The same from the model's config.json alone: the training commands read their data before loading the model */
+PrepArgs dataset_args_config(const TrainOptions *o, const ModelConfig *c);
 /* Reads and prepares; dies with a message (exit 2) on bad input. */
 void dataset_load(Prepared *p, const PrepArgs *a, const char *who);
 /* The tokenizer (into p->tok) and the chat template (p->tpl, named in

@@ -145,6 +145,10 @@ Model *load_model(const TrainOptions *o, const char *dir, int trainable) {
 
 Model *load_frozen(const TrainOptions *o, const char *dir) { return load_checked(o, dir, 0, 0, 0, NULL); }
 
+const char *load_policy_dir(const TrainOptions *o) {
+    return o->resume && !adapter_is_folder(o->resume) ? o->resume : o->model;
+}
+
 Model *load_policy(const TrainOptions *o) {
     if (!o->resume) return load_model(o, o->model, 1);
     if (adapter_is_folder(o->resume)) /* a LoRA run's checkpoint: the adapter on the base */

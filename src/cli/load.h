@@ -20,6 +20,8 @@ Model *load_model(const TrainOptions *o, const char *dir, int trainable);
 Model *load_frozen(const TrainOptions *o, const char *dir);
 /* train's policy: --model, or the --resume checkpoint (an adapter folder on --model for a LoRA run) */
 Model *load_policy(const TrainOptions *o);
+/* the folder whose config.json the policy of load_policy has (the checkpoint's, or --model's) */
+const char *load_policy_dir(const TrainOptions *o);
 /* The adapter the options ask for (a new one's shape, or --adapter's): 1 and *s, or 0 */
 int load_lora_spec(const TrainOptions *o, LoraSpec *s);
 /* A judge's model, frozen, in --precision: a reward model (reward != 0,

@@ -156,7 +156,7 @@ int state_save(const char *out, const Model *m, const AdamW *opt, const TrainSta
     return rc;
 }
 
-static int read_moments(const char *dir, AdamW *opt, char *err, size_t errlen) {
+int state_read_moments(const char *dir, AdamW *opt, char *err, size_t errlen) {
     char *path = ppa_path_join(dir, "optimizer.safetensors");
     StSet s;
     if (st_open(&s, path, err, errlen)) return free(path), -1;
@@ -255,7 +255,7 @@ static int parse_state(const char *path, const char *text, TrainState *st, char 
     return rc;
 }
 
-int state_load(const char *dir, AdamW *opt, TrainState *st, char *err, size_t errlen) {
+int state_read(const char *dir, TrainState *st, char *err, size_t errlen) {
     memset(st, 0, sizeof *st);
     char *path = ppa_path_join(dir, "ppa_state.json");
     char why[4400];
@@ -276,7 +276,11 @@ int state_load(const char *dir, AdamW *opt, TrainState *st, char *err, size_t er
     int rc = text ? 0 : ppa_fail(err, errlen, "%s: empty", path);
     if (!rc) text[n] = 0, rc = parse_state(path, text, st, err, errlen);
     free(text), free(path);
-    return rc ? rc : read_moments(dir, opt, err, errlen);
+    return rc;
+}
+
+int state_load(const char *dir, AdamW *opt, TrainState *st, char *err, size_t errlen) {
+    return state_read(dir, st, err, errlen) ? -1 : state_read_moments(dir, opt, err, errlen);
 }
 
 void state_free(TrainState *st) {

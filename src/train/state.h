@@ -37,6 +37,10 @@ int state_save(const char *out, const Model *m, const AdamW *opt, const TrainSta
  * epoch and cursor are whole numbers from 0 to 2^53 (else an error); whether
  * the cursor fits the data is train_run's check. */
 int state_load(const char *dir, AdamW *opt, TrainState *st, char *err, size_t errlen);
+/* state_load in two halves: the state file alone (before the model is loaded: its step plans the run), then the
+ * moments */
+int state_read(const char *dir, TrainState *st, char *err, size_t errlen);
+int state_read_moments(const char *dir, AdamW *opt, char *err, size_t errlen);
 void state_free(TrainState *st);
 
 /* Removes a folder and everything under it; 0 or -1 (errno). */

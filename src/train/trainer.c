@@ -80,6 +80,36 @@ static void progress(Progress *pr, long step, long total, const StepLog *s, doub
                     step_sec > 0 ? (double)s->tokens / step_sec : 0.0);
 }
 
+void train_tally_add(TrainTally *t, long step, double lr, double gnorm) {
+    if (!t->steps) t->first = step;
+    t->steps++;
+    if (!(lr > 0)) {
+        if (!t->lr0++) t->first_lr0 = step;
+    } else if (!(gnorm > 0)) {
+        if (!t->flat++) t->first_flat = step;
+    } else {
+        t->changed++;
+    }
+}
+
+/* appends "step 3 WHAT" or "4 steps WHAT (the first, step 3)" to buf, after "; " when it holds some */
+static void add_steps(char *buf, size_t n, long count, long first, const char *what) {
+    size_t at = strlen(buf);
+    if (count == 1) snprintf(buf + at, n - at, "%sstep %ld %s", at ? "; " : "", first, what);
+    else snprintf(buf + at, n - at, "%s%ld steps %s (the first, step %ld)", at ? "; " : "", count, what, first);
+}
+
+void train_tally_text(const TrainTally *t, char *buf, size_t n) {
+    char from[96] = "", why[256] = "";
+    if (t->first > 1 && t->steps == 1) snprintf(from, sizeof from, " (step %ld, resumed after step %ld)", t->first, t->first - 1);
+    else if (t->first > 1) snprintf(from, sizeof from, " (%ld to %ld, resumed after step %ld)", t->first,
+                                    t->first + t->steps - 1, t->first - 1);
+    if (t->lr0) add_steps(why, sizeof why, t->lr0, t->first_lr0, "had lr 0");
+    if (t->flat) add_steps(why, sizeof why, t->flat, t->first_flat, "had a zero gradient");
+    snprintf(buf, n, "%ld step%s%s, %ld changed the weights%s%s%s", t->steps, t->steps == 1 ? "" : "s", from, t->changed,
+             why[0] ? " (" : "", why, why[0] ? ")" : "");
+}
+
 /* Every rank's share of a step made whole on every rank: the gradients and the log's sums added up (each list
  * weighs 1/n of the step's lists on whichever rank it ran), the lambdas and list sizes gathered in list order. */
 static int combine(Model *m, StepLog *sl, long n, long mine, char *err, size_t errlen) {
@@ -379,6 +409,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             if (!model_train_engine(policy)) model_bf16_refresh(policy); /* the products' copy follows the masters */
             st->step++;
             last_lr = lr;
+            if (p->tally) train_tally_add(p->tally, st->step, lr, gnorm);
             double epoch = (double)st->epoch + (double)st->cursor / (double)train_data_lists(data);
             if (p->log && log_line(p->log, policy, st->step, epoch, &sl, lr, gnorm, timer_now() - ts, timer_now() - t0)) {
                 snprintf(err, errlen, "step %ld: cannot write the log %s: %s", st->step, p->log_path ? p->log_path : "",

@@ -25,6 +25,22 @@ long train_data_lists(const TrainData *d); /* lists per epoch */
  * their labels and (ref != NULL) reference log-probs; valid until the next call. */
 void train_data_take(TrainData *d, long epoch, long cursor, int n, const RefCache *ref, MicroLists *out);
 
+/* What a run's optimizer steps did to the weights, for its last line. A step counts as changing them when its
+ * learning rate was above 0 and its gradient norm above 0 (the norm is finite, or the run stopped): at lr 0 AdamW
+ * leaves every weight exactly as it was on every engine (its step size and decay are 0), and with a zero gradient
+ * only the moments of earlier steps or weight decay could move them. */
+typedef struct {
+    long first;               /* the run's first step (1-based; a resumed run's is after its checkpoint) */
+    long steps, changed;      /* this run's steps, and those that changed the weights */
+    long lr0, first_lr0;      /* steps at learning rate 0 (warm-up starts at 0), and the first of them */
+    long flat, first_flat;    /* steps with a zero gradient (lr > 0), and the first */
+} TrainTally;
+
+/* counts step `step` (1-based), taken at learning rate lr with gradient norm gnorm */
+void train_tally_add(TrainTally *t, long step, double lr, double gnorm);
+/* "12 steps, 11 changed the weights (step 1 had lr 0)"; a resumed run's first step is named */
+void train_tally_text(const TrainTally *t, char *buf, size_t n);
+
 typedef struct {
     ScoreSpec score;
     long total_steps, warmup_steps, batch_size; /* lists per step */
@@ -46,6 +62,7 @@ typedef struct {
     void *eval_ctx;
     long eval_every;
     int zero; /* ZeRO stage 1 over the MPI ranks: opt holds this rank's share (trainer_zero_share) only */
+    TrainTally *tally; /* may be NULL: counts what this run's steps did to the weights */
 } TrainPlan;
 
 /* [*lo, *hi): the parameters whose AdamW state this rank keeps under ZeRO-1 (all of them in one process) */
