@@ -86,28 +86,28 @@ small=(--data "$tmp/lists.jsonl" --list-size 4 --batch-size 4 --micro-batch 4 --
 
 # -- train (and its checkpoint), reward, a LoRA train and its merge, sft, init
 "$ppa" train --model "$in" "${small[@]}" --max-steps 2 --save-every 1 --out "$tmp/t" > /dev/null 2> "$tmp/err"
-expect "train exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "train exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 same_folder train "$tmp/t"
 same_folder "train's checkpoint" "$tmp/t/checkpoint-1"
 "$ppa" reward --model "$in" "${small[@]}" --max-steps 1 --out "$tmp/r" > /dev/null 2> "$tmp/err"
-expect "reward exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "reward exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 same_folder reward "$tmp/r"
 "$ppa" train --model "$in" "${small[@]}" --max-steps 1 --lora-r 2 --out "$tmp/a" > /dev/null 2> "$tmp/err"
-expect "a LoRA train exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "a LoRA train exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 same_folder "the LoRA adapter (PEFT's: no generation_config.json)" "$tmp/a" adapter
 "$ppa" merge --model "$in" --adapter "$tmp/a" --out "$tmp/mg" > /dev/null 2> "$tmp/err"
-expect "merge exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "merge exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 same_folder merge "$tmp/mg"
 echo '{"prompt": "abc", "responses": ["abd"]}' > "$tmp/sft.jsonl"
 "$ppa" sft --model "$in" --data "$tmp/sft.jsonl" --max-steps 1 --batch-size 1 --micro-batch 1 --lr 0.01 --out "$tmp/s" \
   > /dev/null 2> "$tmp/err"
-expect "sft exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "sft exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 same_folder sft "$tmp/s"
 "$ppa" init --config "$in/config.json" --tokenizer "$in" --out "$tmp/i" > /dev/null 2> "$tmp/err"
-expect "init from the folder exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "init from the folder exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 same_folder "init --tokenizer FOLDER" "$tmp/i"
 "$ppa" init --config "$in/config.json" --tokenizer "$in/tokenizer.json" --out "$tmp/i2" > /dev/null 2> "$tmp/err"
-expect "init from the folder's tokenizer.json exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "init from the folder's tokenizer.json exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 same_folder "init --tokenizer FOLDER/tokenizer.json (the files beside it, where ppa reads them)" "$tmp/i2"
 
 # -- no generation_config.json in the input: ppa's minimal one, of config.json's ids
@@ -127,7 +127,7 @@ done
 cp -r "$in" "$tmp/linked"
 ln -sf "$in/chat_template.jinja" "$tmp/linked/chat_template.jinja"
 "$ppa" init --config "$in/config.json" --tokenizer "$tmp/linked" --out "$tmp/l" > /dev/null 2> "$tmp/err"
-expect "a linked chat_template.jinja: init exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "a linked chat_template.jinja: init exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 expect "the copy is a regular file, not a link" test -f "$tmp/l/chat_template.jinja" -a ! -L "$tmp/l/chat_template.jinja"
 expect "with the link's bytes" cmp -s "$in/chat_template.jinja" "$tmp/l/chat_template.jinja"
 

@@ -18,7 +18,7 @@ common=(--model "$tmp/m" --data "$tmp/lists.jsonl" --template none --beta 0.5 --
 
 # -- training in bf16: zero rewards at step 1, the options record, exact resume
 "$ppa" train "${common[@]}" --precision bf16 --out "$tmp/a" --save-every 3 > /dev/null 2> "$tmp/err"
-expect "train --precision bf16 exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "train --precision bf16 exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 expect "the run says it multiplies in bf16, and on what" grep -Eq "bf16 products: (oneDNN|builtin C kernel \((sanitizer build|PPA_BF16=builtin))" "$tmp/err"
 expect "step 1 in bf16: policy = reference, every reward exactly 0" \
   grep -q '^{"step": 1, .*"reward": 0, "margin": 0, "accuracy": 0' "$tmp/a/train_log.jsonl"
@@ -27,7 +27,7 @@ expect "the state names both kernel families" grep -Eq '"gemm_kernel":[[:space:]
 "$ppa" train "${common[@]}" --precision bf16 --out "$tmp/b" --save-every 3 --max-steps 3 > /dev/null 2>&1
 rm -rf "$tmp/b/model.safetensors" "$tmp/b/config.json"
 "$ppa" train "${common[@]}" --precision bf16 --out "$tmp/b" --save-every 3 --resume "$tmp/a/checkpoint-3" > /dev/null 2> "$tmp/err"
-expect "bf16 resume exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "bf16 resume exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 expect "bf16: 3 steps + resume + 3 steps = 6 steps, byte-identical weights" cmp -s "$tmp/a/model.safetensors" "$tmp/b/model.safetensors"
 "$ppa" train "${common[@]}" --precision fp32 --out "$tmp/c" --resume "$tmp/a/checkpoint-3" > /dev/null 2> "$tmp/err"
 expect "resuming a bf16 run in fp32 is refused (other options)" test $? -eq 2
@@ -45,7 +45,7 @@ expect "bf16: gradient checkpointing trains to byte-identical weights" cmp -s "$
 # -- --low-memory: the same bytes as without, in both precisions and with checkpointing
 for p in fp32 bf16; do
   "$ppa" train "${common[@]}" --precision $p --out "$tmp/low_$p" --low-memory > /dev/null 2> "$tmp/err"
-  expect "train --low-memory ($p) exits 0 ($(tail -1 "$tmp/err"))" test $? -eq 0
+  st=$?; expect "train --low-memory ($p) exits 0 ($(tail -1 "$tmp/err"))" test $st -eq 0
 done
 expect "fp32: --low-memory trains to byte-identical weights" cmp -s "$tmp/f32/model.safetensors" "$tmp/low_fp32/model.safetensors"
 expect "bf16: --low-memory trains to byte-identical weights" cmp -s "$tmp/a/model.safetensors" "$tmp/low_bf16/model.safetensors"
@@ -56,7 +56,7 @@ expect "bf16: --low-memory with checkpointing, byte-identical weights" cmp -s "$
 "$ppa" score --model "$tmp/m" --data "$tmp/lists.jsonl" --template none --precision bf16 --out "$tmp/ref.bf16" > /dev/null 2>&1
 expect "score --precision bf16 writes a cache" test -s "$tmp/ref.bf16"
 "$ppa" train "${common[@]}" --precision bf16 --out "$tmp/rc" --ref-cache "$tmp/ref.bf16" --max-steps 2 > /dev/null 2> "$tmp/err"
-expect "train --precision bf16 uses score's bf16 cache ($(tail -1 "$tmp/err"))" test $? -eq 0
+st=$?; expect "train --precision bf16 uses score's bf16 cache ($(tail -1 "$tmp/err"))" test $st -eq 0
 expect "and its step 1 rewards are exactly 0" grep -q '^{"step": 1, .*"reward": 0, "margin": 0' "$tmp/rc/train_log.jsonl"
 "$ppa" train "${common[@]}" --out "$tmp/rc32" --ref-cache "$tmp/ref.bf16" --max-steps 2 > /dev/null 2> "$tmp/err"
 expect "an fp32 run refuses the bf16 cache" test $? -eq 2
@@ -89,7 +89,7 @@ expect "grad bf16: checkpointing gives byte-identical gradients" cmp -s "$tmp/g.
 for i in $(seq 1 16); do echo '{"text": "the cat sat on the mat and the dog sat on the log"}'; done > "$tmp/sft.jsonl"
 "$ppa" sft --model "$tmp/m" --data "$tmp/sft.jsonl" --out "$tmp/sft" --template none --max-steps 12 --batch-size 4 \
   --micro-batch 2 --lr 0.01 --precision bf16 > "$tmp/log" 2> "$tmp/err"
-expect "sft --precision bf16 exits 0 ($(tail -1 "$tmp/err"))" test $? -eq 0
+st=$?; expect "sft --precision bf16 exits 0 ($(tail -1 "$tmp/err"))" test $st -eq 0
 first=$(grep -o '"loss": [0-9.e+-]*' "$tmp/log" | head -1 | sed 's/.*: //')
 last=$(grep -o '"loss": [0-9.e+-]*' "$tmp/log" | tail -1 | sed 's/.*: //')
 expect "sft bf16: the loss falls ($first -> $last)" awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.7 * a) }'
@@ -108,7 +108,7 @@ per_device_train_batch_size: 2
 gradient_accumulation_steps: 1
 Y
 "$ppa" train --config "$tmp/r.yaml" --template none --list-size 4 > /dev/null 2> "$tmp/err"
-expect "a recipe with bf16: true trains ($(tail -1 "$tmp/err"))" test $? -eq 0
+st=$?; expect "a recipe with bf16: true trains ($(tail -1 "$tmp/err"))" test $st -eq 0
 expect "bf16: true is --precision bf16, from the recipe's line" \
   grep -q '"precision":"bf16".*"precision":"[^"]*r.yaml:5 bf16"' "$tmp/recipe/train_options.json"
 expect "gradient_checkpointing: true is honoured" grep -q '"gradient_checkpointing":true' "$tmp/recipe/train_options.json"
@@ -156,7 +156,7 @@ for isa in simd scalar; do
     --model "$tmp/wide/m" --data "$tmp/wide/lists.jsonl" --template none --beta 0.5 --list-size 4 --batch-size 4 \
     --micro-batch 2 --lr 0.01 --max-steps 2 --seed 3 --objective ppa --precision bf16 --out "$tmp/isa_$isa" \
     > /dev/null 2> "$tmp/err"
-  expect "built-in bf16 training, $isa loops, exits 0 ($(tail -1 "$tmp/err"))" test $? -eq 0
+  st=$?; expect "built-in bf16 training, $isa loops, exits 0 ($(tail -1 "$tmp/err"))" test $st -eq 0
 done
 expect "the built-in kernel's SIMD and portable loops give the same weights, byte for byte" \
   cmp -s "$tmp/isa_simd/model.safetensors" "$tmp/isa_scalar/model.safetensors"

@@ -105,6 +105,6 @@ expect "the README names make demo and make test" sh -c "echo '$targets' | grep 
 for t in $targets; do
   [ "$t" = "(all)" ] && t=""
   (cd "$root" && env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -n ${t:+"$t"} > /dev/null 2> "$tmp/make.err")
-  expect "make -n ${t:-(all)}: the target exists and its recipe parses ($(tail -1 "$tmp/make.err"))" test $? -eq 0
+  st=$?; expect "make -n ${t:-(all)}: the target exists and its recipe parses ($(tail -1 "$tmp/make.err"))" test $st -eq 0
 done
 report

@@ -19,7 +19,7 @@ common=(--model "$tmp/m" --data "$tmp/lists.jsonl" --template none --beta 0.5 --
 
 # -- a run: model folder, checkpoint, log
 "$ppa" train "${common[@]}" --out "$tmp/a" --objective ppa --save-every 3 > "$tmp/out" 2> "$tmp/err"
-expect "ppa train exits 0 ($(tail -3 "$tmp/err"))" test $? -eq 0
+st=$?; expect "ppa train exits 0 ($(tail -3 "$tmp/err"))" test $st -eq 0
 expect "writes a model folder" test -s "$tmp/a/model.safetensors" -a -s "$tmp/a/config.json" -a -s "$tmp/a/tokenizer.json"
 "$ppa" inspect "$tmp/a" > "$tmp/out" 2>&1
 expect "the model folder checks out" grep -q "the tensors match config.json" "$tmp/out"
@@ -43,7 +43,7 @@ expect "the same run twice: byte-identical weights" cmp -s "$tmp/a/model.safeten
 expect "the same run twice: identical log lines" cmp -s <(untimed "$tmp/a/train_log.jsonl") <(untimed "$tmp/a2/train_log.jsonl")
 mkdir "$tmp/b" && cp -r "$tmp/a/checkpoint-3" "$tmp/b/"
 "$ppa" train "${common[@]}" --out "$tmp/b" --objective ppa --save-every 3 --resume "$tmp/b/checkpoint-3" > /dev/null 2> "$tmp/err"
-expect "resume exits 0 ($(tail -2 "$tmp/err"))" test $? -eq 0
+st=$?; expect "resume exits 0 ($(tail -2 "$tmp/err"))" test $st -eq 0
 expect "resume says where it continues" grep -q "resuming at step 3" "$tmp/err"
 expect "3 steps + resume + 3 steps = 6 steps: byte-identical weights" cmp -s "$tmp/a/model.safetensors" "$tmp/b/model.safetensors"
 expect "... and the same log lines" cmp -s <(untimed "$tmp/a/train_log.jsonl" | tail -3) <(untimed "$tmp/b/train_log.jsonl")
@@ -86,7 +86,7 @@ expect "ppa score never overwrites a cache" test $? -eq 2
 
 # -- ppa eval
 "$ppa" eval --model "$tmp/a" --ref "$tmp/m" --data "$tmp/lists.jsonl" --template none --beta 0.5 > "$tmp/eval" 2> "$tmp/err"
-expect "ppa eval exits 0 ($(cat "$tmp/err"))" test $? -eq 0
+st=$?; expect "ppa eval exits 0 ($(cat "$tmp/err"))" test $st -eq 0
 for key in ranking_accuracy ndcg likelihood_ranking_accuracy rank_flips_gained rank_flips_lost lists; do
   expect "ppa eval prints \"$key\"" grep -q "\"$key\": " "$tmp/eval"
 done
@@ -99,7 +99,7 @@ expect "eval counts the rows left after filtering (21 of 24)" grep -q "\"lists\"
 # -- held-out evaluation during training: every N steps and at the end, the numbers of ppa eval
 head -18 "$tmp/lists.jsonl" > "$tmp/train18.jsonl"; tail -6 "$tmp/lists.jsonl" > "$tmp/held.jsonl"
 "$ppa" train "${common[@]}" --data "$tmp/train18.jsonl" --eval-data "$tmp/held.jsonl" --eval-every 4 --out "$tmp/ev" > /dev/null 2> "$tmp/err"
-expect "--eval-data trains ($(tail -1 "$tmp/err"))" test $? -eq 0
+st=$?; expect "--eval-data trains ($(tail -1 "$tmp/err"))" test $st -eq 0
 expect "held-out lines at steps 4 and 6 (the end)" test "$(grep -c '"eval": {' "$tmp/ev/train_log.jsonl")" -eq 2 -a "$(grep -c '^{"step": [46], "eval"' "$tmp/ev/train_log.jsonl")" -eq 2
 expect "a held-out summary on stderr" grep -q "held-out at step 6: ranking accuracy" "$tmp/err"
 "$ppa" eval --model "$tmp/ev" --ref "$tmp/m" --data "$tmp/held.jsonl" --template none --beta 0.5 > "$tmp/eval_ev" 2> /dev/null
@@ -121,7 +121,7 @@ expect "rows whose labels are all equal are dropped and counted" grep -q "droppe
 # -- every objective by name, one-word changes
 for obj in $("$ppa" train --list-objectives); do
   "$ppa" train "${common[@]}" --max-steps 2 --objective "$obj" --out "$tmp/o_$obj" > /dev/null 2> "$tmp/err"
-  expect "objective $obj trains ($(tail -1 "$tmp/err"))" test $? -eq 0 -a -s "$tmp/o_$obj/model.safetensors"
+  st=$?; expect "objective $obj trains ($(tail -1 "$tmp/err"))" test $st -eq 0 -a -s "$tmp/o_$obj/model.safetensors"
 done
 expect "simpo needs no reference" test ! -e "$tmp/o_simpo/reference.cache"
 "$ppa" train "${common[@]}" --max-steps 1 --objective nope --out "$tmp/f" > /dev/null 2> "$tmp/err"
@@ -151,7 +151,7 @@ max_steps: 6
 seed: 3
 Y
 "$ppa" train --config "$tmp/recipe.yaml" --model "$tmp/m" --data "$tmp/lists.jsonl" --template none --out "$tmp/y" > /dev/null 2> "$tmp/err"
-expect "a YAML recipe trains ($(tail -1 "$tmp/err"))" test $? -eq 0
+st=$?; expect "a YAML recipe trains ($(tail -1 "$tmp/err"))" test $st -eq 0
 expect "the recipe gives the same run as the flags" cmp -s "$tmp/a/model.safetensors" "$tmp/y/model.safetensors"
 echo "learning_rte: 0.1" >> "$tmp/recipe.yaml"
 "$ppa" train --config "$tmp/recipe.yaml" --model "$tmp/m" --data "$tmp/lists.jsonl" --out "$tmp/y2" > /dev/null 2> "$tmp/err"
