@@ -186,7 +186,7 @@ static Entry *entry_get(int transA, int transB, int M, int N, int K, int lda, in
  * what oneDNN packs B for at a time on its own (AMX: 4 blocks of 64 rows; AVX512: a block of at most 256), so
  * products of many rows pack no more than before; a product of fewer rows computes 256 (decoding batches up to 256
  * sequences, cmd_generate.c). The products that sum over the batch's rows (dW = dY^T X) keep oneDNN's own shape. */
-#define ROW_BLOCK 256
+#define ROW_BLOCK GEMM_BF16_ROW_BLOCK
 
 /* grows *p to hold n bytes, zeroed when new (the padding rows of a last block are zeros) */
 static void grow(void **p, size_t *have, size_t n) {

@@ -40,6 +40,10 @@
 
 #include "kernels/bf16.h"
 
+/* The rows of one oneDNN product in the row patterns (gemm_bf16.c): callers that choose their own row counts (the LM
+ * head's chunks) take multiples of it, so that no product pads rows it could have computed. */
+#define GEMM_BF16_ROW_BLOCK 256
+
 /* 0 when bf16 products can run here; otherwise -1 and why (no AVX512-BF16,
  * no libdnnl.so.2, a failed self-check), with what to do about it. */
 int gemm_bf16_ready(char *err, size_t errlen);

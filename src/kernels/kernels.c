@@ -9,6 +9,7 @@
 #include "core/common.h"
 #include "kernels/attn_bf16.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_bf16.h"
 #include "kernels/matmul.h"
 
 #define LMHEAD_LOGITS (32L << 20) /* floats of logits per LM-head chunk (128 MB) */
@@ -392,6 +393,7 @@ void lmhead_set_chunk_rows(int rows) { g_chunk_rows = rows > 0 ? rows : 0; }
 int lmhead_chunk(int n, int V) {
     long c = g_chunk_rows ? g_chunk_rows : LMHEAD_LOGITS / V;
     c = c < 64 && !g_chunk_rows ? 64 : c;
+    if (!g_chunk_rows && c > GEMM_BF16_ROW_BLOCK) c = c / GEMM_BF16_ROW_BLOCK * GEMM_BF16_ROW_BLOCK; /* whole row blocks */
     return (int)(n < c ? (n > 0 ? n : 1) : c);
 }
 
