@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_bf16.h"
 #include "train/trainer.h"
@@ -95,7 +96,8 @@ int load_lora_spec(const TrainOptions *o, LoraSpec *s) {
     char err[4096];
     const char *who = options_command_name(o->cmd);
     if (o->adapter) {
-        if (adapter_read_spec(o->adapter, s, err, sizeof err)) ppa_die(2, "%s: --adapter: %s", who, err);
+        if (file_refuse_hub_id(o->adapter, err, sizeof err) || adapter_read_spec(o->adapter, s, err, sizeof err))
+            ppa_die(2, "%s: --adapter: %s", who, err);
         return 1;
     }
     if (!options_takes(o->cmd, TOPT_LORA_R) || o->lora_r <= 0) return 0;
