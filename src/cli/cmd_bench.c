@@ -204,7 +204,7 @@ static int bench_tokenize(int argc, char **argv) {
     long size = ftell(f);
     fseek(f, 0, SEEK_SET);
     char *text = xmalloc((size_t)size + 1);
-    if (size < 0 || fread(text, 1, (size_t)size, f) != (size_t)size) ppa_die(2, "bench tokenize: cannot read %s", xpath);
+    if (size < 0 || fread(text, 1, (size_t)size, f) != (size_t)size) ppa_die(1, "bench tokenize: cannot read %s", xpath);
     fclose(f);
     long tokens, bytes;
     double cold = tokenize_pass(tok, text, (size_t)size, &tokens, &bytes);

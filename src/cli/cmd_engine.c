@@ -150,8 +150,9 @@ int cmd_logprobs(int argc, char **argv) {
             rows[r - r0] = (Row){x->prompt_len, x->prompt, x->n_resp, x->resp_len, (const int *const *)x->resp};
         }
         char err[4096];
-        if (model_forward_rows(L.model, rows, r1 - r0, lp, nt, err, sizeof err)) /* the CPU, or the GPU attached */
-            progress_break(&pr), ppa_die(2, "logprobs: rows %d..%d: %s", r0 + 1, r1, err);
+        /* the CPU, or the GPU attached: a GPU's failure is a runtime one, the CPU's refusal of a batch too large not */
+        if (model_forward_rows(L.model, rows, r1 - r0, lp, nt, err, sizeof err))
+            progress_break(&pr), ppa_die(model_forward_engine(L.model) ? 1 : 2, "logprobs: rows %d..%d: %s", r0 + 1, r1, err);
         free(rows);
         char bad[512];
         if (first_nonfinite_logp(L.model, &L.data, r0, r1, lp, o.data, bad, sizeof bad)) { /* JSON has no NaN: refuse to print one */

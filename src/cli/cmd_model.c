@@ -13,6 +13,7 @@
 #include "hf/carry.h"
 #include "hf/checkpoint.h"
 #include "hf/merge.h"
+#include "io/file.h"
 #include "options/argv.h"
 #include "template/template.h"
 
@@ -82,7 +83,8 @@ int cmd_merge(int argc, char **argv) {
     }
     if (!model || !adapter || !out)
         ppa_die(2, "merge: %s is required", !model ? "--model BASE" : !adapter ? "--adapter ADAPTER" : "--out DIR");
-    if (adapter_merge_folder(model, adapter, out, dtype, err, sizeof err)) ppa_die(2, "merge: %s", err);
+    if (file_refuse_hub_id(adapter, err, sizeof err) || adapter_merge_folder(model, adapter, out, dtype, err, sizeof err))
+        ppa_die(2, "merge: %s", err); /* also when writing OUT fails: the folder writer does not tell it from a refusal */
     fprintf(stderr, "ppa merge: wrote %s (%s + %s, %s)\n", out, model, adapter, st_dtype_name(dtype));
     return 0;
 }

@@ -36,6 +36,15 @@ static void join_nccl(const TrainOptions *o, GpuTrain *t) {
                 joined < R && why[0] ? ": " : "", joined < R ? why : "");
 }
 
+/* why the GPU engine did not take the model: a shape it cannot run is a refused configuration (2), anything else a
+ * device failure (1: its memory, the upload); m is freed */
+static int device_status(Model *m) {
+    char why[256];
+    int refused = gpu_config_refusal(model_config(m), why, sizeof why) != NULL;
+    model_free(m);
+    return refused ? 2 : 1;
+}
+
 static void train_on_device(const TrainOptions *o, Model *m, int trains) {
     if (o->device != DEVICE_CUDA) return;
     char err[4096];
@@ -45,8 +54,7 @@ static void train_on_device(const TrainOptions *o, Model *m, int trains) {
     GpuTrain *t = gpu_train_new(device_cuda_api(), m, model_precision(m), o->gradient_checkpointing,
                                 zero ? &share : NULL, err, sizeof err);
     if (!t) {
-        model_free(m);
-        ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);
+        ppa_die(device_status(m), "%s: --device cuda: %s", options_command_name(o->cmd), err);
     }
     if (trains) join_nccl(o, t);
     ForwardEngine e = gpu_train_engine(t, device_cuda_name());
@@ -62,8 +70,7 @@ void load_on_device(const TrainOptions *o, Model *m) {
     char err[4096];
     GpuModel *g = gpu_model_new(device_cuda_api(), m, model_precision(m), err, sizeof err);
     if (!g) {
-        model_free(m);
-        ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);
+        ppa_die(device_status(m), "%s: --device cuda: %s", options_command_name(o->cmd), err);
     }
     ForwardEngine e = gpu_model_engine(g, device_cuda_name());
     model_set_forward_engine(m, &e);
