@@ -35,15 +35,16 @@ static const struct {
 };
 
 static void usage(FILE *f) {
+    /* the grammar and the exit statuses before the list: the list ends the text (tests/test_readme.sh reads it) */
     fprintf(f, "ppa %s: listwise preference alignment (Permutative Preference Alignment)\n\n"
-               "usage: ppa <command> [options]     ppa <command> --help\n\ncommands:\n",
+               "usage: ppa <command> [options]     ppa <command> --help\n"
+               "options are long: --opt value or --opt=value, or an unambiguous prefix (--epoch for --epochs)\n"
+               "exit status: 0 done; 2 a usage or input error (a bad option or value, a bad or missing input file or\n"
+               "folder, a refused configuration); 1 a runtime failure (writing the output, out of memory, the GPU,\n"
+               "an MPI collective); 70 an internal error (a bug). docs/cli.md has the details.\n\ncommands:\n",
             PPA_VERSION);
     for (size_t i = 0; i < PPA_ARRAY_LEN(COMMANDS); i++) fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
     fprintf(f, "  %-8s %s\n", "help", "this text");
-    fprintf(f, "\noptions are long: --opt value or --opt=value, or an unambiguous prefix (--epoch for --epochs)\n"
-               "exit status: 0 done; 2 a usage or input error (a bad option or value, a bad or missing input file or\n"
-               "folder, a refused configuration); 1 a runtime failure (writing the output, out of memory, the GPU,\n"
-               "an MPI collective); 70 an internal error (a bug). docs/cli.md has the details.\n");
 }
 
 int main(int argc, char **argv) {
