@@ -77,7 +77,7 @@ for s in "${shapes[@]}"; do
     hf make "$s" "$dir" "$prompts" "$n"
     status=$?
     # no transformers (the dry run here): the prompts and a config are written, ppa init writes the folder
-    [ $status -eq 3 ] && "$ppa" init --config "$dir.config.json" --out "$dir" --seed 1 --dtype bf16 > /dev/null &&
+    [ $status -eq 3 ] && "$ppa" init --config "$dir.config.json" --out "$dir" --seed 1 --save-dtype bf16 > /dev/null &&
       status=0
     [ $status -ne 0 ] && { echo "gpu_generate: $s: no model folder"; continue; }
   fi

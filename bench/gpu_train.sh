@@ -82,7 +82,7 @@ for s in "${shapes[@]}"; do
     hf make "$s" "$dir" "$rows" "$n"
     status=$?
     # no transformers (the dry run here): the rows and a config are written, ppa init writes the folder
-    [ $status -eq 3 ] && "$ppa" init --config "$dir.config.json" --out "$dir" --seed 1 --dtype bf16 && status=0
+    [ $status -eq 3 ] && "$ppa" init --config "$dir.config.json" --out "$dir" --seed 1 --save-dtype bf16 && status=0
     [ $status -ne 0 ] && { echo "gpu_train: $s: no model folder"; continue; }
   fi
 

@@ -40,7 +40,7 @@ for m in $models; do
   d=$tmp/$m
   mkdir -p "$d"
   echo "== $m: $cfg ${init[*]} (${DTYPE:-f32} folder)"
-  "$ppa" init --config "$cfg" --out "$d/model" --seed "${SEED:-1}" --dtype "${DTYPE:-f32}" "${init[@]}" >/dev/null
+  "$ppa" init --config "$cfg" --out "$d/model" --seed "${SEED:-1}" --save-dtype "${DTYPE:-f32}" "${init[@]}" >/dev/null
   $py bench/bf16_accuracy.py --make-rows "$d/rows.jsonl" --config "$cfg" --n-rows "${ROWS:-16}" --k "${K:-4}" \
     --prompt-len "${PROMPT_LEN:-32}" --response-len "${RESPONSE_LEN:-64}" --seed "${SEED:-1}"
   opts=()

@@ -21,7 +21,7 @@
 #       already run, exceeds 85% of MemAvailable is skipped, so a full batch that does not fit is never started),
 #       CORETYPE=<OPENBLAS_CORETYPE for PyTorch; default from /proc/cpuinfo as in run_step.sh; empty: unset>,
 #       OUT=<file for the JSON lines>, BIG="mistral llama" (default none), BIG_DIR=/tmp/lorabench (the folders
-#       mistral_7b and llama3_1_8b written by `ppa init --config bench/configs/<name>.json --out DIR --dtype bf16`),
+#       mistral_7b and llama3_1_8b written by `ppa init --config bench/configs/<name>.json --out DIR --save-dtype bf16`),
 #       BIG_STEPS=1
 # Smoke test: CONFIGS=llama_50m K=4 PROMPT_LEN=16 RESPONSE_LEN=16 STEPS=1 TORCH_MB="2 4" bench/run_lora.sh
 set -euo pipefail
@@ -149,7 +149,7 @@ for b in $big; do
   esac
   dir=$big_dir/$name
   if [ ! -f "$dir/config.json" ]; then
-    echo "bench: $dir has no model: $ppa init --config bench/configs/$name.json --out $dir --dtype bf16" >&2
+    echo "bench: $dir has no model: $ppa init --config bench/configs/$name.json --out $dir --save-dtype bf16" >&2
     continue
   fi
   if [ $have_ppa = 0 ]; then continue; fi

@@ -50,7 +50,7 @@ for cfg in $configs; do
   [ "$cfg" = llama3_8b_rm ] && n=${LISTS_8B:-1}
   dir=$work/$cfg
   if [ ! -f "$dir/config.json" ]; then
-    "$ppa" init --config "bench/configs/$cfg.json" --out "$dir" --dtype bf16 --seed 1 > /dev/null
+    "$ppa" init --config "bench/configs/$cfg.json" --out "$dir" --save-dtype bf16 --seed 1 > /dev/null
   fi
   rows "$n" $K $P $R 1 > "$tmp/shared.jsonl"
   rows "$n" $K $P $R 0 > "$tmp/separate.jsonl"

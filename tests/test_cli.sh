@@ -162,4 +162,78 @@ expect "named templates without a default are refused" grep -q 'chat_template li
 "$ppa" logprobs --model "$tmp/j" --data "$tmp/rows.jsonl" --template none > "$tmp/out" 2> "$tmp/err"
 expect "--template NAME still uses ppa's own template" test $? -eq 0 -a "$(wc -l < "$tmp/out")" -eq 2
 
+# -- one grammar for every command (options/argv.h) and the exit statuses (docs/cli.md)
+"$ppa" trian > /dev/null 2> "$tmp/err"
+expect "ppa trian exits 2" test $? -eq 2
+expect "... with did you mean 'train'" grep -q "unknown command 'trian' (did you mean 'train'?" "$tmp/err"
+expect "ppa help documents the exit statuses" sh -c "'$ppa' help | grep -q '^exit status: 0 done; 2 a usage or input error'"
+hint() { # hint DESCRIPTION EXPECTED ARGS...: exit 2 and the message
+  local d=$1 want=$2; shift 2
+  "$ppa" "$@" < /dev/null > /dev/null 2> "$tmp/err"
+  local st=$?
+  if [ $st -eq 2 ] && grep -qF -- "$want" "$tmp/err"; then ok; else bad "$d (status $st: $(cat "$tmp/err"))"; fi
+}
+hint "--loss_type sigmoid names ppa's objective" "unknown option '--loss_type' (did you mean '--objective dpo_all_pairs'? loss_type sigmoid is ppa's dpo_all_pairs)" train --loss_type sigmoid
+hint "--loss-type=ipo too" "(did you mean '--objective ipo'?" train --model m --loss-type=ipo
+hint "--loss_type of TRL's that ppa lacks: the list" "ppa has no objective for loss_type robust; \`ppa train --list-objectives\` lists ppa's" train --loss_type robust
+hint "--loss_type without a value: the mapping" "TRL's loss types in ppa: sigmoid -> dpo_all_pairs, hinge -> hinge, ipo -> ipo" train --loss_type
+hint "--bf16" "unknown option '--bf16' (did you mean '--precision bf16'?" train --bf16
+hint "--report_to" "ppa reports to no service such as wandb or tensorboard: it writes each step's metrics as JSON Lines to --log FILE" train --report_to wandb
+hint "--report-to" "unknown option '--report-to' (ppa reports to no service" reward --report-to none
+hint "--lora_target_modules" "unknown option '--lora_target_modules' (did you mean '--lora-targets'?" train --lora_target_modules q_proj
+hint "--lora-target-modules" "(did you mean '--lora-targets'?" sft --lora-target-modules q_proj
+hint "ppa merge --dtype bf16: --save-dtype" "merge: unknown option '--dtype' (did you mean '--save-dtype'? --dtype is its former name)" merge --dtype bf16
+hint "ppa init --dtype too" "init: unknown option '--dtype' (did you mean '--save-dtype'?" init --dtype bf16
+same_message() { # same_message DESCRIPTION "CMD..." ARGS...: each command says what train says, but for its name
+  local d=$1 cmds=$2 cmd want got st; shift 2
+  "$ppa" train "$@" < /dev/null > /dev/null 2> "$tmp/err"
+  want=$(sed 's/train/CMD/g' "$tmp/err")
+  for cmd in $cmds; do
+    "$ppa" ${cmd/_/ } "$@" < /dev/null > /dev/null 2> "$tmp/err"
+    st=$?
+    got=$(sed "s/${cmd/_/ }/CMD/g" "$tmp/err")
+    if [ $st -eq 2 ] && [ "$got" = "$want" ] && [ -n "$want" ]; then ok; else bad "$d: ppa $cmd $*: '$got' (status $st), train: '$want'"; fi
+  done
+}
+same_message "an unknown option" "merge loss tokenize init inspect demo bench_loss" --bogus
+same_message "a value given to --help" "merge loss tokenize init demo bench_loss" --help=1
+same_message "a stray argument" "merge loss tokenize init demo bench_loss" stray
+same_message "a misspelt option" "merge init" --outt x
+same_message "a value missing" "merge init" --out
+for cmd in loss tokenize; do
+  "$ppa" $cmd --inptu x > /dev/null 2> "$tmp/err"
+  expect "$cmd: a misspelt option" grep -qxF "ppa: $cmd: unknown option '--inptu' (did you mean '--input'?)" "$tmp/err"
+  "$ppa" $cmd --input > /dev/null 2> "$tmp/err"
+  expect "$cmd: a value missing" grep -qxF "ppa: $cmd: --input needs a value" "$tmp/err"
+done
+"$ppa" tokenize --sk > /dev/null 2> "$tmp/err"
+expect "tokenize: an ambiguous prefix names the candidates" grep -qF "ppa: tokenize: ambiguous option '--sk': --skip-special-tokens, --skip-invalid" "$tmp/err"
+echo '{"text": "hi"}' | "$ppa" tokenize --tokenize "$tmp/m" > "$tmp/out"
+expect "tokenize: a unique prefix is the option" grep -q '"ids": \[104, 105\]' "$tmp/out"
+"$ppa" init --config "$tmp/config.json" --out "$tmp/notok" --seed 1 > /dev/null
+"$ppa" logprobs --model "$tmp/notok" --data "$tmp/rows.jsonl" > /dev/null 2> "$tmp/err"
+expect "no tokenizer.json: exit 2" test $? -eq 2
+expect "... naming the model folder and the missing file" grep -qF "the model folder $tmp/notok has no tokenizer.json (rows of token ids" "$tmp/err"
+abs_ppa=$(cd "$(dirname "$ppa")" && pwd)/$(basename "$ppa")
+(cd "$tmp" && "$abs_ppa" logprobs --model Qwen/Qwen2-0.5B --data rows.jsonl > /dev/null 2> err)
+expect "a Hub id for --model: exit 2" test $? -eq 2
+expect "... saying ppa reads local folders and how to get one" grep -qF "Qwen/Qwen2-0.5B: no such folder. ppa reads local Hugging Face folders, and Qwen/Qwen2-0.5B looks like a Hub id: download it first, e.g. \`huggingface-cli download Qwen/Qwen2-0.5B --local-dir Qwen2-0.5B\`" "$tmp/err"
+"$ppa" logprobs --model "$tmp/no-such/m" --data "$tmp/rows.jsonl" > /dev/null 2> "$tmp/err"
+expect "a missing folder that is no Hub id keeps its message" sh -c "grep -q 'no-such/m: cannot open: No such file or directory' '$tmp/err' && ! grep -q huggingface '$tmp/err'"
+# a runtime failure exits 1: the output cannot be written (/dev/full: every write fails with ENOSPC, a full disk)
+if [ -w /dev/full ]; then
+  "$ppa" loss --objective ppa --input "$tmp/good.jsonl" > /dev/full 2> "$tmp/err"
+  expect "loss: a full output exits 1" sh -c "test $? -eq 1 && grep -q 'error writing the output' '$tmp/err'"
+  echo '{"text": "hi"}' | "$ppa" tokenize --tokenizer "$tmp/m" > /dev/full 2> "$tmp/err"
+  expect "tokenize: a full output exits 1" sh -c "test $? -eq 1 && grep -q 'error writing the output' '$tmp/err'"
+  "$ppa" logprobs --model "$tmp/e" --data "$tmp/rows.jsonl" > /dev/full 2> "$tmp/err"
+  expect "logprobs: a full output exits 1" sh -c "test $? -eq 1 && grep -q 'error writing the output' '$tmp/err'"
+else
+  echo "SKIP $NAME: no writable /dev/full: the exit status 1 of a failed write is not checked"
+fi
+for cmd in loss tokenize logprobs; do
+  "$ppa" $cmd --frobnicate > /dev/null 2>&1
+  expect "$cmd: a usage error exits 2" test $? -eq 2
+done
+
 report

@@ -115,7 +115,7 @@ expect "an older checkpoint without the identity resumes with a note" grep -q "d
 
 # -- a write that fails stops the run
 "$ppa" train --model m "${T[@]}" --data D.jsonl --out f1 --log /dev/full > /dev/null 2> err.txt
-expect "train --log /dev/full: exit non-zero" test $? -ne 0
+expect "train --log /dev/full: exit 1 (a runtime failure)" test $? -eq 1
 expect "train --log /dev/full: names the file and why" grep -q "step 1: cannot write the log /dev/full: No space left" err.txt
 expect "train --log /dev/full: no model, no claim of a log" sh -c "test ! -e f1/config.json && ! grep -q 'wrote f1' err.txt"
 "$ppa" sft --model m --template none --data D.jsonl --out f2 --max-steps 2 > /dev/full 2> err.txt

@@ -114,25 +114,25 @@ expect "sft: no model and no nan in its log" sh -c "test ! -e '$tmp/sft_nan/conf
 # likely cause with its value), and is never saved: not as the final model, not as a checkpoint (--lr 1e10 is below
 # the bound of certain overflow, but on this model one step of 1e10 overflows float32)
 train --data "$tmp/good.jsonl" --out "$tmp/dv" --lr 1e10 --warmup-ratio 0 --max-steps 3 > /dev/null 2> "$tmp/err"
-expect "diverged at step 2: exit 2" test $? -eq 2
+expect "diverged at step 2: exit 1 (a runtime failure)" test $? -eq 1
 expect "... naming the step, the list and the non-finite log-prob" grep -q "step 2: the list of data line [0-9]*: response [0-9]*: the log-probability is not finite" "$tmp/err"
 expect "... the update that diverged and the likely cause with its value" grep -q "the model diverged in the update of step 1 (its weights are finite, their float32 products overflow); likely cause: the learning rate 1e+10" "$tmp/err"
 expect "... not blaming the data" sh -c "! grep -q 'NaN or Inf' '$tmp/err'"
 expect "... and no model" test ! -e "$tmp/dv/config.json" -a ! -e "$tmp/dv/model.safetensors"
 expect "... the log has the one step that ran" test "$(wc -l < "$tmp/dv/train_log.jsonl")" -eq 1
 train --data "$tmp/good.jsonl" --out "$tmp/dv1" --lr 1e10 --warmup-ratio 0 --max-steps 1 > /dev/null 2> "$tmp/err"
-expect "the last update diverged: exit 2" test $? -eq 2
+expect "the last update diverged: exit 1" test $? -eq 1
 expect "... found on the step's own lists after the update" grep -q "step 1: after its update, the list of data line [0-9]*: response [0-9]*: the log-probability is not finite.*likely cause: the learning rate 1e+10.*; nothing was saved" "$tmp/err"
 expect "... and the diverged model is not written" test ! -e "$tmp/dv1/config.json" -a ! -e "$tmp/dv1/model.safetensors"
 train --data "$tmp/good.jsonl" --out "$tmp/dvc" --lr 1e10 --warmup-ratio 0 --max-steps 3 --save-every 1 > /dev/null 2> "$tmp/err"
-expect "a diverged checkpoint is not written either" sh -c "test $? -eq 2 && ! ls -d '$tmp/dvc'/checkpoint-* > /dev/null 2>&1"
+expect "a diverged checkpoint is not written either" sh -c "test $? -eq 1 && ! ls -d '$tmp/dvc'/checkpoint-* > /dev/null 2>&1"
 train --data "$tmp/good.jsonl" --out "$tmp/dvl" --lr 0.01 --warmup-ratio 0 --max-steps 3 --lora-r 2 --lora-alpha 1e15 > /dev/null 2> "$tmp/err"
 expect "an adapter's extreme scale is named as the likely cause" grep -q "the model diverged in the update of step 1.*likely cause: the adapter's scale alpha / r = 5e+14" "$tmp/err"
 "$ppa" sft --model "$tmp/m" --data "$tmp/good.jsonl" --template none --out "$tmp/sdv" --lr 1e10 --warmup-ratio 0 --max-steps 3 --batch-size 2 > "$tmp/out" 2> "$tmp/err"
-expect "sft: diverged at step 2: exit 2" test $? -eq 2
+expect "sft: diverged at step 2: exit 1" test $? -eq 1
 expect "... naming the step, the update and the likely cause" grep -q "sft: step 2: the loss is not finite (.*nan): the model diverged in the update of step 1; likely cause: the learning rate 1e+10" "$tmp/err"
 "$ppa" sft --model "$tmp/m" --data "$tmp/good.jsonl" --template none --out "$tmp/sdv1" --lr 1e10 --warmup-ratio 0 --max-steps 1 --batch-size 2 > "$tmp/out" 2> "$tmp/err"
-expect "sft: the last update diverged: exit 2" test $? -eq 2
+expect "sft: the last update diverged: exit 1" test $? -eq 1
 expect "... found after the update" grep -q "sft: step 1: after its update the log-probabilities of its rows are not finite: the model diverged in that update; likely cause: the learning rate 1e+10" "$tmp/err"
 expect "sft: ... and no model" test ! -e "$tmp/sdv1/config.json" -a ! -e "$tmp/sdv/config.json"
 

@@ -3,7 +3,9 @@
  * exactly its own flags, requires its own inputs and starts from its own
  * defaults (sft), that --help lists exactly a command's flags with their
  * defaults, generate's one-letter and alias flags, and --collective-timeout
- * on the commands that run under several MPI ranks. `ppa train`'s own
+ * on the commands that run under several MPI ranks; the one parser
+ * (options/argv.h) on a command's small local table, with the same messages,
+ * and the hints for TRL / handbook names written as flags. `ppa train`'s own
  * rules are in test_train_options.c. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "options/argv.h"
 #include "options/options.h"
 
 static const OptCommand CMDS[] = {CMD_TRAIN, CMD_SFT, CMD_SCORE, CMD_EVAL, CMD_LOGPROBS, CMD_GRAD, CMD_GENERATE,
@@ -263,7 +266,101 @@ static void test_collective_timeout(void) {
     train_options_free(&o);
 }
 
+/* argv_next over a local table (as ppa merge's): the codes in order, or the first error's message in err */
+static int local_parse(const char *const *args, int *codes, const char **values, int max) {
+    enum { L_MODEL = 1, L_OUT, L_SWITCH, L_SAVE_DTYPE };
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, L_MODEL}, {"out", required_argument, NULL, L_OUT},
+        {"output-name", required_argument, NULL, L_OUT}, {"switch", no_argument, NULL, L_SWITCH},
+        {"save-dtype", required_argument, NULL, L_SAVE_DTYPE}, {0},
+    };
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = "merge";
+    while (args[argc - 1] && argc < 31) argv[argc] = (char *)args[argc - 1], argc++;
+    argv[argc] = NULL;
+    ArgvParser p;
+    argv_begin(&p, "merge", opts, NULL, argc, argv);
+    p.arguments = !strcmp(args[0], "ARGS"); /* a first argument "ARGS": bare arguments are taken */
+    int n = 0, c;
+    const char *v;
+    err[0] = 0;
+    while ((c = argv_next(&p, &v, err, sizeof err)) != ARGV_END && n < max) {
+        codes[n] = c, values[n++] = v;
+        if (c == ARGV_ERROR) break;
+    }
+    return n;
+}
+
+static void test_local_table(void) {
+    int c[8];
+    const char *v[8];
+    int n = local_parse((const char *[]){"--model", "m", "--out=o", "--switch", "--mod", "x", NULL}, c, v, 8);
+    CHECK(n == 4 && c[0] == 1 && !strcmp(v[0], "m") && c[1] == 2 && !strcmp(v[1], "o") && c[2] == 3 && !v[2] &&
+              c[3] == 1 && !strcmp(v[3], "x"),
+          "--opt value, --opt=value, a switch, a unique prefix: %d codes", n);
+    n = local_parse((const char *[]){"--help", NULL}, c, v, 8);
+    CHECK(n == 1 && c[0] == ARGV_HELP, "--help is every command's");
+    static const struct {
+        const char *args[4], *want;
+    } BAD[] = {
+        {{"--bogus", NULL}, "unknown option '--bogus' (see ppa merge --help)"},
+        {{"--modle", "m", NULL}, "unknown option '--modle' (did you mean '--model'?)"},
+        {{"--model", NULL}, "--model needs a value"},
+        {{"--switch=1", NULL}, "--switch takes no value"},
+        {{"--ou", "o", NULL}, "ambiguous option '--ou': --out, --output-name"},
+        {{"-model", "m", NULL}, "unknown option '-model' (did you mean '--model'? ppa uses long options only)"},
+        {{"-x", NULL}, "unknown option '-x' (ppa uses long options only: see ppa merge --help)"},
+        {{"extra", NULL}, "unexpected argument 'extra' (every input is given by a --flag)"},
+        {{"--", "extra", NULL}, "unexpected argument 'extra'"},
+        {{"--dtype", "bf16", NULL}, "unknown option '--dtype' (did you mean '--save-dtype'? --dtype is its former name)"},
+        {{"--learning-rate", "1", NULL}, "unknown option '--learning-rate' (see ppa merge --help)"}, /* no --lr here */
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        n = local_parse(BAD[i].args, c, v, 8);
+        CHECK(n >= 1 && c[n - 1] == ARGV_ERROR && strstr(err, BAD[i].want) == err, "%s: '%s', want '%s'", BAD[i].args[0],
+              err, BAD[i].want);
+    }
+    n = local_parse((const char *[]){"ARGS", "--model", "m", "--", "--out", NULL}, c, v, 8);
+    CHECK(n == 3 && c[0] == ARGV_ARGUMENT && !strcmp(v[0], "ARGS") && c[1] == 1 && c[2] == ARGV_ARGUMENT &&
+              !strcmp(v[2], "--out"),
+          "arguments, and after --: %d", n);
+}
+
+/* a TRL / handbook name written as a flag: the ppa flag it stands for, on the commands that take it */
+static void test_foreign_names(void) {
+    static const struct {
+        OptCommand cmd;
+        const char *flag, *value, *want;
+    } CASES[] = {
+        {CMD_TRAIN, "--loss_type", "sigmoid", "(did you mean '--objective dpo_all_pairs'? loss_type sigmoid is ppa's"},
+        {CMD_TRAIN, "--loss-type", "ipo", "(did you mean '--objective ipo'?"},
+        {CMD_GRAD, "--loss_type", "robust", "ppa has no objective for loss_type robust; `ppa grad --list-objectives`"},
+        {CMD_TRAIN, "--loss_type", NULL, "TRL's loss types in ppa: sigmoid -> dpo_all_pairs, hinge -> hinge, ipo -> ipo"},
+        {CMD_TRAIN, "--bf16", NULL, "(did you mean '--precision bf16'?"},
+        {CMD_SCORE, "--bf16", NULL, "(did you mean '--precision bf16'?"},
+        {CMD_TRAIN, "--report_to", "wandb", "JSON Lines to --log FILE (default OUT/train_log.jsonl)"},
+        {CMD_REWARD, "--report-to", "none", "JSON Lines to --log FILE"},
+        {CMD_TRAIN, "--lora_target_modules", "q_proj", "(did you mean '--lora-targets'?"},
+        {CMD_SFT, "--lora-target-modules", "q_proj", "(did you mean '--lora-targets'?"},
+        {CMD_TRAIN, "--num_train_epochs", "2", "(did you mean '--epochs'? num_train_epochs is a config-file key)"},
+        {CMD_SFT, "--report_to", "wandb", "(see ppa sft --help)"}, /* sft has no --log */
+        {CMD_SCORE, "--loss_type", "sigmoid", "(see ppa score --help)"}, /* score has no --objective */
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        TrainOptions o;
+        TrainOptionsStatus st = CASES[i].value ? parse(CASES[i].cmd, &o, CASES[i].flag, CASES[i].value, NULL)
+                                               : parse(CASES[i].cmd, &o, CASES[i].flag, NULL);
+        CHECK(st == TRAIN_OPTIONS_ERROR && strstr(err, "unknown option '") == err && strstr(err, CASES[i].want),
+              "%s %s %s: %s", options_command_name(CASES[i].cmd), CASES[i].flag, CASES[i].value ? CASES[i].value : "",
+              err);
+        train_options_free(&o);
+    }
+}
+
 int main(void) {
+    test_local_table();
+    test_foreign_names();
     test_collective_timeout();
     test_table();
     test_help();

@@ -1,7 +1,7 @@
 /* cmd_bench.c: `ppa bench loss`: forward + backward of an objective over many
  * random lists with every thread, median of repeated runs. bench/run_loss.sh
  * runs it next to the PyTorch script for the ratio. */
-#include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +16,13 @@
 #include "device/device.h"
 #include "core/common.h"
 #include "core/rng.h"
+#include "core/text.h"
 #include "core/timer.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_bf16.h"
 #include "model/model.h"
 #include "model/lora.h"
+#include "options/argv.h"
 #include "optim/optim.h"
 #include "tokenizer/tokenizer.h"
 
@@ -65,35 +67,47 @@ static double time_objective(PpaObjective obj, const PpaLossOptions *o, int B, i
     return med;
 }
 
+/* a whole-number value of a bench flag, or death naming it */
+static int int_value(const char *who, const char *flag, const char *v, long lo) {
+    long x;
+    char err[256];
+    if (argv_long(flag, v, lo, INT_MAX, &x, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
+    return (int)x;
+}
+
 static int bench_loss(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_LISTS, OPT_SIZE, OPT_REPEAT, OPT_THREADS, OPT_SEED, OPT_JSON };
-    struct option opts[16 + OBJECTIVE_OPT_COUNT] = {
-        {"help", no_argument, NULL, OPT_HELP},          {"lists", required_argument, NULL, OPT_LISTS},
-        {"size", required_argument, NULL, OPT_SIZE},    {"repeat", required_argument, NULL, OPT_REPEAT},
-        {"threads", required_argument, NULL, OPT_THREADS}, {"seed", required_argument, NULL, OPT_SEED},
-        {"json", no_argument, NULL, OPT_JSON},
+    enum { OPT_LISTS = 1, OPT_SIZE, OPT_REPEAT, OPT_THREADS, OPT_SEED, OPT_JSON };
+    struct option opts[7 + OBJECTIVE_OPT_COUNT] = {
+        {"lists", required_argument, NULL, OPT_LISTS},  {"size", required_argument, NULL, OPT_SIZE},
+        {"repeat", required_argument, NULL, OPT_REPEAT}, {"threads", required_argument, NULL, OPT_THREADS},
+        {"seed", required_argument, NULL, OPT_SEED},    {"json", no_argument, NULL, OPT_JSON},
     };
-    objective_flags_append(opts, 7);
-    int B = 10000, K = 8, repeat = 5, threads = 0, json = 0, c;
-    unsigned long long seed = 1234;
+    objective_flags_append(opts, 6);
+    int B = 10000, K = 8, repeat = 5, threads = 0, json = 0;
+    long seed = 1234;
     PpaObjective obj = PPA_N_OBJECTIVES;
     PpaLossOptions o;
     ppa_loss_options_default(&o);
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == OBJ_FLAG_BASE && !strcmp(optarg, "all")) continue; /* all objectives */
-        if (objective_flags_handle(c, optarg, &obj, &o)) continue;
+    const char *v, *who = "bench loss";
+    char err[512];
+    ArgvParser p;
+    argv_begin(&p, who, opts, NULL, argc, argv);
+    for (int c; (c = argv_next(&p, &v, err, sizeof err)) != ARGV_END;) {
+        if (c == OBJ_FLAG_BASE && !strcmp(v, "all")) continue; /* all objectives */
+        if (objective_flags_handle(c, v, &obj, &o)) continue;
         switch (c) {
-        case OPT_HELP: fputs(HELP, stdout), objective_opts_help(stdout); return 0;
-        case OPT_LISTS: B = atoi(optarg); break;
-        case OPT_SIZE: K = atoi(optarg); break;
-        case OPT_REPEAT: repeat = atoi(optarg); break;
-        case OPT_THREADS: threads = atoi(optarg); break;
-        case OPT_SEED: seed = strtoull(optarg, NULL, 10); break;
+        case ARGV_HELP: fputs(HELP, stdout), objective_opts_help(stdout); return 0;
+        case OPT_LISTS: B = int_value(who, "--lists", v, 1); break;
+        case OPT_SIZE: K = int_value(who, "--size", v, 2); break;
+        case OPT_REPEAT: repeat = int_value(who, "--repeat", v, 1); break;
+        case OPT_THREADS: threads = int_value(who, "--threads", v, 0); break;
+        case OPT_SEED:
+            if (argv_long("--seed", v, 0, LONG_MAX, &seed, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
+            break;
         case OPT_JSON: json = 1; break;
-        default: ppa_die(2, "bench loss: see 'ppa bench loss --help'");
+        default: ppa_die(2, "%s: %s", who, err);
         }
     }
-    if (B < 1 || K < 2 || repeat < 1 || threads < 0) ppa_die(2, "bench loss: need --lists >= 1, --size >= 2, --repeat >= 1");
     int all = obj == PPA_N_OBJECTIVES;
 #ifdef _OPENMP
     if (threads > 0) omp_set_num_threads(threads);
@@ -104,7 +118,7 @@ static int bench_loss(int argc, char **argv) {
     float *s = xmalloc(sizeof(float) * (size_t)B * K), *psi = xmalloc(sizeof(float) * (size_t)B * K);
     float *grad = xmalloc(sizeof(float) * (size_t)B * K);
     PpaRng rng;
-    rng_seed(&rng, seed);
+    rng_seed(&rng, (unsigned long long)seed);
     for (size_t i = 0; i < (size_t)B * K; i++) {
         s[i] = (float)rng_normal(&rng);
         psi[i] = (float)rng_uniform(&rng);
@@ -161,26 +175,27 @@ static double tokenize_pass(Tokenizer *tok, const char *text, size_t len, long *
 }
 
 static int bench_tokenize(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_TOK, OPT_TEXT, OPT_REPEAT, OPT_JSON };
+    enum { OPT_TOK = 1, OPT_TEXT, OPT_REPEAT, OPT_JSON };
     static const struct option opts[] = {
-        {"help", no_argument, NULL, OPT_HELP},     {"tokenizer", required_argument, NULL, OPT_TOK},
-        {"text", required_argument, NULL, OPT_TEXT}, {"repeat", required_argument, NULL, OPT_REPEAT},
-        {"json", no_argument, NULL, OPT_JSON},     {0},
+        {"tokenizer", required_argument, NULL, OPT_TOK}, {"text", required_argument, NULL, OPT_TEXT},
+        {"repeat", required_argument, NULL, OPT_REPEAT}, {"json", no_argument, NULL, OPT_JSON}, {0},
     };
-    const char *tpath = NULL, *xpath = NULL;
-    int repeat = 5, json = 0, c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    const char *tpath = NULL, *xpath = NULL, *v, *who = "bench tokenize";
+    int repeat = 5, json = 0;
+    char err[1024];
+    ArgvParser p;
+    argv_begin(&p, who, opts, NULL, argc, argv);
+    for (int c; (c = argv_next(&p, &v, err, sizeof err)) != ARGV_END;) {
         switch (c) {
-        case OPT_HELP: fputs(TOKENIZE_HELP, stdout); return 0;
-        case OPT_TOK: tpath = optarg; break;
-        case OPT_TEXT: xpath = optarg; break;
-        case OPT_REPEAT: repeat = atoi(optarg); break;
+        case ARGV_HELP: fputs(TOKENIZE_HELP, stdout); return 0;
+        case OPT_TOK: tpath = v; break;
+        case OPT_TEXT: xpath = v; break;
+        case OPT_REPEAT: repeat = int_value(who, "--repeat", v, 1); break;
         case OPT_JSON: json = 1; break;
-        default: ppa_die(2, "bench tokenize: see 'ppa bench tokenize --help'");
+        default: ppa_die(2, "%s: %s", who, err);
         }
     }
-    if (!tpath || !xpath || repeat < 1) ppa_die(2, "bench tokenize: --tokenizer and --text are required");
-    char err[1024];
+    if (!tpath || !xpath) ppa_die(2, "bench tokenize: %s is required", !tpath ? "--tokenizer FILE|DIR" : "--text FILE");
     Tokenizer *tok = tokenizer_load(tpath, err, sizeof err);
     if (!tok) ppa_die(2, "%s", err);
     FILE *f = fopen(xpath, "rb");
@@ -189,7 +204,7 @@ static int bench_tokenize(int argc, char **argv) {
     long size = ftell(f);
     fseek(f, 0, SEEK_SET);
     char *text = xmalloc((size_t)size + 1);
-    if (size < 0 || fread(text, 1, (size_t)size, f) != (size_t)size) ppa_die(2, "bench tokenize: cannot read %s", xpath);
+    if (size < 0 || fread(text, 1, (size_t)size, f) != (size_t)size) ppa_die(1, "bench tokenize: cannot read %s", xpath);
     fclose(f);
     long tokens, bytes;
     double cold = tokenize_pass(tok, text, (size_t)size, &tokens, &bytes);
@@ -349,54 +364,54 @@ static void step_report(const char *name, const Model *m, int K, int P, int R, c
 }
 
 static int bench_step(int argc, char **argv) {
-    enum { O_HELP = 1, O_MODEL, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON, O_THREADS, O_PREC, O_GC, O_LOW, O_LORA };
+    enum { O_MODEL = 1, O_CONFIG, O_K, O_P, O_R, O_STEPS, O_MODE, O_ADAMW, O_JSON, O_THREADS, O_PREC, O_GC, O_LOW, O_LORA };
     static const struct option opts[] = {
-        {"help", no_argument, NULL, O_HELP},     {"model", required_argument, NULL, O_MODEL},
-        {"config", required_argument, NULL, O_CONFIG}, {"k", required_argument, NULL, O_K},
-        {"prompt-len", required_argument, NULL, O_P}, {"response-len", required_argument, NULL, O_R},
-        {"steps", required_argument, NULL, O_STEPS}, {"mode", required_argument, NULL, O_MODE},
-        {"adamw", no_argument, NULL, O_ADAMW},   {"json", no_argument, NULL, O_JSON},
-        {"threads", required_argument, NULL, O_THREADS}, {"precision", required_argument, NULL, O_PREC},
-        {"gradient-checkpointing", no_argument, NULL, O_GC}, {"low-memory", no_argument, NULL, O_LOW},
-        {"lora-r", required_argument, NULL, O_LORA}, {0},
+        {"model", required_argument, NULL, O_MODEL}, {"config", required_argument, NULL, O_CONFIG},
+        {"k", required_argument, NULL, O_K}, {"prompt-len", required_argument, NULL, O_P},
+        {"response-len", required_argument, NULL, O_R}, {"steps", required_argument, NULL, O_STEPS},
+        {"mode", required_argument, NULL, O_MODE}, {"adamw", no_argument, NULL, O_ADAMW},
+        {"json", no_argument, NULL, O_JSON}, {"threads", required_argument, NULL, O_THREADS},
+        {"precision", required_argument, NULL, O_PREC}, {"gradient-checkpointing", no_argument, NULL, O_GC},
+        {"low-memory", no_argument, NULL, O_LOW}, {"lora-r", required_argument, NULL, O_LORA}, {0},
     };
-    const char *model = NULL, *config = NULL, *mode = "both";
-    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, threads = 0, use_bf16 = 0, gc = 0, low = 0, lora_r = 0, c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    const char *model = NULL, *config = NULL, *mode = "both", *v, *who = "bench step";
+    int K = 8, P = 256, R = 256, steps = 3, adamw = 0, json = 0, threads = 0, use_bf16 = 0, gc = 0, low = 0, lora_r = 0;
+    char err[1024];
+    ArgvParser p;
+    argv_begin(&p, who, opts, NULL, argc, argv);
+    for (int c; (c = argv_next(&p, &v, err, sizeof err)) != ARGV_END;) {
         switch (c) {
-        case O_HELP: fputs(STEP_HELP, stdout); return 0;
-        case O_MODEL: model = optarg; break;
-        case O_CONFIG: config = optarg; break;
-        case O_K: K = atoi(optarg); break;
-        case O_P: P = atoi(optarg); break;
-        case O_R: R = atoi(optarg); break;
-        case O_STEPS: steps = atoi(optarg); break;
-        case O_MODE: mode = optarg; break;
+        case ARGV_HELP: fputs(STEP_HELP, stdout); return 0;
+        case O_MODEL: model = v; break;
+        case O_CONFIG: config = v; break;
+        case O_K: K = int_value(who, "--k", v, 1); break;
+        case O_P: P = int_value(who, "--prompt-len", v, 1); break;
+        case O_R: R = int_value(who, "--response-len", v, 1); break;
+        case O_STEPS: steps = int_value(who, "--steps", v, 1); break;
+        case O_MODE: mode = v; break;
         case O_ADAMW: adamw = 1; break;
         case O_JSON: json = 1; break;
-        case O_THREADS: threads = atoi(optarg); break;
+        case O_THREADS: threads = int_value(who, "--threads", v, 0); break;
         case O_PREC:
-            if (strcmp(optarg, "fp32") && strcmp(optarg, "bf16"))
-                ppa_die(2, "bench step: --precision %s: expected fp32 or bf16", optarg);
-            use_bf16 = !strcmp(optarg, "bf16");
+            if (strcmp(v, "fp32") && strcmp(v, "bf16"))
+                ppa_die(2, "bench step: --precision: cannot use '%s': expected fp32 or bf16", v);
+            use_bf16 = !strcmp(v, "bf16");
             break;
         case O_GC: gc = 1; break;
         case O_LOW: low = 1; break;
-        case O_LORA: lora_r = atoi(optarg); break;
-        default: ppa_die(2, "bench step: see 'ppa bench step --help'");
+        case O_LORA: lora_r = int_value(who, "--lora-r", v, 0); break;
+        default: ppa_die(2, "%s: %s", who, err);
         }
     }
-    if (!model == !config || K < 1 || P < 1 || R < 1 || steps < 1 || threads < 0 || lora_r < 0)
-        ppa_die(2, "bench step: give --model or --config, and K, P, R, steps >= 1 (threads >= 0)");
+    if (!model == !config) ppa_die(2, "bench step: give --model DIR or --config config.json (one of them)");
     if (strcmp(mode, "both") && strcmp(mode, "shared") && strcmp(mode, "separate"))
-        ppa_die(2, "bench step: --mode %s: expected shared, separate or both", mode);
+        ppa_die(2, "bench step: --mode: cannot use '%s': expected shared, separate or both", mode);
     if (threads > 0) {
         gemm_set_threads(threads);
 #ifdef _OPENMP
         omp_set_num_threads(threads);
 #endif
     }
-    char err[1024];
     if (use_bf16 && gemm_bf16_ready(err, sizeof err)) ppa_die(2, "bench step: %s", err);
     Peaks pk = {product_peak(0), use_bf16 ? product_peak(1) : 0};
     if (!json) printf("matrix products: %s; forward rows: %s\n", gemm_backend(), gemm_rows_kernel());
@@ -432,37 +447,46 @@ static int bench_step(int argc, char **argv) {
 }
 
 static int bench_gemm(int argc, char **argv) {
-    enum { O_HELP = 1, O_THREADS, O_REPEAT, O_JSON };
+    enum { O_THREADS = 1, O_REPEAT, O_JSON };
     static const struct option opts[] = {
-        {"help", no_argument, NULL, O_HELP}, {"threads", required_argument, NULL, O_THREADS},
-        {"repeat", required_argument, NULL, O_REPEAT}, {"json", no_argument, NULL, O_JSON}, {0},
+        {"threads", required_argument, NULL, O_THREADS}, {"repeat", required_argument, NULL, O_REPEAT},
+        {"json", no_argument, NULL, O_JSON}, {0},
     };
-    int threads = 0, repeat = 5, json = 0, c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    int threads = 0, repeat = 5, json = 0;
+    const char *v, *who = "bench gemm";
+    char err[512];
+    ArgvParser p;
+    argv_begin(&p, who, opts, NULL, argc, argv);
+    for (int c; (c = argv_next(&p, &v, err, sizeof err)) != ARGV_END;) {
         switch (c) {
-        case O_HELP:
+        case ARGV_HELP:
             puts("usage: ppa bench gemm [--threads T] [--repeat N] [--json]\n\n"
                  "sgemm through ppa's backend: square products and the training patterns of a\n"
                  "Qwen2-0.5B-sized layer (2048 tokens), each validated against float64, then timed.");
             return 0;
-        case O_THREADS: threads = atoi(optarg); break;
-        case O_REPEAT: repeat = atoi(optarg); break;
+        case O_THREADS: threads = int_value(who, "--threads", v, 0); break;
+        case O_REPEAT: repeat = int_value(who, "--repeat", v, 1); break;
         case O_JSON: json = 1; break;
-        default: ppa_die(2, "bench gemm: see 'ppa bench gemm --help'");
+        default: ppa_die(2, "%s: %s", who, err);
         }
     }
-    if (threads < 0 || repeat < 1) ppa_die(2, "bench gemm: --threads >= 0, --repeat >= 1");
     return gemm_bench(stdout, threads, repeat, json);
 }
 
 int cmd_bench(int argc, char **argv) {
-    if (argc >= 2 && !strcmp(argv[1], "step")) return bench_step(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "gemm")) return bench_gemm(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "loss")) return bench_loss(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "tokenize")) return bench_tokenize(argc - 1, argv + 1);
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } BENCHES[] = {{"loss", bench_loss}, {"tokenize", bench_tokenize}, {"step", bench_step}, {"gemm", bench_gemm}};
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
         printf("usage: ppa bench loss|tokenize|step|gemm [options]     (see 'ppa bench NAME --help')\n");
         return 0;
     }
+    TextClosest near = {0};
+    for (size_t i = 0; i < PPA_ARRAY_LEN(BENCHES); i++) {
+        if (argc >= 2 && !strcmp(argv[1], BENCHES[i].name)) return BENCHES[i].run(argc - 1, argv + 1);
+        if (argc >= 2) text_closest_add(&near, argv[1], BENCHES[i].name);
+    }
+    if (near.best) ppa_die(2, "bench: unknown benchmark '%s' (did you mean '%s'?)", argv[1], near.best);
     ppa_die(2, "bench: expected a benchmark name: 'ppa bench loss', 'ppa bench tokenize', 'ppa bench step' or 'ppa bench gemm'");
 }

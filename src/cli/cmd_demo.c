@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "core/common.h"
 #include "losses/internal.h"
+#include "options/argv.h"
 
 static void print_vec(const char *label, int n, const double *v) {
     printf("  %-26s (", label);
@@ -101,11 +102,16 @@ static void all_objectives(void) {
 }
 
 int cmd_demo(int argc, char **argv) {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
+    static const struct option none[] = {{0}};
+    const char *v;
+    char err[512];
+    ArgvParser p;
+    argv_begin(&p, "demo", none, NULL, argc, argv);
+    for (int c; (c = argv_next(&p, &v, err, sizeof err)) != ARGV_END;) {
+        if (c != ARGV_HELP) ppa_die(2, "demo: %s", err);
         printf("usage: ppa demo\n\nPrints the paper's worked examples and every objective on one list.\n");
         return 0;
     }
-    if (argc > 1) ppa_die(2, "demo: takes no arguments");
     neuralsort_example();
     ndcg_example();
     dpo_example();

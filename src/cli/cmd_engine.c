@@ -43,7 +43,7 @@ static void load_all(Loaded *L, const TrainOptions *opt, int trainable) {
     const ModelConfig *c = model_config(L->model);
     if (!(L->tpl = chat_template_open(template, model_dir, L->tok, err, sizeof err))) ppa_die(2, "%s", err);
     DataOptions o = {L->tok, L->tpl, c->n_eos ? c->eos_token_ids[0] : -1, c->vocab_size, skip, strict,
-                     opt->special_tokens_in_text};
+                     opt->special_tokens_in_text, model_dir};
     if (data_read(&L->data, data, &o, err, sizeof err)) ppa_die(2, "%s", err);
     if (L->data.boundary_fixes)
         fprintf(stderr, "ppa: %ld responses began with a token merged across the prompt boundary; their prompt ends "
@@ -150,8 +150,9 @@ int cmd_logprobs(int argc, char **argv) {
             rows[r - r0] = (Row){x->prompt_len, x->prompt, x->n_resp, x->resp_len, (const int *const *)x->resp};
         }
         char err[4096];
-        if (model_forward_rows(L.model, rows, r1 - r0, lp, nt, err, sizeof err)) /* the CPU, or the GPU attached */
-            progress_break(&pr), ppa_die(2, "logprobs: rows %d..%d: %s", r0 + 1, r1, err);
+        /* the CPU, or the GPU attached: a GPU's failure is a runtime one, the CPU's refusal of a batch too large not */
+        if (model_forward_rows(L.model, rows, r1 - r0, lp, nt, err, sizeof err))
+            progress_break(&pr), ppa_die(model_forward_engine(L.model) ? 1 : 2, "logprobs: rows %d..%d: %s", r0 + 1, r1, err);
         free(rows);
         char bad[512];
         if (first_nonfinite_logp(L.model, &L.data, r0, r1, lp, o.data, bad, sizeof bad)) { /* JSON has no NaN: refuse to print one */

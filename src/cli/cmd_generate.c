@@ -221,7 +221,7 @@ static void load(Run *r, const GenArgs *a) {
     }
     ban_nul_tokens(r, c->vocab_size);
     PromptOptions po = {r->tok, tpl, c->vocab_size, decoder_model_max_len(c), a->skip_invalid,
-                        a->o->special_tokens_in_text};
+                        a->o->special_tokens_in_text, a->model_dir};
     if (prompts_read(&r->ps, a->prompts, &po, err, sizeof err)) ppa_die(2, "%s", err);
     chat_template_free(tpl); /* the prompts are tokens now */
 }

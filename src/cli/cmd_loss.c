@@ -1,7 +1,6 @@
 /* cmd_loss.c: `ppa loss`: one list per JSON line in, loss, gradient and
  * metrics per line out. A malformed line stops the run with exit status 2
  * unless --skip-invalid, which reports and counts it instead. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include "io/paths.h"
 #include "io/json.h"
 #include "io/jsonl.h"
+#include "options/argv.h"
 
 static const char HELP[] =
     "usage: ppa loss --objective NAME [objective options] [--input FILE] [--skip-invalid]\n"
@@ -95,29 +95,30 @@ static int process_line(const char *line, size_t len, PpaObjective obj, const Pp
 }
 
 int cmd_loss(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_INPUT, OPT_SKIP };
-    struct option opts[8 + OBJECTIVE_OPT_COUNT] = {
-        {"help", no_argument, NULL, OPT_HELP},
+    enum { OPT_INPUT = 1, OPT_SKIP };
+    struct option opts[3 + OBJECTIVE_OPT_COUNT] = {
         {"input", required_argument, NULL, OPT_INPUT},
         {"skip-invalid", no_argument, NULL, OPT_SKIP},
     };
-    objective_flags_append(opts, 3);
+    objective_flags_append(opts, 2);
     PpaObjective obj = PPA_N_OBJECTIVES;
     PpaLossOptions o;
     ppa_loss_options_default(&o);
-    const char *input = NULL;
-    int skip = 0, c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (objective_flags_handle(c, optarg, &obj, &o)) continue;
+    const char *input = NULL, *v;
+    int skip = 0;
+    char err[512];
+    ArgvParser p;
+    argv_begin(&p, "loss", opts, NULL, argc, argv);
+    for (int c; (c = argv_next(&p, &v, err, sizeof err)) != ARGV_END;) {
+        if (objective_flags_handle(c, v, &obj, &o)) continue;
         switch (c) {
-        case OPT_HELP: fputs(HELP, stdout), objective_opts_help(stdout); return 0;
-        case OPT_INPUT: input = optarg; break;
+        case ARGV_HELP: fputs(HELP, stdout), objective_opts_help(stdout); return 0;
+        case OPT_INPUT: input = v; break;
         case OPT_SKIP: skip = 1; break;
-        default: ppa_die(2, "loss: see 'ppa loss --help'");
+        default: ppa_die(2, "loss: %s", err);
         }
     }
-    if (optind < argc) ppa_die(2, "loss: unexpected argument '%s' (lists are read from stdin or --input)", argv[optind]);
-    if (obj == PPA_N_OBJECTIVES) ppa_die(2, "loss: --objective is required (see 'ppa loss --help')");
+    if (obj == PPA_N_OBJECTIVES) ppa_die(2, "loss: --objective NAME is required (see 'ppa loss --help')");
 
     char perr[4400];
     if (paths_check_stdout("--input", input, perr, sizeof perr)) ppa_die(2, "loss: %s", perr);
@@ -127,7 +128,7 @@ int cmd_loss(int argc, char **argv) {
     jsonl_init(&rd, in, input ? input : "stdin");
     Buffers b = {0};
     long lines = 0, skipped = 0;
-    char *line, err[512];
+    char *line;
     while (jsonl_next(&rd, &line)) {
         lines++;
         if (process_line(line, rd.len, obj, &o, &b, stdout, err, sizeof err) == 0) continue;

@@ -2,7 +2,7 @@
  * for a config.json and a tokenizer.json), `ppa inspect` (what a model
  * folder holds, checked against its config.json) and `ppa merge` (a LoRA
  * adapter folded into its base). */
-#include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +13,13 @@
 #include "hf/carry.h"
 #include "hf/checkpoint.h"
 #include "hf/merge.h"
+#include "io/file.h"
+#include "options/argv.h"
 #include "template/template.h"
 
 static const char INIT_HELP[] =
     "usage: ppa init --config config.json [--tokenizer tokenizer.json|DIR] --out DIR [--seed N]\n"
-    "                [--dtype f32|bf16] [--init-std X] [--init-all]\n"
+    "                [--save-dtype f32|bf16] [--init-std X] [--init-all]\n"
     "\n"
     "Writes a randomly initialised model folder that transformers loads: config.json,\n"
     "model.safetensors, generation_config.json (the one beside --config, byte for byte,\n"
@@ -28,6 +30,7 @@ static const char INIT_HELP[] =
     "~ N(0, 0.02^2) (transformers' initializer_range; --init-std changes it), RMSNorm\n"
     "weights 1, biases 0 (--init-all perturbs those too, by the same std: for tests);\n"
     "one random stream per tensor, seeded by --seed (default 0) and the tensor's name.\n"
+    "--save-dtype: the written dtype (default f32).\n"
     "--out must not exist, or be an empty folder: nothing is overwritten.\n";
 
 static const char INSPECT_HELP[] =
@@ -38,84 +41,88 @@ static const char INSPECT_HELP[] =
     "(exit status 2 when some are missing, unexpected or of the wrong shape).\n";
 
 static const char MERGE_HELP[] =
-    "usage: ppa merge --model BASE --adapter ADAPTER --out DIR [--dtype f32|bf16]\n"
+    "usage: ppa merge --model BASE --adapter ADAPTER --out DIR [--save-dtype f32|bf16]\n"
     "\n"
     "Writes the Hugging Face folder of BASE with the PEFT LoRA adapter ADAPTER folded in: every\n"
     "target matrix becomes W + s B A (s = lora_alpha / r, or / sqrt(r) with use_rslora), each element\n"
     "summed in double and rounded once, as PEFT's merge_and_unload; the other tensors, config.json,\n"
-    "generation_config.json and the tokenizer and template files are BASE's. --dtype: the written\n"
+    "generation_config.json and the tokenizer and template files are BASE's. --save-dtype: the written\n"
     "dtype (default f32). The base is read\n"
     "tensor by tensor from its mapped files, so a 7B model merges in about one tensor of memory.\n"
     "--out must not exist, or be an empty folder.\n";
 
 static void die_err(const char *err) { ppa_die(2, "%s", err); }
 
+/* --save-dtype, in the words of the model commands' table */
 static StDtype parse_dtype(const char *s, const char *who) {
     if (!strcmp(s, "f32") || !strcmp(s, "float32")) return ST_F32;
     if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16")) return ST_BF16;
-    ppa_die(2, "%s: --dtype must be f32 or bf16", who);
+    ppa_die(2, "%s: --save-dtype: cannot use '%s': expected f32 or bf16", who, s);
 }
 
 int cmd_merge(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_MODEL, OPT_ADAPTER, OPT_OUT, OPT_DTYPE };
+    enum { OPT_MODEL = 1, OPT_ADAPTER, OPT_OUT, OPT_DTYPE };
     static const struct option opts[] = {
-        {"help", no_argument, NULL, OPT_HELP}, {"model", required_argument, NULL, OPT_MODEL},
-        {"adapter", required_argument, NULL, OPT_ADAPTER}, {"out", required_argument, NULL, OPT_OUT},
-        {"dtype", required_argument, NULL, OPT_DTYPE}, {0},
+        {"model", required_argument, NULL, OPT_MODEL}, {"adapter", required_argument, NULL, OPT_ADAPTER},
+        {"out", required_argument, NULL, OPT_OUT}, {"save-dtype", required_argument, NULL, OPT_DTYPE}, {0},
     };
-    const char *model = NULL, *adapter = NULL, *out = NULL;
+    const char *model = NULL, *adapter = NULL, *out = NULL, *v;
     StDtype dtype = ST_F32;
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    char err[8192];
+    ArgvParser p;
+    argv_begin(&p, "merge", opts, NULL, argc, argv);
+    for (int c; (c = argv_next(&p, &v, err, sizeof err)) != ARGV_END;) {
         switch (c) {
-        case OPT_HELP: fputs(MERGE_HELP, stdout); return 0;
-        case OPT_MODEL: model = optarg; break;
-        case OPT_ADAPTER: adapter = optarg; break;
-        case OPT_OUT: out = optarg; break;
-        case OPT_DTYPE: dtype = parse_dtype(optarg, "merge"); break;
-        default: ppa_die(2, "merge: see 'ppa merge --help'");
+        case ARGV_HELP: fputs(MERGE_HELP, stdout); return 0;
+        case OPT_MODEL: model = v; break;
+        case OPT_ADAPTER: adapter = v; break;
+        case OPT_OUT: out = v; break;
+        case OPT_DTYPE: dtype = parse_dtype(v, "merge"); break;
+        default: ppa_die(2, "merge: %s", err);
         }
     }
-    if (optind < argc) ppa_die(2, "merge: unexpected argument '%s'", argv[optind]);
-    if (!model || !adapter || !out) ppa_die(2, "merge: --model, --adapter and --out are required");
-    char err[8192];
-    if (adapter_merge_folder(model, adapter, out, dtype, err, sizeof err)) ppa_die(2, "merge: %s", err);
+    if (!model || !adapter || !out)
+        ppa_die(2, "merge: %s is required", !model ? "--model BASE" : !adapter ? "--adapter ADAPTER" : "--out DIR");
+    if (file_refuse_hub_id(adapter, err, sizeof err) || adapter_merge_folder(model, adapter, out, dtype, err, sizeof err))
+        ppa_die(2, "merge: %s", err); /* also when writing OUT fails: the folder writer does not tell it from a refusal */
     fprintf(stderr, "ppa merge: wrote %s (%s + %s, %s)\n", out, model, adapter, st_dtype_name(dtype));
     return 0;
 }
 
 int cmd_init(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_CONFIG, OPT_TOK, OPT_OUT, OPT_SEED, OPT_DTYPE, OPT_STD, OPT_ALL };
+    enum { OPT_CONFIG = 1, OPT_TOK, OPT_OUT, OPT_SEED, OPT_DTYPE, OPT_STD, OPT_ALL };
     static const struct option opts[] = {
-        {"help", no_argument, NULL, OPT_HELP}, {"config", required_argument, NULL, OPT_CONFIG},
-        {"tokenizer", required_argument, NULL, OPT_TOK}, {"out", required_argument, NULL, OPT_OUT},
-        {"seed", required_argument, NULL, OPT_SEED}, {"dtype", required_argument, NULL, OPT_DTYPE},
-        {"init-std", required_argument, NULL, OPT_STD}, {"init-all", no_argument, NULL, OPT_ALL}, {0},
+        {"config", required_argument, NULL, OPT_CONFIG}, {"tokenizer", required_argument, NULL, OPT_TOK},
+        {"out", required_argument, NULL, OPT_OUT}, {"seed", required_argument, NULL, OPT_SEED},
+        {"save-dtype", required_argument, NULL, OPT_DTYPE}, {"init-std", required_argument, NULL, OPT_STD},
+        {"init-all", no_argument, NULL, OPT_ALL}, {0},
     };
     double std = 0.02;
     int perturb_all = 0;
-    const char *config = NULL, *tokenizer = NULL, *out = NULL;
-    unsigned long long seed = 0;
+    const char *config = NULL, *tokenizer = NULL, *out = NULL, *v;
+    long seed = 0;
     StDtype dtype = ST_F32;
-    int c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    char err[2048];
+    ArgvParser p;
+    argv_begin(&p, "init", opts, NULL, argc, argv);
+    for (int c; (c = argv_next(&p, &v, err, sizeof err)) != ARGV_END;) {
         switch (c) {
-        case OPT_HELP: fputs(INIT_HELP, stdout); return 0;
-        case OPT_CONFIG: config = optarg; break;
-        case OPT_TOK: tokenizer = optarg; break;
-        case OPT_OUT: out = optarg; break;
-        case OPT_SEED: seed = strtoull(optarg, NULL, 10); break;
+        case ARGV_HELP: fputs(INIT_HELP, stdout); return 0;
+        case OPT_CONFIG: config = v; break;
+        case OPT_TOK: tokenizer = v; break;
+        case OPT_OUT: out = v; break;
+        case OPT_SEED:
+            if (argv_long("--seed", v, 0, LONG_MAX, &seed, err, sizeof err)) ppa_die(2, "init: %s", err);
+            break;
         case OPT_STD:
-            std = atof(optarg);
-            if (!(std >= 0 && std < 100)) ppa_die(2, "init: --init-std must be in [0, 100)");
+            if (argv_double("--init-std", v, 0, 100, &std, err, sizeof err)) ppa_die(2, "init: %s", err);
             break;
         case OPT_ALL: perturb_all = 1; break;
-        case OPT_DTYPE: dtype = parse_dtype(optarg, "init"); break;
-        default: ppa_die(2, "init: see 'ppa init --help'");
+        case OPT_DTYPE: dtype = parse_dtype(v, "init"); break;
+        default: ppa_die(2, "init: %s", err);
         }
     }
-    if (!config || !out) ppa_die(2, "init: --config and --out are required");
-    char err[2048];
+    if (!config || !out) ppa_die(2, "init: %s is required", !config ? "--config config.json" : "--out DIR");
     ModelConfig cfg;
     if (model_config_load(&cfg, config, err, sizeof err)) die_err(err);
     snprintf(cfg.dtype, sizeof cfg.dtype, "%s", dtype == ST_BF16 ? "bfloat16" : "float32");
@@ -130,11 +137,11 @@ int cmd_init(int argc, char **argv) {
     ModelTensorSpec *specs;
     int n = model_tensor_table(&cfg, &specs);
     char *gen_dir = carry_folder_of(config); /* a generation_config.json beside config.json is the model's */
-    if (checkpoint_write_random_folder(out, &cfg, specs, n, seed, std, perturb_all, dtype, tokenizer, gen_dir, err,
-                                       sizeof err))
+    if (checkpoint_write_random_folder(out, &cfg, specs, n, (unsigned long long)seed, std, perturb_all, dtype,
+                                       tokenizer, gen_dir, err, sizeof err))
         die_err(err);
     free(gen_dir);
-    printf("wrote %s: %s, %lld parameters in %d tensors (%s), seed %llu\n", out, model_type_name(cfg.type),
+    printf("wrote %s: %s, %lld parameters in %d tensors (%s), seed %ld\n", out, model_type_name(cfg.type),
            (long long)model_param_count(&cfg), n, st_dtype_name(dtype), seed);
     free(specs);
     return 0;
@@ -157,12 +164,19 @@ static void print_tokenizer(const char *dir) {
 }
 
 int cmd_inspect(int argc, char **argv) {
-    if (argc != 2 || !strcmp(argv[1], "--help")) {
-        fputs(INSPECT_HELP, argc == 2 ? stdout : stderr);
-        return argc == 2 ? 0 : 2;
-    }
-    const char *dir = argv[1];
+    static const struct option opts[] = {{0}};
+    const char *dir = NULL, *v;
     char err[8192], desc[4096];
+    ArgvParser p;
+    argv_begin(&p, "inspect", opts, NULL, argc, argv);
+    p.arguments = 1;
+    for (int c; (c = argv_next(&p, &v, err, sizeof err)) != ARGV_END;) {
+        if (c == ARGV_HELP) return fputs(INSPECT_HELP, stdout), 0;
+        if (c == ARGV_ARGUMENT && !dir) dir = v;
+        else if (c == ARGV_ARGUMENT) ppa_die(2, "inspect: unexpected argument '%s' (one model folder: ppa inspect DIR)", v);
+        else ppa_die(2, "inspect: %s", err);
+    }
+    if (!dir) ppa_die(2, "inspect: a model folder is required (ppa inspect DIR)");
     ModelConfig cfg;
     if (model_config_load(&cfg, dir, err, sizeof err)) die_err(err);
     model_config_describe(&cfg, desc, sizeof desc);

@@ -79,7 +79,8 @@ static void sft_forward(Model *m, const DataSet *d, const int *idx, int n, doubl
     }
     char err[4096];
     *lp = xmalloc(sizeof(double) * (size_t)(*n_resp ? *n_resp : 1));
-    if (model_pass_forward(m, rows, n, *lp, NULL, err, sizeof err)) ppa_die(2, "sft: %s", err);
+    if (model_pass_forward(m, rows, n, *lp, NULL, err, sizeof err)) /* the CPU refuses a batch too large; a GPU fails */
+        ppa_die(model_train_engine(m) ? 1 : 2, "sft: %s", err);
 }
 
 /* forward only: 1 if every response of rows idx[0..n) has a finite log-probability */
@@ -101,7 +102,7 @@ static double sft_micro_step(Model *m, const DataSet *d, const int *idx, int n, 
     double *g = xmalloc(sizeof(double) * (size_t)(n_resp ? n_resp : 1));
     for (int i = 0; i < n_resp; i++) sum += lp[i], g[i] = -1.0 / (double)n_tok_step;
     char err[4096];
-    if (model_pass_backward(m, g, err, sizeof err)) ppa_die(2, "sft: %s", err);
+    if (model_pass_backward(m, g, err, sizeof err)) ppa_die(1, "sft: %s", err);
     free(lp), free(g);
     return -sum;
 }
@@ -123,7 +124,7 @@ int cmd_sft(int argc, char **argv) {
     /* the files the save carries from --model, checked now: a run never ends in a refused save */
     if (carry_check(a.model, err, sizeof err)) ppa_die(2, "sft: %s", err);
     DataOptions o = {tok, tpl, cfg->n_eos ? cfg->eos_token_ids[0] : -1, cfg->vocab_size, a.skip_invalid, 0,
-                     opts.special_tokens_in_text};
+                     opts.special_tokens_in_text, a.model};
     DataSet d;
     if (data_read(&d, a.data, &o, err, sizeof err)) ppa_die(2, "%s", err);
     chat_template_free(tpl); /* the rows are tokens now */
@@ -148,14 +149,14 @@ int cmd_sft(int argc, char **argv) {
     AdamWConfig ac = {0.9, 0.999, 1e-8, a.weight_decay};
     Spans decay = model_decay(m);
     int *perm = xmalloc(sizeof(int) * (size_t)d.n);
-    if (step_push(m, &opt, err, sizeof err)) ppa_die(2, "sft: %s", err); /* an engine starts from the host's weights */
+    if (step_push(m, &opt, err, sizeof err)) ppa_die(1, "sft: %s", err); /* an engine starts from the host's weights */
     if (lead) fprintf(stderr, "ppa sft: %d rows, %ld steps of %d rows (micro-batch %d), lr %g %s, warm-up %ld; %s\n",
             d.n, total, a.batch, a.micro, a.lr,
             a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
             load_kernels(m));
     double t0 = timer_now(), last_lr = 0;
     TrainTally tally = {0};
-    int failed = 0;
+    int failed = 0; /* the exit status: 1 the run failed, 2 the weights as loaded give non-finite numbers */
     Progress pr;
     progress_init(&pr, "sft", NULL, lead);
     progress_start(&pr, 0, total);
@@ -175,7 +176,7 @@ int cmd_sft(int argc, char **argv) {
         for (int i = 0; i < n; i++)
             for (int k = 0; k < d.rows[perm[at + i]].n_resp; k++) tokens += d.rows[perm[at + i]].resp_len[k];
         double ts = timer_now(), nll = 0, gnorm;
-        if (step_zero_grads(m, err, sizeof err)) ppa_die(2, "sft: step %ld: %s", step + 1, err);
+        if (step_zero_grads(m, err, sizeof err)) ppa_die(1, "sft: step %ld: %s", step + 1, err);
         long lo, hi; /* this rank's rows of the step (all of them in one process) */
         dist_share(n, dist_rank(), &lo, &hi);
         for (long i = lo; i < hi; i += a.micro) {
@@ -184,9 +185,9 @@ int cmd_sft(int argc, char **argv) {
             nll += sft_micro_step(m, &d, perm + at + i, (int)(hi - i < a.micro ? hi - i : a.micro), tokens);
         }
         model_lora_dropout(m, 0, 0);
-        if (step_sum_grads(m, err, sizeof err)) ppa_die(2, "sft: step %ld: %s", step + 1, err); /* every rank's share */
+        if (step_sum_grads(m, err, sizeof err)) ppa_die(1, "sft: step %ld: %s", step + 1, err); /* every rank's share */
         dist_sum_f64(&nll, 1);
-        if (step_grad_norm(m, &gnorm, err, sizeof err)) ppa_die(2, "sft: step %ld: %s", step + 1, err);
+        if (step_grad_norm(m, &gnorm, err, sizeof err)) ppa_die(1, "sft: step %ld: %s", step + 1, err);
         double lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
         if (!isfinite(nll) || !isfinite(gnorm)) { /* never update with, print or save a NaN */
             char cause[1200], hint[1024];
@@ -199,11 +200,11 @@ int cmd_sft(int argc, char **argv) {
             else snprintf(cause, sizeof cause, "the model diverged in the update of step %ld; %s", step, hint);
             snprintf(err, sizeof err, "sft: step %ld: the %s is not finite (%g): %s; nothing was updated or saved", step + 1,
                      isfinite(nll) ? "gradient norm" : "loss", isfinite(nll) ? gnorm : nll, cause);
-            failed = 1;
+            failed = step == 0 ? 2 : 1;
             break;
         }
         if (step_adamw(m, &opt, clip_scale(gnorm, a.clip), &decay, 0, lr, &ac, err, sizeof err))
-            ppa_die(2, "sft: step %ld: %s", step + 1, err);
+            ppa_die(1, "sft: step %ld: %s", step + 1, err);
         if (!model_train_engine(m)) model_bf16_refresh(m); /* an engine refreshes its own */
         last_lr = lr;
         train_tally_add(&tally, step + 1, lr, gnorm);
@@ -242,7 +243,7 @@ int cmd_sft(int argc, char **argv) {
     if (failed) {
         free(perm), spans_free(&decay), adamw_free(&opt), data_free(&d), tokenizer_free(tok), model_free(m);
         train_options_free(&opts);
-        ppa_die(2, "%s", err);
+        ppa_die(failed, "%s", err); /* as train's (cmd_train.c) */
     }
     if (lead) fprintf(stderr, "ppa sft: %ld steps in %.1f s\n", total, timer_now() - t0);
     struct stat sb;

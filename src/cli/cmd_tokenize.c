@@ -1,6 +1,5 @@
 /* cmd_tokenize.c: `ppa tokenize`: text to ids (or ids to text with --decode)
  * with a tokenizer.json, one JSON line in, one out. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "io/paths.h"
 #include "io/json.h"
 #include "io/jsonl.h"
+#include "options/argv.h"
 #include "template/template.h"
 
 static const char HELP[] =
@@ -138,9 +138,8 @@ static int decode_line(const TokenizeOpts *o, const cJSON *root, char *err, size
 }
 
 int cmd_tokenize(int argc, char **argv) {
-    enum { OPT_HELP = 1, OPT_TOK, OPT_ADD, OPT_DECODE, OPT_SKIP_SPECIAL, OPT_INPUT, OPT_SKIP, OPT_TEMPLATE, OPT_SPECIAL_TEXT };
+    enum { OPT_TOK = 1, OPT_ADD, OPT_DECODE, OPT_SKIP_SPECIAL, OPT_INPUT, OPT_SKIP, OPT_TEMPLATE, OPT_SPECIAL_TEXT };
     static const struct option opts[] = {
-        {"help", no_argument, NULL, OPT_HELP},
         {"tokenizer", required_argument, NULL, OPT_TOK},
         {"add-special-tokens", no_argument, NULL, OPT_ADD},
         {"decode", no_argument, NULL, OPT_DECODE},
@@ -152,24 +151,26 @@ int cmd_tokenize(int argc, char **argv) {
         {0},
     };
     TokenizeOpts o = {0};
-    const char *path = NULL, *input = NULL, *template = NULL;
-    int skip = 0, c;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    const char *path = NULL, *input = NULL, *template = NULL, *v;
+    int skip = 0;
+    char err[1024];
+    ArgvParser p;
+    argv_begin(&p, "tokenize", opts, NULL, argc, argv);
+    for (int c; (c = argv_next(&p, &v, err, sizeof err)) != ARGV_END;) {
         switch (c) {
-        case OPT_HELP: fputs(HELP, stdout); return 0;
-        case OPT_TOK: path = optarg; break;
+        case ARGV_HELP: fputs(HELP, stdout); return 0;
+        case OPT_TOK: path = v; break;
         case OPT_ADD: o.add_special = 1; break;
         case OPT_DECODE: o.decode = 1; break;
         case OPT_SKIP_SPECIAL: o.skip_special = 1; break;
-        case OPT_INPUT: input = optarg; break;
+        case OPT_INPUT: input = v; break;
         case OPT_SKIP: skip = 1; break;
-        case OPT_TEMPLATE: template = optarg; break;
+        case OPT_TEMPLATE: template = v; break;
         case OPT_SPECIAL_TEXT: o.special_in_text = 1; break;
-        default: ppa_die(2, "tokenize: see 'ppa tokenize --help'");
+        default: ppa_die(2, "tokenize: %s", err);
         }
     }
-    if (!path) ppa_die(2, "tokenize: --tokenizer is required");
-    char err[1024];
+    if (!path) ppa_die(2, "tokenize: --tokenizer FILE|DIR is required");
     if (!(o.tok = tokenizer_load(path, err, sizeof err))) ppa_die(2, "%s", err);
     o.path = path, o.name = template;
     if (template && !(o.template = chat_template_open(template, path, o.tok, err, sizeof err))) ppa_die(2, "tokenize: %s", err);

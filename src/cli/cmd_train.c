@@ -157,7 +157,7 @@ static FILE *open_log(const char *path, long step) {
         free(kept);
     }
     FILE *f = fopen(path, step > 0 ? "ab" : "wb");
-    if (!f) ppa_die(2, "%s: cannot write the log %s: %s", WHO, path, strerror(errno));
+    if (!f) ppa_die(1, "%s: cannot write the log %s: %s", WHO, path, strerror(errno));
     return f;
 }
 
@@ -315,7 +315,10 @@ static int train_main(TrainOptions *o) {
         fprintf(stderr, "ppa %s: AdamW state %.1f MB per rank (%s)\n", who, 8.0 * (double)(zhi - zlo) / 1e6,
                 plan.zero ? "ZeRO-1: this rank's share" : "every rank all of it; --zero 1 shares it");
     if (st.step && lead) fprintf(stderr, "ppa %s: resuming at step %ld (epoch %ld, list %ld)\n", who, st.step, st.epoch, st.cursor);
-    if (train_run(policy, td, need_ref ? &ref : NULL, &opt, &st, &plan, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
+    /* the run failed while running (the device, a collective, writing a checkpoint or the log, a model that
+     * diverged), or the weights as loaded give non-finite numbers */
+    int rc = train_run(policy, td, need_ref ? &ref : NULL, &opt, &st, &plan, err, sizeof err);
+    if (rc) ppa_die(rc == -2 ? 2 : 1, "%s: %s", who, err);
     char *tmp = ppa_path_join(o->out, ".final.partial");
     if (lead) {
         if (fclose(plan.log)) ppa_die(1, "%s: cannot write the log %s: %s", who, logp, strerror(errno));

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "core/common.h"
+#include "io/file.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_bf16.h"
 #include "train/trainer.h"
@@ -35,6 +36,15 @@ static void join_nccl(const TrainOptions *o, GpuTrain *t) {
                 joined < R && why[0] ? ": " : "", joined < R ? why : "");
 }
 
+/* why the GPU engine did not take the model: a shape it cannot run is a refused configuration (2), anything else a
+ * device failure (1: its memory, the upload); m is freed */
+static int device_status(Model *m) {
+    char why[256];
+    int refused = gpu_config_refusal(model_config(m), why, sizeof why) != NULL;
+    model_free(m);
+    return refused ? 2 : 1;
+}
+
 static void train_on_device(const TrainOptions *o, Model *m, int trains) {
     if (o->device != DEVICE_CUDA) return;
     char err[4096];
@@ -44,8 +54,7 @@ static void train_on_device(const TrainOptions *o, Model *m, int trains) {
     GpuTrain *t = gpu_train_new(device_cuda_api(), m, model_precision(m), o->gradient_checkpointing,
                                 zero ? &share : NULL, err, sizeof err);
     if (!t) {
-        model_free(m);
-        ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);
+        ppa_die(device_status(m), "%s: --device cuda: %s", options_command_name(o->cmd), err);
     }
     if (trains) join_nccl(o, t);
     ForwardEngine e = gpu_train_engine(t, device_cuda_name());
@@ -61,8 +70,7 @@ void load_on_device(const TrainOptions *o, Model *m) {
     char err[4096];
     GpuModel *g = gpu_model_new(device_cuda_api(), m, model_precision(m), err, sizeof err);
     if (!g) {
-        model_free(m);
-        ppa_die(2, "%s: --device cuda: %s", options_command_name(o->cmd), err);
+        ppa_die(device_status(m), "%s: --device cuda: %s", options_command_name(o->cmd), err);
     }
     ForwardEngine e = gpu_model_engine(g, device_cuda_name());
     model_set_forward_engine(m, &e);
@@ -95,7 +103,8 @@ int load_lora_spec(const TrainOptions *o, LoraSpec *s) {
     char err[4096];
     const char *who = options_command_name(o->cmd);
     if (o->adapter) {
-        if (adapter_read_spec(o->adapter, s, err, sizeof err)) ppa_die(2, "%s: --adapter: %s", who, err);
+        if (file_refuse_hub_id(o->adapter, err, sizeof err) || adapter_read_spec(o->adapter, s, err, sizeof err))
+            ppa_die(2, "%s: --adapter: %s", who, err);
         return 1;
     }
     if (!options_takes(o->cmd, TOPT_LORA_R) || o->lora_r <= 0) return 0;

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "core/common.h"
+#include "core/text.h"
 #include "dist/dist.h"
 
 #define PPA_VERSION "0.1.0"
@@ -34,8 +35,13 @@ static const struct {
 };
 
 static void usage(FILE *f) {
+    /* the grammar and the exit statuses before the list: the list ends the text (tests/test_readme.sh reads it) */
     fprintf(f, "ppa %s: listwise preference alignment (Permutative Preference Alignment)\n\n"
-               "usage: ppa <command> [options]     ppa <command> --help\n\ncommands:\n",
+               "usage: ppa <command> [options]     ppa <command> --help\n"
+               "options are long: --opt value or --opt=value, or an unambiguous prefix (--epoch for --epochs)\n"
+               "exit status: 0 done; 2 a usage or input error (a bad option or value, a bad or missing input file or\n"
+               "folder, a refused configuration); 1 a runtime failure (writing the output, out of memory, the GPU,\n"
+               "an MPI collective); 70 an internal error (a bug). docs/cli.md has the details.\n\ncommands:\n",
             PPA_VERSION);
     for (size_t i = 0; i < PPA_ARRAY_LEN(COMMANDS); i++) fprintf(f, "  %-8s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
     fprintf(f, "  %-8s %s\n", "help", "this text");
@@ -59,6 +65,9 @@ int main(int argc, char **argv) {
                        "logprobs, eval, generate and judge", argv[1], dist_size());
         return COMMANDS[i].run(argc - 1, argv + 1);
     }
+    TextClosest near = {0};
+    for (size_t i = 0; i < PPA_ARRAY_LEN(COMMANDS); i++) text_closest_add(&near, argv[1], COMMANDS[i].name);
+    if (near.best) ppa_die(2, "unknown command '%s' (did you mean '%s'? 'ppa help' lists the commands)", argv[1], near.best);
     fprintf(stderr, "ppa: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

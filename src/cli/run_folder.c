@@ -29,13 +29,15 @@ static int make_dirs(const char *path) {
 void run_folder_open(const char *out, int resuming, const char *who) {
     char err[4400];
     struct stat sb;
-    if (make_dirs(out) || stat(out, &sb)) ppa_die(2, "%s: cannot create --out %s: %s", who, out, strerror(errno));
+    if (make_dirs(out) || stat(out, &sb)) /* a path through a file is the user's; a refusal of the system is runtime */
+        ppa_die(errno == ENOTDIR || errno == ENAMETOOLONG || errno == ELOOP ? 2 : 1, "%s: cannot create --out %s: %s", who,
+                out, strerror(errno));
     if (!S_ISDIR(sb.st_mode)) ppa_die(2, "%s: --out %s is %s, not a folder", who, out, file_kind(sb.st_mode));
     /* before anything is read or written there: a second run must not see the first's files half made */
     if (file_lock_folder(out, who, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
     if (resuming) return;
     DIR *d = opendir(out);
-    if (!d) ppa_die(2, "%s: cannot open --out %s: %s", who, out, strerror(errno));
+    if (!d) ppa_die(1, "%s: cannot open --out %s: %s", who, out, strerror(errno));
     struct dirent *e;
     while ((e = readdir(d)))
         if (!strcmp(e->d_name, "config.json") || !strcmp(e->d_name, "adapter_config.json") ||

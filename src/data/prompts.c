@@ -85,6 +85,9 @@ static int read_conv(const cJSON *j, ChatMessage **m, int *n, char *err, size_t 
 }
 
 static int read_text(const cJSON *j, PromptRow *r, const PromptOptions *o, char *err, size_t errlen) {
+    if (!o->tok && o->model_dir)
+        return ppa_fail(err, errlen, "a text prompt needs the model's tokenizer, and the model folder %s has no "
+                        "tokenizer.json (a line of token ids, \"prompt_ids\", needs none)", o->model_dir);
     if (!o->tok) return snprintf(err, errlen, "a text prompt needs the model's tokenizer (or use \"prompt_ids\")"), -1;
     const ChatTemplate *tpl = o->tpl;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "template");

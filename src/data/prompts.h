@@ -38,6 +38,7 @@ typedef struct {
     int max_len;             /* a prompt must leave room for one token: len < max_len */
     int skip_invalid;        /* report each bad line on stderr and go on */
     int special_in_text;     /* special-token strings in message text become control tokens (rows.h) */
+    const char *model_dir;   /* the model folder, named when tok is NULL (it has no tokenizer.json); NULL: none */
 } PromptOptions;
 
 /* Reads every prompt of path. 0, or -1 with "path:line: problem" in err. */

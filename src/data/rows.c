@@ -384,8 +384,16 @@ static int read_text_parts(const cJSON *j, Conv *conv, const char ***answers, co
     return 0;
 }
 
+/* why a text row cannot be read without a tokenizer */
+static int no_tokenizer(const DataOptions *o, char *err, size_t errlen) {
+    if (o->model_dir)
+        return ppa_fail(err, errlen, "a text row needs the model's tokenizer, and the model folder %s has no "
+                        "tokenizer.json (rows of token ids, \"prompt_ids\" and \"response_ids\", need none)", o->model_dir);
+    return ppa_fail(err, errlen, "a text row needs the model's tokenizer (or use prompt_ids/response_ids)");
+}
+
 static int read_text(const cJSON *j, DataRow *r, const DataOptions *o, long *fixes, char *err, size_t errlen) {
-    if (!o->tok) return snprintf(err, errlen, "a text row needs the model's tokenizer (or use prompt_ids/response_ids)"), -1;
+    if (!o->tok) return no_tokenizer(o, err, errlen);
     Conv conv = {0};
     const char **answers = NULL;
     const cJSON **oscores = NULL;
@@ -408,7 +416,7 @@ done:
  * tokenizer's EOS appended; the first token is the "prompt" (never scored).
  * Its special-token strings are text, as a message's are. */
 static int read_plain_text(const cJSON *text, DataRow *r, const DataOptions *o, char *err, size_t errlen) {
-    if (!o->tok) return snprintf(err, errlen, "a text row needs the model's tokenizer"), -1;
+    if (!o->tok) return no_tokenizer(o, err, errlen);
     if (!cJSON_IsString(text)) return snprintf(err, errlen, "\"text\" must be a string"), -1;
     int *ids;
     MaskedText x = {0}; /* data: its special-token strings stay text unless special_in_text */

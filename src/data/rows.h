@@ -44,6 +44,7 @@ typedef struct {
     int strict;              /* a prompt/response boundary merge is an error */
     int special_in_text;     /* Hugging Face's default: special-token strings in message text become control tokens
                               * (by default they stay text; only the template's markers are control tokens) */
+    const char *model_dir;   /* the model folder, named when tok is NULL (it has no tokenizer.json); NULL: none */
 } DataOptions;
 
 /* Reads every row of path. Returns 0, or -1 with "path:line: problem" in err. */

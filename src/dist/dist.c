@@ -118,7 +118,7 @@ static struct {
 } T;
 
 void dist_set_timeout(double seconds) {
-    if (!(seconds > 0)) ppa_die(2, "the collective timeout must be > 0 seconds, found %g", seconds);
+    if (!(seconds > 0)) ppa_die(70, "the collective timeout must be > 0 seconds, found %g (internal: the options check it)", seconds);
     pthread_mutex_lock(&W.mu);
     W.limit = seconds;
     pthread_mutex_unlock(&W.mu);

@@ -391,6 +391,7 @@ char *config_path(const char *path) {
 }
 
 int model_config_load(ModelConfig *c, const char *path, char *err, size_t errlen) {
+    if (file_refuse_hub_id(path, err, errlen)) return -1;
     char *file = config_path(path);
     const Ctx x = {file, err, errlen};
     char *text = read_text(&x, file);

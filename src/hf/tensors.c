@@ -48,7 +48,7 @@ static void add(Table *tb, ModelTensorKind kind, int layer, int64_t d0, int64_t 
     va_start(ap, fmt);
     int len = vsnprintf(s->name, sizeof s->name, fmt, ap);
     va_end(ap);
-    if (len < 0 || (size_t)len >= sizeof s->name) ppa_die(1, "tensor name too long (internal: %d chars)", len);
+    if (len < 0 || (size_t)len >= sizeof s->name) ppa_die(70, "tensor name too long (internal: %d chars)", len);
     s->ndim = d1 ? 2 : 1;
     s->shape[0] = d0;
     s->shape[1] = d1;
@@ -88,7 +88,7 @@ int model_tensor_table(const ModelConfig *c, ModelTensorSpec **out) {
         add(&tb, MODEL_TENSOR_MATRIX, -1, c->num_labels, H, "%s", model_head_tensor(c));
     else if (!c->tie_word_embeddings)
         add(&tb, MODEL_TENSOR_MATRIX, -1, V, H, "lm_head.weight");
-    if (tb.n != model_tensor_count(c)) ppa_die(1, "tensor table: %d entries, expected %d", tb.n, model_tensor_count(c));
+    if (tb.n != model_tensor_count(c)) ppa_die(70, "tensor table: %d entries, expected %d (internal)", tb.n, model_tensor_count(c));
     *out = tb.t;
     return tb.n;
 }

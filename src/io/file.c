@@ -23,6 +23,27 @@ const char *file_kind(unsigned mode) {
     }
 }
 
+/* ORG/NAME: two names of letters, digits, '.', '_' and '-' around one '/', neither starting with '.' or '-' */
+static int looks_like_hub_id(const char *s) {
+    int parts = 0;
+    for (const char *p = s;; p++) {
+        size_t n = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
+        if (!n || p[0] == '.' || p[0] == '-') return 0;
+        parts++, p += n;
+        if (!*p) return parts == 2;
+        if (*p != '/') return 0;
+    }
+}
+
+int file_refuse_hub_id(const char *path, char *err, size_t errlen) {
+    struct stat sb;
+    if (!stat(path, &sb) || errno != ENOENT || !looks_like_hub_id(path)) return 0;
+    const char *name = strchr(path, '/') + 1;
+    return ppa_fail(err, errlen, "%s: no such folder. ppa reads local Hugging Face folders, and %s looks like a Hub id: "
+                    "download it first, e.g. `huggingface-cli download %s --local-dir %s` (or `git clone "
+                    "https://huggingface.co/%s`), then give the folder (%s)", path, path, path, name, path, name);
+}
+
 int file_check_regular(const char *path, char *err, size_t errlen) {
     struct stat sb;
     if (stat(path, &sb)) return ppa_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));

@@ -25,6 +25,10 @@ FILE *file_open_regular(const char *path, char *err, size_t errlen);
 char *file_read_all(const char *path, size_t *len, char *err, size_t errlen);
 /* 0 if path is a regular file (following links), else -1 with "PATH: why" in err */
 int file_check_regular(const char *path, char *err, size_t errlen);
+/* A model or tokenizer folder given as a Hugging Face Hub id: -1 when path does not exist and looks like ORG/NAME,
+ * with "PATH: no such folder" and how to download it in err; 0 otherwise (an existing path, or any other missing
+ * one, is left to its reader's own messages). ppa reads local folders only. */
+int file_refuse_hub_id(const char *path, char *err, size_t errlen);
 /* "a FIFO", "a directory", "a character device", ... for a stat mode */
 const char *file_kind(unsigned mode);
 

@@ -516,7 +516,7 @@ static void rows_blas(int M, int N, int K, const float *A, int lda, const float 
         return;
     }
     float *a = calloc((size_t)need * K, sizeof(float)), *c = calloc((size_t)need * N, sizeof(float));
-    if (!a || !c) ppa_die(70, "gemm_rows: out of memory");
+    if (!a || !c) ppa_die(1, "gemm_rows: out of memory");
     for (int i = 0; i < M; i++) {
         memcpy(a + (size_t)i * K, A + (size_t)i * lda, sizeof(float) * (size_t)K);
         if (beta != 0.0f) memcpy(c + (size_t)i * N, C + (size_t)i * ldc, sizeof(float) * (size_t)N);
@@ -532,7 +532,7 @@ typedef void (*RowsFn)(int, int, int, const float *, int, const float *, int, fl
 static int probe_rows(RowsFn f, int M, int N, int K) {
     float *A = malloc(sizeof(float) * (size_t)M * K), *B = malloc(sizeof(float) * (size_t)N * K);
     float *C = malloc(sizeof(float) * (size_t)M * N), *D = malloc(sizeof(float) * (size_t)M * N);
-    if (!A || !B || !C || !D) ppa_die(70, "gemm: out of memory");
+    if (!A || !B || !C || !D) ppa_die(1, "gemm: out of memory");
     uint64_t x = 88172645463325252ULL;
     for (size_t i = 0; i < (size_t)M * K; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, A[i] = (float)(x % 2001) / 1000.0f - 1.0f;
     for (size_t i = 0; i < (size_t)N * K; i++) x ^= x << 13, x ^= x >> 7, x ^= x << 17, B[i] = (float)(x % 2001) / 1000.0f - 1.0f;

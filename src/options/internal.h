@@ -78,8 +78,12 @@ TrainOptionsStatus opt_cli_pass(OptCommand cmd, int argc, char **argv, TrainOpti
 int opt_apply_recipe(TrainOptions *o, int *constant_line, char *err, size_t errlen);
 /* the recipe keys that set option id, as "a, b" ("" if none), for --help */
 const char *opt_recipe_keys(TrainOptId id, char *buf, size_t len);
-/* 1 if key is a recipe key that sets an option; then *id is that option */
-int opt_recipe_key_option(const char *key, TrainOptId *id);
+/* A recipe key or a TRL / alignment-handbook name written as a flag (name: the flag without "--", '-' or '_';
+ * value: the value given with it, or NULL): 1 with the ppa flag it stands for in flag (without "--") and the
+ * message's hint ("did you mean '--lr'? learning_rate is a config-file key") in hint; 0 if name is none of them.
+ * command: the command's name, for "ppa train --list-objectives". */
+int opt_flag_hint(const char *name, const char *value, const char *command, char *flag, size_t flaglen, char *hint,
+                  size_t hintlen);
 /* the recipe keys ppa ignores, one line per reason, for --help */
 void opt_recipe_help(FILE *f);
 int opt_resolve_batch(TrainOptions *o, char *err, size_t errlen);

@@ -565,11 +565,66 @@ done:
     return rc;
 }
 
-int opt_recipe_key_option(const char *key, TrainOptId *id) {
+/* TRL / handbook names that users write as flags and that are no plain option of a recipe: the ppa flag each stands
+ * for, and the hint (loss_type's comes from its value: loss_type_hint) */
+static const struct {
+    const char *key, *flag, *hint;
+} FLAG_HINTS[] = {
+    {"loss_type", "objective", NULL},
+    {"bf16", "precision", "did you mean '--precision bf16'? bf16 is TRL's switch"},
+    {"report_to", "log",
+     "ppa reports to no service such as wandb or tensorboard: it writes each step's metrics as JSON Lines to --log "
+     "FILE (default OUT/train_log.jsonl) and its progress to stderr"},
+    {"lora_target_modules", "lora-targets",
+     "did you mean '--lora-targets'? lora_target_modules is TRL's name; ppa takes all-linear or a comma list such as "
+     "q_proj,v_proj"},
+};
+
+/* --loss_type [VALUE]: ppa's objective for TRL's loss type where ppa has the same one, else the list */
+static void loss_type_hint(const char *value, const char *command, char *hint, size_t len) {
+    PpaObjective obj;
+    PpaPairs pairs;
+    int used;
+    char why[1024];
+    if (value && !train_loss_type_map(value, NULL, &obj, &pairs, &used, why, sizeof why)) {
+        snprintf(hint, len, "did you mean '--objective %s'? loss_type %s is ppa's %s", ppa_objective_name(obj), value,
+                 ppa_objective_name(obj));
+        return;
+    }
+    static const char *const TRL[] = {"sigmoid", "hinge", "ipo"}; /* TRL's DPO losses that ppa has */
+    char known[256] = "";
+    for (size_t i = 0; i < PPA_ARRAY_LEN(TRL); i++)
+        if (!train_loss_type_map(TRL[i], NULL, &obj, &pairs, &used, why, sizeof why))
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s -> %s", i ? ", " : "", TRL[i],
+                     ppa_objective_name(obj));
+    if (value)
+        snprintf(hint, len, "did you mean '--objective'? ppa has no objective for loss_type %s; `ppa %s "
+                 "--list-objectives` lists ppa's", value, command);
+    else
+        snprintf(hint, len, "did you mean '--objective'? TRL's loss types in ppa: %s; `ppa %s --list-objectives` lists "
+                 "ppa's objectives", known, command);
+}
+
+int opt_flag_hint(const char *name, const char *value, const char *command, char *flag, size_t flaglen, char *hint,
+                  size_t hintlen) {
+    char key[128];
+    snprintf(key, sizeof key, "%s", name);
+    for (char *k = key; *k; k++)
+        if (*k == '-') *k = '_';
+    for (size_t i = 0; i < PPA_ARRAY_LEN(FLAG_HINTS); i++) {
+        if (strcmp(key, FLAG_HINTS[i].key)) continue;
+        snprintf(flag, flaglen, "%s", FLAG_HINTS[i].flag);
+        if (FLAG_HINTS[i].hint) snprintf(hint, hintlen, "%s", FLAG_HINTS[i].hint);
+        else loss_type_hint(value, command, hint, hintlen);
+        return 1;
+    }
     ConfigKey native;
     const ConfigKey *ck = config_key(key, &native);
     if (!ck || ck->kind != K_OPT) return 0;
-    *id = (TrainOptId)ck->id;
+    char buf[64];
+    opt_flag((TrainOptId)ck->id, buf, sizeof buf);
+    snprintf(flag, flaglen, "%s", buf + 2);
+    snprintf(hint, hintlen, "did you mean '%s'? %s is a config-file key", buf, key);
     return 1;
 }
 

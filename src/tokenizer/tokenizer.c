@@ -299,6 +299,7 @@ Tokenizer *tokenizer_load_folder(const char *dir, char *err, size_t errlen) {
     struct stat st;
     snprintf(file, sizeof file, "%s/tokenizer.json", dir);
     if (errlen) err[0] = 0;
+    if (file_refuse_hub_id(dir, err, errlen)) return NULL;
     if (stat(file, &st) && errno == ENOENT) return NULL;
     return tokenizer_load(dir, err, errlen);
 }
@@ -306,6 +307,7 @@ Tokenizer *tokenizer_load_folder(const char *dir, char *err, size_t errlen) {
 Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen) {
     char file[4096];
     struct stat st;
+    if (file_refuse_hub_id(path, err, errlen)) return NULL;
     if (!stat(path, &st) && S_ISDIR(st.st_mode)) snprintf(file, sizeof file, "%s/tokenizer.json", path);
     else snprintf(file, sizeof file, "%s", path);
     size_t len;

@@ -15,7 +15,8 @@ typedef struct Tokenizer Tokenizer;
 Tokenizer *tokenizer_load(const char *path, char *err, size_t errlen);
 /* A model folder's tokenizer: NULL with err "" when the folder has no
  * tokenizer.json (pre-tokenized rows only), NULL with the reason when it has
- * one that cannot be read: a broken file is never taken for an absent one. */
+ * one that cannot be read: a broken file is never taken for an absent one
+ * (nor a Hub id given for a folder: file_refuse_hub_id). */
 Tokenizer *tokenizer_load_folder(const char *dir, char *err, size_t errlen);
 void tokenizer_free(Tokenizer *t);
 

@@ -73,7 +73,8 @@ static void run_batch(RefCache *c, Model *ref, const DataRow *rows, int r0, int 
             for (int k = 0; k < rows[r].n_resp; k++) c->n_scored[at++] = rows[r].resp_len[k];
         free(rw);
     }
-    if (rc) ppa_die(2, "reference: %s", err); /* the rows were checked when the data set was built */
+    /* the rows were checked when the data set was built: a GPU failed, or the CPU refuses a batch too large */
+    if (rc) ppa_die(model_forward_engine(ref) ? 1 : 2, "reference: %s", err);
     free(b);
 }
 

@@ -376,7 +376,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             int nonfinite = bad == MICRO_NONFINITE_LOGP || bad == MICRO_NONFINITE_LOSS;
             if (nonfinite) nonfinite_cause(policy, p, st->step - first, st->step, last_lr, bad, cause, sizeof cause);
             snprintf(err, errlen, "step %ld: %s%s%s", st->step + 1, why, cause, nonfinite ? "; nothing was updated" : "");
-            rc = -1;
+            rc = nonfinite && st->step == first ? -2 : -1;
         } else {
             double gnorm; /* clipping happens inside the AdamW pass */
             if (step_grad_norm(policy, &gnorm, err, errlen)) {
@@ -389,7 +389,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
                 nonfinite_cause(policy, p, st->step - first, st->step, last_lr, MICRO_NONFINITE_LOSS, cause, sizeof cause);
                 snprintf(err, errlen, "step %ld: the gradient norm is not finite (%g)%s; nothing was updated", st->step + 1,
                          gnorm, cause);
-                rc = -1;
+                rc = st->step == first ? -2 : -1;
                 free(sl.lambdas), free(sl.lam_k);
                 break;
             }

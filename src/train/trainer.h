@@ -80,7 +80,8 @@ void trainer_zero_share(size_t n, size_t *lo, size_t *hi);
  * a model that diverged, with the settings that size an update). After the
  * last update and before every checkpoint the step's own lists go through
  * the new weights again (forward only) and the weights are checked finite,
- * so a diverged or NaN model is never saved. Returns 0, or -1 with err. */
+ * so a diverged or NaN model is never saved. Returns 0, or -1 with err; -2 when the weights as loaded (before
+ * this run's first update) give the non-finite numbers, a fault of the input rather than of the run. */
 int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, TrainState *st, const TrainPlan *plan,
               char *err, size_t errlen);
 

@@ -52,9 +52,9 @@ static void read_with(const DataOptions *o) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_write(rows_path, data, size);
-    DataOptions ids_only = {NULL, NULL, -1, 1000, 1, 0, 0};
+    DataOptions ids_only = {NULL, NULL, -1, 1000, 1, 0, 0, NULL};
     read_with(&ids_only);
-    DataOptions text = {tok, chatml, 257, VOCAB, 1, 0, 0};
+    DataOptions text = {tok, chatml, 257, VOCAB, 1, 0, 0, NULL};
     read_with(&text);
     text.special_in_text = 1; /* Hugging Face's reading of special-token strings in the text */
     read_with(&text);

@@ -42,13 +42,13 @@ for c in llama_untied qwen2_tied_gqa llama3_rope mistral_gqa reward_llama reward
     $PY tests/ref/engine_ref.py --model "$TMP/$c" --rows "$DIR/rows_$c.jsonl" --out "$DIR/golden_$c" \
         --shared-prefix --check --autocast-bf16
 done
-# BF16 checkpoints, as the paper's models ship: the same weights written by `ppa init --dtype bf16`, whose bf16
+# BF16 checkpoints, as the paper's models ship: the same weights written by `ppa init --save-dtype bf16`, whose bf16
 # values the float64 reference and autocast read exactly, so no method's error comes from rounding the weights.
 # Only the log-probs are kept: golden_<c>/bf16_checkpoint_logps.jsonl and ..._logps_autocast_bf16.jsonl
 # (tests/test_bf16.c: ppa's bf16 log-probs against autocast's on these).
 for c in llama_untied qwen2_tied_gqa llama3_rope mistral_gqa; do
     echo "== $c (BF16 checkpoint)"
-    $PPA init --config "$DIR/$c.json" --out "$TMP/$c.bf16" --seed 11 --init-std 0.3 --init-all --dtype bf16 >/dev/null
+    $PPA init --config "$DIR/$c.json" --out "$TMP/$c.bf16" --seed 11 --init-std 0.3 --init-all --save-dtype bf16 >/dev/null
     $PY tests/ref/engine_ref.py --model "$TMP/$c.bf16" --rows "$DIR/rows_$c.jsonl" --out "$TMP/$c.bf16.out" \
         --shared-prefix --autocast-bf16
     for f in logps logps_autocast_bf16; do cp "$TMP/$c.bf16.out/$f.jsonl" "$DIR/golden_$c/bf16_checkpoint_$f.jsonl"; done
