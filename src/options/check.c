@@ -321,7 +321,7 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
     /* Hub names in a recipe: ppa reads local files only */
     const TrainOrigin *gd = &o->origin[TOPT_DATA], *gm = &o->origin[TOPT_MODEL];
     if (gd->from == TRAIN_FROM_CONFIG && !path_exists(o->data))
-        BAD(TOPT_DATA, "names '%s', which is not a local file: ppa reads a JSON Lines file (formats.md a); download the "
+        BAD(TOPT_DATA, "names '%s', which is not a local file: ppa reads a local JSON Lines file; download the "
                        "dataset and give its path (--data FILE)",
             o->data);
     if (gm->from == TRAIN_FROM_CONFIG && !path_exists(o->model))

@@ -4,14 +4,25 @@
 #include <stdio.h>
 
 #include "core/common.h"
+#include "hf/carry.h"
 #include "io/paths.h"
 #include "options/internal.h"
 
-/* what a training command writes into --out: the model folder (model_save), the run's files and caches */
-static const char *const RUN_WRITES[] = {"config.json", "generation_config.json", "*.safetensors",
-                                         "model.safetensors.index.json", "adapter_config.json", "tokenizer.json",
-                                         "tokenizer_config.json", "train_options.json", "train_log.jsonl",
-                                         "reference.cache", "reference.eval.cache", ".ppa.lock", NULL};
+/* what a training command writes into --out: the model folder (model_save) with the files it carries from its input
+ * (hf/carry.h), the run's files and caches */
+static const char *const RUN_OWN[] = {"config.json", "generation_config.json", "*.safetensors",
+                                      "model.safetensors.index.json", "adapter_config.json", "train_options.json",
+                                      "train_log.jsonl", "reference.cache", "reference.eval.cache", ".ppa.lock"};
+
+static const char *const *run_writes(void) {
+    static const char *all[PPA_ARRAY_LEN(RUN_OWN) + 32];
+    if (all[0]) return all;
+    size_t n = 0;
+    for (size_t i = 0; i < PPA_ARRAY_LEN(RUN_OWN); i++) all[n++] = RUN_OWN[i];
+    for (size_t i = 0; CARRY_TOKENIZER_FILES[i] && n + 1 < PPA_ARRAY_LEN(all); i++) all[n++] = CARRY_TOKENIZER_FILES[i];
+    all[n] = NULL;
+    return all;
+}
 
 static const struct {
     TrainOptId id;
@@ -35,7 +46,7 @@ int options_check_paths(const TrainOptions *o, char *err, size_t errlen) {
         if (!opt_takes(o->cmd, id)) continue;
         PathUse u = {opt_flag(id, flags[i], sizeof flags[i]), *(char *const *)((const char *)o + OPT[id].off),
                      ROLES[i].role, NULL};
-        if (id == TOPT_OUT && (o->cmd & (CMD_TRAIN | CMD_REWARD | CMD_SFT))) u.role = PATH_OUT_DIR, u.writes = RUN_WRITES;
+        if (id == TOPT_OUT && (o->cmd & (CMD_TRAIN | CMD_REWARD | CMD_SFT))) u.role = PATH_OUT_DIR, u.writes = run_writes();
         use[n++] = u;
     }
     if (o->cmd == CMD_TRAIN) use[n++] = (PathUse){"--config", o->config, PATH_IN_FILE, NULL};

@@ -155,9 +155,13 @@ static const char TRAIN_RECIPES[] =
     "+ pairwise_type (their pairs); hinge | slic; bpr, single_pair, all_pairs, others_vs_worst,\n"
     "listmle | list_mle | dpo_pl, listnet; any ppa objective name.\n"
     "\n"
+    "use_peft: true trains a LoRA adapter with lora_r, lora_alpha, lora_dropout, lora_target_modules and\n"
+    "use_rslora (TRL's defaults r 16, alpha 32, dropout 0.05); without it the lora_* keys are ignored.\n"
     "Config keys checked, not stored: optim (adamw_torch, adamw_torch_fused, adamw_hf), adam_beta1 0.9,\n"
-    "adam_beta2 0.999, adam_epsilon 1e-8, warmup_steps 0, truncation_mode keep_end, use_peft / load_in_4bit\n"
-    "/ load_in_8bit false; any other value is an error. Refused: chat_template, config.\n"
+    "adam_beta2 0.999, adam_epsilon 1e-8, warmup_steps 0, truncation_mode keep_end, use_dora /\n"
+    "lora_modules_to_save / load_in_4bit / load_in_8bit / fp16 false; any other value is an error.\n"
+    "Refused: chat_template (a recipe's template string: ppa renders the model's own template, or the one\n"
+    "template names), config.\n"
     "Config keys ignored, one note each:\n";
 
 void train_options_help(FILE *f) {

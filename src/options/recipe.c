@@ -91,7 +91,8 @@ static const ConfigKey KEYS[] = {
     {"load_in_8bit", K_SPECIAL, SP_FALSE_ONLY, "ppa does not quantize"},
     {"truncation_mode", K_SPECIAL, SP_TRUNCATION_MODE, NULL},
     {"chat_template", K_SPECIAL, SP_REFUSED,
-     "ppa runs no Jinja: set template (chatml, llama3, mistral, zephyr, llama2 or none), or leave it to detection"},
+     "ppa renders the model folder's own chat template (tokenizer_config.json or chat_template.jinja): put the "
+     "template there, or set template (chatml, llama3, mistral, zephyr, llama2 or none)"},
     {"config", K_SPECIAL, SP_REFUSED, "a config file cannot name another config file"},
     /* no meaning for ppa */
     {"bf16", K_SPECIAL, SP_BF16, NULL},
