@@ -98,7 +98,7 @@ done <<< "$rows"
 
 # ---- make targets the README names: make -n (the demo targets run for real in test_demo.sh)
 # the targets: lines of code blocks that start with make, and `make ...` spans in the text
-targets=$(awk '/^```/ { code = !code; next } code && /^make( |$)/ { print $2 }
+targets=$(awk '/^```/ { code = !code; next } code && /^make( |$)/ { print ($2 == "" || $2 ~ /^#/ ? "(all)" : $2) }
   !code { while (match($0, /`make( [a-z][a-z-]*)?`/)) { t = substr($0, RSTART + 1, RLENGTH - 2); sub(/^make ?/, "", t);
     print (t == "" ? "(all)" : t); $0 = substr($0, RSTART + RLENGTH) } }' "$readme" | sed 's/^$/(all)/' | sort -u)
 expect "the README names make demo and make test" sh -c "echo '$targets' | grep -qx demo && echo '$targets' | grep -qx test"
