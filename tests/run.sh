@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 total_pass=0
 total_fail=0
 run() {
-  local out status
+  local out status t0=$SECONDS
   out=$("$@" 2>&1)
   status=$?
   echo "$out" | grep -v '^[a-z0-9_]*: [0-9]* passed, [0-9]* failed$' | tail -n 40
@@ -31,7 +31,7 @@ run() {
     total_fail=$((total_fail + 1))
     return
   fi
-  echo "$line"
+  echo "$line ($((SECONDS - t0)) s)"
   local p f
   p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed.*/\1/')
   f=$(echo "$line" | sed -E 's/.* ([0-9]+) failed$/\1/')
