@@ -24,22 +24,11 @@ char *carry_folder_of(const char *path) {
     return strndup(path, (size_t)(slash - path));
 }
 
-typedef struct {
-    const char *bytes;
-    size_t n;
-} Bytes;
-
-static int write_bytes(FILE *f, const void *ctx) {
-    const Bytes *b = ctx;
-    return fwrite(b->bytes, 1, b->n, f) == b->n ? 0 : -1;
-}
-
 int carry_copy(const char *src, const char *dst, char *err, size_t errlen) {
     size_t n;
     char *bytes = file_read_all(src, &n, err, errlen);
     if (!bytes) return -1;
-    Bytes b = {bytes, n};
-    int rc = atomic_write(dst, write_bytes, &b, err, errlen);
+    int rc = atomic_write_bytes(dst, bytes, n, err, errlen);
     free(bytes);
     return rc;
 }

@@ -59,3 +59,18 @@ int atomic_write(const char *path, AtomicWriteFn fn, const void *ctx, char *err,
     free(tmp);
     return fsync_parent(path, err, errlen);
 }
+
+typedef struct {
+    const void *bytes;
+    size_t n;
+} Bytes;
+
+static int write_bytes(FILE *f, const void *ctx) {
+    const Bytes *b = ctx;
+    return fwrite(b->bytes, 1, b->n, f) == b->n ? 0 : -1;
+}
+
+int atomic_write_bytes(const char *path, const void *bytes, size_t n, char *err, size_t errlen) {
+    Bytes b = {bytes, n};
+    return atomic_write(path, write_bytes, &b, err, errlen);
+}
