@@ -512,7 +512,7 @@ static void test_unknown_keys(void) {
         {"evaluation_strategy: steps\neval_strategy: steps\n", "eval_strategy repeats evaluation_strategy", 2},
         {"- a\n- b\n", "a config file is a mapping of 'key: value' lines, found a list", 1},
         {"config: other.yaml\n", "a config file cannot name another config file", 1},
-        {"chat_template: \"{% for m in messages %}\"\n", "ppa runs no Jinja", 1},
+        {"chat_template: \"{% for m in messages %}\"\n", "renders the model folder's own chat template", 1},
         {"optim: sgd\n", "optim 'sgd': ppa has one optimizer, AdamW", 1},
         {"adam_beta1: 0.95\n", "adam_beta1 0.95: ppa's AdamW uses adam_beta1 0.9", 1},
         {"adam_epsilon: 1.0e-6\n", "adam_epsilon", 1},
