@@ -117,7 +117,7 @@ if [ $gpu = 1 ]; then # a usable GPU first, or nothing
   say "device: the SFT models train, sample and score on $gpu_name"
   rm -rf probe_model probe.jsonl probe.err
 fi
-rm -f logs/*.rc
+rm -f logs/*.rc logs/*.rc~
 first_seed=${seeds%% *}
 n_seeds=$(wc -w <<< "$seeds") n_methods=$(wc -w <<< "$methods")
 
@@ -127,7 +127,8 @@ spawn() { # spawn NAME FUNCTION ARGS...: at most $slots at once
   local name=$1; shift
   while [ "$(jobs -rp | wc -l)" -ge "$slots" ]; do wait -n || true; check_jobs; stage_line; done
   # the job stops at its first failing command (set -e in its own subshell), and its status is kept
-  ( set +e; ( set -e; "$@" ) > "logs/$name.log" 2>&1; echo $? > "logs/$name.rc" ) &
+  # (written whole, then renamed: check_jobs never reads a half-written status)
+  ( set +e; ( set -e; "$@" ) > "logs/$name.log" 2>&1; echo $? > "logs/$name.rc~"; mv "logs/$name.rc~" "logs/$name.rc" ) &
   run_t0[$name]=$SECONDS
   [ -z "$stage" ] || stage_runs+=("$name")
 }
@@ -170,7 +171,8 @@ check_jobs() {
     [ -e "$rc" ] || continue
     [ "$(cat "$rc")" = 0 ] && continue
     local p
-    for p in $(jobs -rp); do pkill -P "$p" 2> /dev/null; kill "$p" 2> /dev/null; done
+    # a job may end between jobs -rp and the kill (the failed one itself, after writing its status): not an error
+    for p in $(jobs -rp); do pkill -P "$p" 2> /dev/null || true; kill "$p" 2> /dev/null || true; done
     tail -5 "${rc%.rc}.log" >&2
     local name=${rc#logs/}
     die "job ${name%.rc} failed (its log: $out/${rc%.rc}.log)"
