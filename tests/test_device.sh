@@ -43,7 +43,7 @@ for c in $cases; do
   expect "module $c: nothing printed" test ! -s out.txt
   case $c in
     absent) expect "module absent: says no module was built" grep -q "no CUDA module: this ppa was built without nvcc" err.txt ;;
-    broken) expect "module broken: names the library that does not load" grep -q "the CUDA module does not load: libppastubdep.so" err.txt ;;
+    broken) expect "module broken: names the module and the library that does not load" grep -q "the CUDA module does not load: .*broken.so: libppastubdep.so" err.txt ;;
     present) expect "module present: says why no GPU is usable here (no driver or no device), or that the command does not run there yet" \
       grep -qE -- "--device cuda: (no NVIDIA driver|no CUDA device|no usable CUDA|.* is usable, but ppa logprobs does not run on the GPU yet)" err.txt ;;
   esac
@@ -59,4 +59,53 @@ printf 'device: cpu\n' > r.yaml
 expect "a recipe's device: cpu is read" sh -c "test $? -eq 0 && grep -q '\"device\":\"cpu\"' o/train_options.json"
 "$ppa" logprobs --model m --data D.jsonl --template none --device tpu > /dev/null 2> err.txt
 expect "an unknown device is refused with the choices" sh -c "test $? -eq 2 && grep -q \"cannot use 'tpu': expected auto, cpu or cuda\" err.txt"
+# -- code is loaded only from where the user or the installer put it (docs/safety.md): a module planted where others
+# may write is never opened; a candidate that others could change is refused naming why; the message lists the
+# search order. The planted module's constructor leaves a marker: no marker, no code of it ran.
+mkdir -p plant/x plant/lib
+cp "$ppa" plant/x/ppa
+printf '#include <stdio.h>\n__attribute__((constructor)) static void planted(void) { FILE *f = fopen(MARK, "w"); if (f) fclose(f); }\n' > planted.c
+planted() { cc -shared -fPIC -DMARK="\"$tmp/$2\"" planted.c -o "$1"; }
+if planted plant/lib/libppa_cuda.so ran_lib; then
+  # a model with heads of 64, which --device auto offers to the GPU engine
+  sed 's/"hidden_size": 32/"hidden_size": 128/; s/"num_attention_heads": 4/"num_attention_heads": 2/; s/"num_key_value_heads": 2/"num_key_value_heads": 1/' config.json > c64.json
+  "$ppa" init --config c64.json --tokenizer tokenizer.json --out m64 --seed 7 > /dev/null
+  for dev in auto cuda; do
+    plant/x/ppa logprobs --model m64 --data D.jsonl --template none --device $dev > /dev/null 2> err.txt; st=$?
+    expect "a module in ../lib is never opened (--device $dev)" test ! -e ran_lib
+    [ $dev = auto ] && expect "... and auto runs on the CPU" test $st -eq 0
+    [ $dev = cuda ] && expect "... and cuda is refused (exit 2), listing where it looked" sh -c "test $st -eq 2 &&
+      grep -qF 'no CUDA module: this ppa was built without nvcc (looked in: PPA_CUDA_LIB (unset), $tmp/plant/x/libppa_cuda.so, $tmp/plant/x/build/libppa_cuda.so;' err.txt"
+  done
+  # beside the binary, but writable by others, then by the group: refused, not run
+  planted plant/x/libppa_cuda.so ran_beside
+  for mode in 0666 0664; do
+    chmod $mode plant/x/libppa_cuda.so
+    plant/x/ppa logprobs --model m64 --data D.jsonl --template none --device cuda > /dev/null 2> err.txt; st=$?
+    who=others; [ $mode = 0664 ] && who="its group"
+    expect "mode $mode beside the binary: refused (exit 2), not run" sh -c "test $st -eq 2 && test ! -e ran_beside"
+    expect "... naming the file and why" grep -qF "the CUDA module is refused: $tmp/plant/x/libppa_cuda.so is writable by $who (mode $mode; chmod go-w it): ppa loads code only from files that only you or root can change" err.txt
+  done
+  # the same file at mode 0644 is loaded (the check above is the mode, nothing else), then found not to be ppa's
+  chmod 0644 plant/x/libppa_cuda.so
+  plant/x/ppa logprobs --model m64 --data D.jsonl --template none --device cuda > /dev/null 2> err.txt
+  expect "mode 0644 beside the binary: loaded (its constructor ran)" test -e ran_beside
+  expect "... and found not to be ppa's" grep -q "is not ppa's CUDA module (no pc_init)" err.txt
+  # PPA_CUDA_LIB under the same rule
+  planted env.so ran_env && chmod 0620 env.so
+  PPA_CUDA_LIB=$tmp/env.so "$ppa" logprobs --model m64 --data D.jsonl --template none --device cuda > /dev/null 2> err.txt
+  expect "PPA_CUDA_LIB writable by the group: refused, not run" sh -c "test ! -e ran_env && grep -qF '$tmp/env.so is writable by its group (mode 0620' err.txt"
+  if [ "$(id -u)" = 0 ] && chown 65534 env.so 2> /dev/null && chmod 0644 env.so; then
+    PPA_CUDA_LIB=$tmp/env.so "$ppa" logprobs --model m64 --data D.jsonl --template none --device cuda > /dev/null 2> err.txt
+    expect "PPA_CUDA_LIB owned by another user: refused, not run" sh -c "test ! -e ran_env && grep -qF '$tmp/env.so is owned by another user (uid 65534)' err.txt"
+  else
+    echo "SKIP $NAME: not root: the other owner's module is not checked (chown needs root)"
+  fi
+  # PPA_BLAS names a path: the same rule (a refused library leaves the built-in kernel, with the reason)
+  planted blas.so ran_blas && chmod 0666 blas.so
+  PPA_BLAS=$tmp/blas.so "$ppa" logprobs --model m --data D.jsonl --template none --device cpu > /dev/null 2> err.txt
+  expect "PPA_BLAS=path writable by others: not run, and said" sh -c "test ! -e ran_blas && grep -qF '$tmp/blas.so is writable by others' err.txt"
+else
+  bad "could not build the planted module"
+fi
 report

@@ -8,27 +8,34 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/dynlib.h"
+
 static struct {
     int tried, ok;
-    char why[PATH_MAX + 1024], name[256];
+    char why[4 * PATH_MAX], name[256];
     void *lib;
     PcApi api; /* every entry resolved, or the open failed */
 } G;
 
-/* the module's path: $PPA_CUDA_LIB, else the first that exists beside the binary */
-static int find_module(char *path, size_t n) {
+/* the module's search order: $PPA_CUDA_LIB, else the binary's own folder, else its build/ (a checkout's ./ppa);
+ * never a folder above the binary, which others may be able to create (/tmp/lib for a binary in /tmp/X) */
+static const char *const WHERE[] = {"%s/libppa_cuda.so", "%s/build/libppa_cuda.so"};
+
+/* the module's path: $PPA_CUDA_LIB, else the first candidate that exists; -1: none (tried lists where it looked) */
+static int find_module(char *path, size_t n, char *tried, size_t ntried) {
     const char *env = getenv("PPA_CUDA_LIB");
     if (env && *env) return snprintf(path, n, "%s", env), 0;
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return -1;
+    if (len <= 0) return snprintf(tried, ntried, "PPA_CUDA_LIB (unset); the binary's folder (unknown)"), -1;
     exe[len] = 0;
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
-    static const char *const WHERE[] = {"%s/libppa_cuda.so", "%s/build/libppa_cuda.so", "%s/../lib/libppa_cuda.so"};
+    size_t used = (size_t)snprintf(tried, ntried, "PPA_CUDA_LIB (unset)");
     for (size_t i = 0; i < sizeof WHERE / sizeof WHERE[0]; i++) {
         snprintf(path, n, WHERE[i], exe);
-        if (!access(path, R_OK)) return 0;
+        if (!access(path, F_OK)) return 0;
+        if (used < ntried) used += (size_t)snprintf(tried + used, ntried - used, ", %s", path);
     }
     return -1;
 }
@@ -63,12 +70,15 @@ int device_cuda_open(int index, char *err, size_t errlen) {
         G.tried = 1;
         char path[PATH_MAX + 64];
         const char *missing = NULL;
-        if (find_module(path, sizeof path))
-            snprintf(G.why, sizeof G.why, "no CUDA module: this ppa was built without nvcc (libppa_cuda.so is "
-                     "neither beside the binary nor in build/; build with the CUDA toolkit, or set PPA_CUDA_LIB)");
-        else if (!(G.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+        char tried[2 * PATH_MAX + 64], why[PATH_MAX + 512];
+        if (find_module(path, sizeof path, tried, sizeof tried))
+            snprintf(G.why, sizeof G.why, "no CUDA module: this ppa was built without nvcc (looked in: %s; build "
+                     "with the CUDA toolkit, or set PPA_CUDA_LIB=/path/to/libppa_cuda.so)", tried);
+        else if (dynlib_check(path, NULL, why, sizeof why))
+            snprintf(G.why, sizeof G.why, "the CUDA module is refused: %s", why);
+        else if (!(G.lib = dynlib_open(path, RTLD_NOW | RTLD_LOCAL, why, sizeof why)))
             snprintf(G.why, sizeof G.why, "the CUDA module does not load: %s (NVIDIA's libcudart and libcublasLt "
-                     "must be on the library path)", dlerror());
+                     "must be on the library path)", why);
         else if (!dlsym(G.lib, "pc_init"))
             snprintf(G.why, sizeof G.why, "%s is not ppa's CUDA module (no pc_init)", path);
         else if ((missing = resolve(&G.api)))

@@ -51,6 +51,7 @@
 
 #include "core/common.h"
 #include "core/timer.h"
+#include "core/dynlib.h"
 
 typedef void *Handle; /* MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request */
 
@@ -382,8 +383,9 @@ int dist_init(char *err, size_t errlen) {
     if (!launched()) return 0;
     const char *lib = "libmpi.so.40";
     /* RTLD_GLOBAL: Open MPI loads its own components, which need libmpi's symbols */
-    if (!(M.lib = dlopen(lib, RTLD_NOW | RTLD_GLOBAL))) {
-        snprintf(err, errlen, "started by an MPI launcher, but %s does not load (%s): install openmpi-bin", lib, dlerror());
+    char e[512];
+    if (!(M.lib = dynlib_open(lib, RTLD_NOW | RTLD_GLOBAL, e, sizeof e))) {
+        snprintf(err, errlen, "started by an MPI launcher, but %s does not load (%s): install openmpi-bin", lib, e);
         return -1;
     }
     LOAD(Init_thread, "MPI_Init_thread") LOAD(Initialized, "MPI_Initialized") LOAD(Finalize, "MPI_Finalize")

@@ -28,6 +28,7 @@
 #endif
 
 #include "core/common.h"
+#include "core/dynlib.h"
 #include "kernels/gemm_seq.h"
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
@@ -160,7 +161,8 @@ static int probe_corename(const char *lib, char *out, size_t n, char *why, size_
          * it had detected it (tests/test_gemm.c exercises the override) */
         const char *as = getenv("PPA_GEMM_TEST_PROBE_CORETYPE");
         if (as && *as) setenv("OPENBLAS_CORETYPE", as, 1);
-        void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+        char e[512];
+        void *h = dynlib_open(lib, RTLD_NOW | RTLD_LOCAL, e, sizeof e);
         char *(*corename)(void) = h ? (char *(*)(void))dlsym(h, "openblas_get_corename") : NULL;
         const char *name = corename ? corename() : h ? "-" : ""; /* "-": loads, but is not OpenBLAS */
         ssize_t len = (ssize_t)strlen(name), off = 0;
@@ -262,14 +264,9 @@ static int load_library(const char *lib, char *why, size_t nwhy) {
             if (setenv("OPENBLAS_CORETYPE", FAST_CORE, 1) == 0) forced = 1;
         }
     }
-    dlerror();
-    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    void *h = dynlib_open(lib, RTLD_NOW | RTLD_LOCAL, why, nwhy);
     if (forced) unsetenv("OPENBLAS_CORETYPE"); /* the user's environment, as it was */
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(why, nwhy, "%s", e ? e : "dlopen failed");
-        return -1;
-    }
+    if (!h) return -1;
     SgemmFn sgemm = (SgemmFn)dlsym(h, "cblas_sgemm");
     if (!sgemm) {
         snprintf(why, nwhy, "%s has no cblas_sgemm", lib);

@@ -18,6 +18,7 @@
 
 #include "core/common.h"
 #include "core/timer.h"
+#include "core/dynlib.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_seq.h"
 
@@ -296,10 +297,11 @@ static int self_check(char *why, size_t nwhy) {
 }
 
 static int load_dnnl(char *why, size_t nwhy) {
-    void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    char dl_why[512];
+    void *h = dynlib_open("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL, dl_why, sizeof dl_why);
     if (!h) {
-        snprintf(why, nwhy, "oneDNN is not installed (libdnnl.so.2: %s); install libdnnl2 (Debian), or set "
-                 "PPA_BF16=builtin for the built-in kernel (bf16 memory, below float32 speed)", dlerror());
+        snprintf(why, nwhy, "oneDNN is not installed (libdnnl.so.2: %.300s); install libdnnl2 (Debian), or set "
+                 "PPA_BF16=builtin for the built-in kernel (bf16 memory, below float32 speed)", dl_why);
         return -1;
     }
 #define RESOLVE(name, ret, args)                                                                                         \
