@@ -3,6 +3,7 @@
  * `ppa score` (the reference cache alone). */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "core/hash.h"
 #include "dist/dist.h"
 #include "io/atomic.h"
+#include "io/file.h"
 #include "kernels/gemm.h"
 #include "eval/metrics.h"
 #include "hf/carry.h"
@@ -46,7 +48,19 @@ static void add_folder_hash(cJSON *j, const char *key, const char *dir, const ch
 
 /* The options that must not change when a run is resumed, as one JSON object, with the run's identity: the weights
  * it started from (--model, --adapter) and its reference (the hash its cache is keyed by; NULL: none). */
-static char *fingerprint(const TrainOptions *o, const Prepared *p, const RefCache *ref) {
+/* a hash of a reference's values (what a cache file holds), "none" without one */
+static void add_values_hash(cJSON *j, const char *name, const RefCache *c) {
+    char h[32] = "none";
+    if (c && c->offset) {
+        size_t n = (size_t)c->offset[c->n_rows];
+        uint64_t v = hash64(c->offset, sizeof(int) * (size_t)(c->n_rows + 1), 0);
+        v = hash64_more(v, c->logp, sizeof(double) * n), v = hash64_more(v, c->n_scored, sizeof(int) * n);
+        snprintf(h, sizeof h, "%016llx", (unsigned long long)v);
+    }
+    cJSON_AddStringToObject(j, name, h);
+}
+
+static char *fingerprint(const TrainOptions *o, const Prepared *p, const RefCache *ref, const RefCache *eref) {
     cJSON *j = cJSON_CreateObject();
     char h[32];
     snprintf(h, sizeof h, "%016llx", (unsigned long long)p->data_hash);
@@ -55,6 +69,8 @@ static char *fingerprint(const TrainOptions *o, const Prepared *p, const RefCach
     if (o->adapter) add_folder_hash(j, "adapter", o->adapter, "--adapter");
     snprintf(h, sizeof h, "%016llx", ref ? (unsigned long long)ref->key.weights : 0ULL);
     cJSON_AddStringToObject(j, "reference", ref ? h : "none");
+    add_values_hash(j, "reference_values", ref);   /* a resume reads the caches back: the same values, or refused */
+    add_values_hash(j, "eval_reference_values", eref);
     cJSON_AddStringToObject(j, "objective", ppa_objective_name(o->objective));
     const PpaLossOptions *l = &o->loss;
     double nums[] = {o->beta, l->tau, l->alpha, l->k, l->gain, l->discount, l->sinkhorn, l->sinkhorn_iters, l->sinkhorn_tol,
@@ -92,6 +108,10 @@ static void check_resume_options(const char *dir, const char *saved, const char 
         static const char *const WHAT[][2] = {{"model", "started from other weights than this --model"},
                                               {"adapter", "started from another --adapter"},
                                               {"reference", "has another reference model (--ref, or --model as the reference)"},
+                                              {"reference_values", "had other reference log-probs (its reference.cache, or "
+                                               "--ref-cache, was replaced or changed)"},
+                                              {"eval_reference_values", "had other held-out reference log-probs (its "
+                                               "reference.eval.cache was replaced or changed)"},
                                               {"data_hash", "read another --data file"}};
         const char *what = NULL;
         for (size_t i = 0; i < PPA_ARRAY_LEN(WHAT); i++)
@@ -138,27 +158,47 @@ static void check_resume_saves(const char *out, const TrainState *st, const Trai
     }
 }
 
-/* keeps the log lines of steps <= step (a resumed run rewrites what came after its checkpoint) */
+/* The log, opened to append (a fresh run: created empty). A resumed run keeps the lines of steps <= step, whatever
+ * their length, written to a new file renamed over the log (io/atomic.h): a kill at any moment leaves the old log or
+ * the kept one, never a truncated one. A link in the log's place is refused, never followed. */
 static FILE *open_log(const char *path, long step) {
-    if (step > 0) {
-        FILE *in = fopen(path, "rb");
-        char *kept = NULL;
-        size_t n = 0;
+    char err[PATH_MAX + 256];
+    struct stat st;
+    if (!lstat(path, &st) && S_ISLNK(st.st_mode))
+        ppa_die(2, "%s: %s: is a symbolic link: ppa never writes through a link; remove it", WHO, path);
+    if (step > 0 && !lstat(path, &st)) {
+        FILE *in = file_open_regular(path, err, sizeof err);
+        if (!in) ppa_die(2, "%s: cannot read the log to resume: %s", WHO, err);
+        char *kept = NULL, *line = NULL;
+        size_t n = 0, cap = 0;
         FILE *mem = open_memstream(&kept, &n);
-        char line[1 << 16];
-        while (in && fgets(line, sizeof line, in)) {
+        if (!mem) ppa_die(1, "%s: out of memory", WHO);
+        for (ssize_t len; (len = getline(&line, &cap, in)) > 0;) {
             long s;
-            if (sscanf(line, "{\"step\": %ld", &s) == 1 && s <= step) fputs(line, mem);
+            if (sscanf(line, "{\"step\": %ld", &s) == 1 && s <= step) fwrite(line, 1, (size_t)len, mem);
         }
-        if (in) fclose(in);
-        fclose(mem);
-        FILE *out = fopen(path, "wb");
-        if (!out || fwrite(kept, 1, n, out) != n || fclose(out)) ppa_die(1, "%s: cannot rewrite the log %s", WHO, path);
+        int bad = ferror(in);
+        fclose(in), free(line);
+        if (bad) ppa_die(1, "%s: %s: read error", WHO, path);
+        if (fclose(mem)) ppa_die(1, "%s: out of memory", WHO);
+        if (atomic_write_bytes(path, kept, n, err, sizeof err)) ppa_die(1, "%s: cannot rewrite the log: %s", WHO, err);
         free(kept);
     }
-    FILE *f = fopen(path, step > 0 ? "ab" : "wb");
-    if (!f) ppa_die(1, "%s: cannot write the log %s: %s", WHO, path, strerror(errno));
+    FILE *f = file_create(path, step > 0, err, sizeof err);
+    if (!f) ppa_die(1, "%s: cannot write the log: %s", WHO, err);
     return f;
+}
+
+/* A reference cache in --out that this run did not name is used only by a resume, whose checkpoint records a hash
+ * of its values (the fingerprint's reference_values: another cache is refused there); in a fresh run it is someone
+ * else's file, refused unless the user names it (then checked against its key and checksum). */
+static void own_cache_only(const TrainOptions *o, const char *path, const char *option) {
+    struct stat st;
+    if (o->resume || lstat(path, &st)) return;
+    if (option)
+        ppa_die(2, "%s: %s is in --out, but this run did not write it (it is not resuming): delete it, or use it with "
+                "%s %s (then checked against this run's reference, data and settings)", WHO, path, option, path);
+    ppa_die(2, "%s: %s is in --out, but this run did not write it (it is not resuming): delete it", WHO, path);
 }
 
 static void plan_of(TrainPlan *pl, const TrainOptions *o, long lists) {
@@ -257,6 +297,7 @@ static int train_main(TrainOptions *o) {
     RefCache ref = {0};
     int need_ref = !reward && !o->reference_free && o->objective != PPA_SIMPO;
     char *cache = o->ref_cache ? strdup(o->ref_cache) : ppa_path_join(o->out, "reference.cache");
+    if (need_ref && !o->ref_cache) own_cache_only(o, cache, "--ref-cache");
     if (need_ref) reference_of_policy(&ref, &p, &pa, policy, o->model, o->ref, cache, o->verbose);
     EvalSet ev = {0};
     if (o->eval_data) { /* the reference of held-out lists is needed for rank flips even without a training reference */
@@ -265,13 +306,14 @@ static int train_main(TrainOptions *o) {
         dataset_load(&ev.p, &ea, "eval data");
         dataset_check_labels(&ev.p, o->objective, o->eval_data, "eval data");
         char *ecache = ppa_path_join(o->out, "reference.eval.cache");
+        if (!reward) own_cache_only(o, ecache, NULL);
         if (!reward) reference_of_policy(&ev.ref, &ev.p, &ea, policy, o->model, o->ref, ecache, o->verbose);
         free(ecache);
         ev.beta = reward ? 1.0 : o->beta, ev.lo = o->loss, ev.reward = reward, ev.index = o->reward_index, ev.who = who;
         ev.batch_tokens = setup_batch_tokens(o);
         if (lead) plan.eval = eval_hook, plan.eval_ctx = &ev, plan.eval_every = o->eval_every;
     }
-    char *fp = fingerprint(o, &p, need_ref ? &ref : NULL);
+    char *fp = fingerprint(o, &p, need_ref ? &ref : NULL, o->eval_data && !reward ? &ev.ref : NULL);
     plan.options_json = fp;
     plan.tokenizer_dir = o->model; /* its tokenizer and template files, whichever it has */
     AdamW opt;

@@ -18,10 +18,10 @@ static int make_dirs(const char *path) {
     for (char *s = p + 1; *s; s++)
         if (*s == '/') {
             *s = 0;
-            if (mkdir(p, 0755) && errno != EEXIST) return free(p), -1;
+            if (mkdir(p, 0777) && errno != EEXIST) return free(p), -1;
             *s = '/';
         }
-    int rc = mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
+    int rc = mkdir(p, 0777) && errno != EEXIST ? -1 : 0;
     free(p);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -70,4 +71,19 @@ void text_closest_add(TextClosest *c, const char *word, const char *cand) {
     int dist = edit_distance(word, cand);
     int len = (int)strlen(word), limit = len / 3 > 2 ? len / 3 : 2;
     if (dist <= limit && (!c->best || dist < c->dist)) c->best = cand, c->dist = dist;
+}
+
+void text_printable(char *dst, size_t dstlen, const char *src, size_t n) {
+    size_t o = 0;
+    if (!dstlen) return;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)src[i];
+        int plain = c >= 0x20 && c < 0x7f;
+        if (o + (plain ? 1 : 4) >= dstlen) break;
+        if (plain)
+            dst[o++] = (char)c;
+        else
+            o += (size_t)snprintf(dst + o, dstlen - o, "\\x%02x", c);
+    }
+    dst[o] = 0;
 }

@@ -4,6 +4,8 @@
 #ifndef PPA_CORE_TEXT_H
 #define PPA_CORE_TEXT_H
 
+#include <stddef.h>
+
 /* A whole number: decimal digits, or a float form with no fraction (1.0,
  * 1e3) up to 2^53; no blanks, no hexadecimal. 0, or -1 if it is not one. */
 int text_long(const char *s, long *out);
@@ -23,5 +25,9 @@ typedef struct {
 } TextClosest;
 
 void text_closest_add(TextClosest *c, const char *word, const char *candidate);
+
+/* src (n bytes) made safe to print on a terminal, into dst (NUL-terminated, cut to fit): control bytes, DEL and
+ * bytes >= 0x80 as \xHH, so that text read from a file cannot send escape sequences. */
+void text_printable(char *dst, size_t dstlen, const char *src, size_t n);
 
 #endif

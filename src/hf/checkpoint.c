@@ -10,8 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/cleanup.h"
 #include "core/common.h"
 #include "hf/carry.h"
+#include "io/file.h"
 #include "core/rng.h"
 #include "tokenizer/tokenizer.h"
 
@@ -78,8 +80,9 @@ void checkpoint_init(const ModelTensorSpec *specs, int n, uint64_t seed, double 
 }
 
 static int write_text(const char *path, const char *text, char *err, size_t errlen) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fputs(text, f) == EOF || fflush(f) || fsync(fileno(f))) {
+    FILE *f = file_create(path, 0, err, errlen);
+    if (!f) return -1;
+    if (fputs(text, f) == EOF || fflush(f) || fsync(fileno(f))) {
         snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
         if (f) fclose(f);
         return -1;
@@ -211,10 +214,11 @@ int checkpoint_folder(const char *dir, FolderFill fill, const void *ctx, char *e
         return -1;
     }
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid());
-    if (mkdir(tmp, 0755)) {
+    if (mkdir(tmp, 0777)) {
         snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
         return -1;
     }
+    cleanup_on_signal(tmp); /* an interrupted init or merge leaves no OUT.tmp.PID behind */
     int rc = fill(tmp, ctx, err, errlen);
     if (!rc) {
         rmdir(dir); /* an empty folder may stand there */
@@ -224,6 +228,7 @@ int checkpoint_folder(const char *dir, FolderFill fill, const void *ctx, char *e
         }
     }
     if (rc) remove_tree_files(tmp);
+    cleanup_forget();
     return rc ? -1 : 0;
 }
 

@@ -16,6 +16,7 @@
 #include "core/common.h"
 #include "hf/config.h"
 #include "hf/internal.h"
+#include "io/atomic.h"
 
 #define WRITTEN_TRANSFORMERS_VERSION "4.51.0" /* first release with Qwen3 */
 
@@ -187,19 +188,6 @@ static void write_json(FILE *f, const ModelConfig *c) {
     fputs("\n}\n", f);
 }
 
-/* fsync of the folder makes the rename itself durable. */
-static int sync_dir(const char *file) {
-    const char *slash = strrchr(file, '/');
-    char *dir = slash ? strndup(file, slash == file ? 1 : (size_t)(slash - file)) : strdup(".");
-    if (!dir) ppa_die(1, "out of memory");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY), rc = 0;
-    free(dir);
-    if (fd < 0) return -1;
-    if (fsync(fd) && errno != EINVAL) rc = -1; /* some file systems cannot sync folders */
-    close(fd);
-    return rc;
-}
-
 /* The first field on which a and b differ, or NULL; field by field, since
  * struct padding is not part of the value. */
 const char *model_config_difference(const ModelConfig *a, const ModelConfig *b) {
@@ -248,41 +236,10 @@ static char *render_checked(const Ctx *x, const ModelConfig *c) {
 int model_config_write(const ModelConfig *c, const char *path, char *err, size_t errlen) {
     char *file = config_path(path);
     const Ctx x = {file, err, errlen};
-    char *text = render_checked(&x, c), *tmp = NULL;
-    int rc = -1;
-    if (!text) goto out;
-    size_t n = strlen(file) + sizeof ".tmp.XXXXXX";
-    tmp = xmalloc(n);
-    snprintf(tmp, n, "%s.tmp.XXXXXX", file);
-    int fd = mkstemp(tmp);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        config_fail(&x, "cannot create a temporary file %s (%s)", tmp, strerror(errno));
-        if (fd >= 0) close(fd), unlink(tmp);
-        goto out;
-    }
-    fchmod(fd, 0644); /* mkstemp creates 0600; a config is meant to be shared */
-    fputs(text, f);
-    int bad = fflush(f) || ferror(f) || fsync(fd);
-    int saved = errno;
-    if (fclose(f) || bad) {
-        config_fail(&x, "cannot write %s (%s)", tmp, strerror(bad ? saved : errno));
-        unlink(tmp);
-        goto out;
-    }
-    if (rename(tmp, file)) {
-        config_fail(&x, "cannot rename %s into place (%s)", tmp, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-    if (sync_dir(file)) {
-        config_fail(&x, "written, but the folder could not be synced (%s)", strerror(errno));
-        goto out;
-    }
-    rc = 0;
-out:
+    char *text = render_checked(&x, c);
+    /* written as every output is (io/atomic.h): a new file renamed into place, its mode 0666 less the umask */
+    int rc = text ? atomic_write_bytes(file, text, strlen(text), err, errlen) : -1;
     free(text);
-    free(tmp);
     free(file);
     return rc;
 }

@@ -31,9 +31,11 @@ int atomic_write(const char *path, AtomicWriteFn fn, const void *ctx, char *err,
     size_t tlen = strlen(path) + 32;
     char *tmp = xmalloc(tlen);
     snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    /* O_EXCL: a link in the temporary's place is never followed; the rename then replaces PATH itself (a link at
+     * PATH is replaced, its target untouched); 0666 less the umask, as every output */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* left by a crashed process with our pid */
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) {
         ppa_fail(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
         free(tmp);

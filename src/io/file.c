@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "core/text.h"
 
 const char *file_kind(unsigned mode) {
     switch (mode & S_IFMT) {
@@ -90,21 +91,41 @@ char *file_read_all(const char *path, size_t *len, char *err, size_t errlen) {
     return buf;
 }
 
+FILE *file_create(const char *path, int append, char *err, size_t errlen) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (append ? O_APPEND : O_TRUNC), 0666);
+    if (fd < 0) {
+        struct stat st;
+        if (errno == ELOOP && !lstat(path, &st) && S_ISLNK(st.st_mode))
+            ppa_fail(err, errlen, "%s: is a symbolic link: ppa never writes through a link; remove it", path);
+        else
+            ppa_fail(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return NULL;
+    }
+    FILE *f = fdopen(fd, append ? "ab" : "wb");
+    if (!f) ppa_fail(err, errlen, "%s: cannot write: %s", path, strerror(errno)), close(fd);
+    return f;
+}
+
 int file_lock_folder(const char *dir, const char *who, char *err, size_t errlen) {
     char *path = ppa_path_join(dir, ".ppa.lock");
     /* kept open (and so locked) until the process exits; O_CLOEXEC: no child inherits it */
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd < 0) {
-        ppa_fail(err, errlen, "%s: cannot create the folder's lock %s: %s", dir, path, strerror(errno));
+        if (errno == ELOOP)
+            ppa_fail(err, errlen, "%s: the folder's lock %s is a symbolic link: ppa never writes through a link; remove it",
+                     dir, path);
+        else
+            ppa_fail(err, errlen, "%s: cannot create the folder's lock %s: %s", dir, path, strerror(errno));
         free(path);
         return -1;
     }
     if (flock(fd, LOCK_EX | LOCK_NB)) {
         int e = errno;
-        char text[128] = "";
-        ssize_t n = e == EWOULDBLOCK ? pread(fd, text, sizeof text - 1, 0) : -1;
-        text[n > 0 ? n : 0] = 0;
-        text[strcspn(text, "\n")] = 0;
+        char raw[128] = "", text[4 * sizeof raw];
+        ssize_t n = e == EWOULDBLOCK ? pread(fd, raw, sizeof raw - 1, 0) : -1;
+        raw[n > 0 ? n : 0] = 0;
+        raw[strcspn(raw, "\n")] = 0; /* the holder's line, its bytes escaped: the file may be anyone's */
+        text_printable(text, sizeof text, raw, strlen(raw));
         if (e == EWOULDBLOCK)
             ppa_fail(err, errlen, "%s is in use by %s (%s holds %s): one run writes a folder at a time; wait for it to "
                      "finish, or choose another --out", dir, text[0] ? text : "another ppa process",

@@ -10,7 +10,13 @@
  * One writer per output folder: a run that writes into a folder holds an
  * flock on FOLDER/.ppa.lock for its whole life; a second run on the same
  * folder is refused naming the first one's pid; the kernel drops the lock
- * when its process dies, so a stale lock file is simply taken over. */
+ * when its process dies, so a stale lock file is simply taken over.
+ *
+ * Outputs never follow links: every file ppa writes is created by
+ * atomic_write (atomic.h: a new file renamed into place) or opened by
+ * file_create, with O_NOFOLLOW; a link found in an output's place is refused
+ * naming it. Files are created with mode 0666 and folders 0777, less the
+ * umask: one rule for every output. */
 #ifndef PPA_FILE_H
 #define PPA_FILE_H
 
@@ -31,6 +37,10 @@ int file_check_regular(const char *path, char *err, size_t errlen);
 int file_refuse_hub_id(const char *path, char *err, size_t errlen);
 /* "a FIFO", "a directory", "a character device", ... for a stat mode */
 const char *file_kind(unsigned mode);
+
+/* The one way to open an output in place (a log appended to, a file of a folder being built): O_WRONLY | O_CREAT
+ * | O_NOFOLLOW, truncated or appended to; NULL with "PATH: is a symbolic link: ..." (or the reason) in err. */
+FILE *file_create(const char *path, int append, char *err, size_t errlen);
 
 /* Takes dir's lock (dir must exist) for `who` ("train"); the lock lasts until
  * the process exits. 0, or -1 with the reason in err (held by another

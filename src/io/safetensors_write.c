@@ -205,7 +205,7 @@ int st_write(const char *path, const StWriteTensor *t, int n, StDtype dtype, cha
 /* DIR exists as a folder afterwards. */
 static int ensure_dir(const char *dir, char *err, size_t errlen) {
     struct stat sb;
-    if (mkdir(dir, 0755) == 0) return 0;
+    if (mkdir(dir, 0777) == 0) return 0;
     if (errno != EEXIST) return ppa_fail(err, errlen, "%s: cannot create folder: %s", dir, strerror(errno));
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return ppa_fail(err, errlen, "%s: exists and is not a folder", dir);
     return 0;

@@ -74,11 +74,23 @@ static cJSON *checksums(const char *dir, char *err, size_t errlen) {
     return c;
 }
 
+/* The state file's own checksum: of its other fields, printed compactly in their order. A parse of the file gives
+ * the same numbers and strings back, so the reader recomputes it from what it read (tamper evidence, not a
+ * signature: it catches an edited step, cursor or checksum list, not someone who recomputes it). */
+static void state_self_sum(const cJSON *j, char hex[32]) {
+    char *s = cJSON_PrintUnformatted(j);
+    if (!s) ppa_die(1, "out of memory");
+    snprintf(hex, 32, "%016" PRIx64, hash64(s, strlen(s), 0x70706173746174ULL));
+    free(s);
+}
+
+#define STATE_FORMAT 2 /* 1: before the state file covered itself (refused: its step and cursor are not checked) */
+
 static char *state_json(const TrainState *st, cJSON *sums) {
     cJSON *j = cJSON_CreateObject();
     char seed[32];
     snprintf(seed, sizeof seed, "%" PRIu64, st->seed);
-    cJSON_AddNumberToObject(j, "format", 1);
+    cJSON_AddNumberToObject(j, "format", STATE_FORMAT);
     cJSON_AddNumberToObject(j, "step", (double)st->step);
     cJSON_AddNumberToObject(j, "epoch", (double)st->epoch);
     cJSON_AddNumberToObject(j, "cursor", (double)st->cursor);
@@ -89,6 +101,9 @@ static char *state_json(const TrainState *st, cJSON *sums) {
     cJSON *o = st->options ? cJSON_Parse(st->options) : NULL;
     cJSON_AddItemToObject(j, "options", o ? o : cJSON_CreateObject());
     cJSON_AddItemToObject(j, "checksums", sums); /* of the other files: a resume verifies them */
+    char self[32];
+    state_self_sum(j, self);
+    cJSON_AddStringToObject(j, "state_checksum", self);
     char *s = cJSON_Print(j);
     cJSON_Delete(j);
     size_t n = strlen(s);
@@ -114,13 +129,22 @@ static int write_state_files(const char *dir, const AdamW *opt, const TrainState
     return rc;
 }
 
+/* exactly the names ppa gives a save in progress: checkpoint-STEP.partial (STEP digits) and .final.partial */
+static int partial_name(const char *name) {
+    if (!strcmp(name, ".final.partial")) return 1;
+    if (strncmp(name, "checkpoint-", 11)) return 0;
+    const char *p = name + 11, *q = p;
+    while (*q >= '0' && *q <= '9') q++;
+    return q > p && !strcmp(q, ".partial");
+}
+
 int state_clean_partials(const char *out, char *err, size_t errlen) {
     DIR *d = opendir(out);
     if (!d) return 0;
     struct dirent *e;
     int rc = 0;
     while (!rc && (e = readdir(d)))
-        if (strstr(e->d_name, ".partial") && (!strncmp(e->d_name, "checkpoint-", 11) || !strncmp(e->d_name, ".final", 6))) {
+        if (partial_name(e->d_name)) {
             char *path = ppa_path_join(out, e->d_name);
             if (remove_tree(path)) rc = ppa_fail(err, errlen, "%s: cannot remove a stale partial save: %s", path, strerror(errno));
             free(path);
@@ -225,6 +249,27 @@ static int parse_state(const char *path, const char *text, TrainState *st, char 
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(j, "cursor"), *seed = cJSON_GetObjectItemCaseSensitive(j, "seed");
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "gemm_kernel"), *th = cJSON_GetObjectItemCaseSensitive(j, "gemm_threads");
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "options");
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format"), *self = cJSON_GetObjectItemCaseSensitive(j, "state_checksum");
+    if (j && (!cJSON_IsNumber(fmt) || fmt->valuedouble != STATE_FORMAT)) {
+        char *v = fmt ? cJSON_PrintUnformatted(fmt) : NULL;
+        ppa_fail(err, errlen, "%s: format %s is not one this ppa reads (format %d)%s", path, v ? v : "(absent)", STATE_FORMAT,
+                 cJSON_IsNumber(fmt) && fmt->valuedouble == 1 ? ": a checkpoint of an older ppa, whose state file has no "
+                 "checksum of its own; resume it with the ppa that wrote it, or start the run again" : "");
+        free(v), cJSON_Delete(j);
+        return -1;
+    }
+    if (j) {
+        char want[32], *got = cJSON_IsString(self) ? strdup(self->valuestring) : NULL;
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "state_checksum");
+        state_self_sum(j, want);
+        int same = got && !strcmp(got, want);
+        free(got);
+        if (!same) {
+            cJSON_Delete(j);
+            return ppa_fail(err, errlen, "%s does not match its checksum (state_checksum): the checkpoint was changed after "
+                            "ppa wrote it; resume from another checkpoint", path);
+        }
+    }
     if (!j || !cJSON_IsNumber(step) || !cJSON_IsNumber(ep) || !cJSON_IsNumber(cur) || !cJSON_IsString(seed) ||
         !cJSON_IsString(k) || !cJSON_IsNumber(th) || !cJSON_IsObject(o)) {
         cJSON_Delete(j);
@@ -250,7 +295,7 @@ static int parse_state(const char *path, const char *text, TrainState *st, char 
     st->ranks = ranks < 1 ? 1 : (int)ranks;
     st->options = cJSON_PrintUnformatted(o);
     const cJSON *sums = cJSON_GetObjectItemCaseSensitive(j, "checksums");
-    int rc = sums ? verify_checksums(path, sums, err, errlen) : 0; /* older checkpoints have none */
+    int rc = verify_checksums(path, sums, err, errlen);
     cJSON_Delete(j);
     return rc;
 }
