@@ -78,7 +78,17 @@ CUDA_SKIP := cuda: nvcc not found (looked on PATH and in /usr/local/cuda/bin; NV
 MOCK_LIB := $(BUILD)/cuda-mock/libppa_cuda_mock.so
 MOCK_SRC := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c $(sort $(wildcard src/kernels/*.c src/core/*.c src/optim/*.c))
 
-all: $(BIN) $(TESTS) $(MOCK_LIB) $(CUDA_ALL)
+all: $(BIN) $(BUILD)/ppa-hooks $(TESTS) $(MOCK_LIB) $(CUDA_ALL)
+
+# the sources with test hooks (PPA_TEST_HOOK, core/common.h), compiled a second time with them for the test binaries
+# and build/ppa-hooks (the CLI tests that need one); ./ppa has none
+HOOK_SRC := src/train/state.c src/kernels/gemm.c
+HOOK_OBJ := $(HOOK_SRC:%.c=$(BUILD)/hooks/%.o)
+$(BUILD)/hooks/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPPA_TEST_HOOKS -c $< -o $@
+$(BUILD)/ppa-hooks: $(CLI_SRC:%.c=$(BUILD)/%.o) $(HOOK_OBJ) $(LIB)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -96,9 +106,9 @@ $(LIB): $(LIB_SRC:%.c=$(BUILD)/%.o)
 $(BIN): $(CLI_SRC:%.c=$(BUILD)/%.o) $(LIB)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(LIB)
+$(BUILD)/tests/%: tests/%.c $(HOOK_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $< $(HOOK_OBJ) $(LIB) -o $@ $(LDLIBS)
 
 # the GPU engine (src/gpu) against the CPU stand-in of the CUDA module (tests/cuda/mock): no CUDA toolkit needed
 GPU_MOCK := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c

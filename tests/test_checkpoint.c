@@ -12,6 +12,9 @@
 #include "byte_tokenizer.h"
 #include "check.h"
 #include "hf/checkpoint.h"
+#include "io/safetensors.h"
+#include "optim/optim.h"
+#include "train/state.h"
 
 static const char CONFIG[] =
     "{\"model_type\": \"qwen2\", \"architectures\": [\"Qwen2ForCausalLM\"], \"vocab_size\": 300, \"hidden_size\": 32,"
@@ -202,6 +205,32 @@ static void test_check_problems(const ModelConfig *c) {
     free(t), free(zero), free(specs);
 }
 
+/* Adam's moments read back from a checkpoint: finite, the second never negative (state.c), whatever the state file
+ * says (a forger who recomputes the checksums gets this far) */
+static void test_moments(void) {
+    char dir[128], file[160], err[1024];
+    path(dir, sizeof dir, "moments");
+    mkdir(dir, 0777);
+    snprintf(file, sizeof file, "%s/optimizer.safetensors", dir);
+    float m[3] = {0.5f, -0.25f, 0}, v[3] = {1, 0, 2};
+    int64_t shape[1] = {3};
+    for (int bad = 0; bad < 3; bad++) {
+        float m2[3], v2[3];
+        memcpy(m2, m, sizeof m), memcpy(v2, v, sizeof v);
+        if (bad == 1) v2[1] = -1;
+        if (bad == 2) m2[2] = NAN;
+        StWriteTensor t[2] = {{"exp_avg", 1, shape, m2}, {"exp_avg_sq", 1, shape, v2}};
+        CHECK(st_write(file, t, 2, ST_F32, err, sizeof err) == 0, "the moments are written: %s", err);
+        AdamW opt;
+        adamw_init(&opt, 3);
+        int rc = state_read_moments(dir, &opt, err, sizeof err);
+        if (!bad) CHECK(rc == 0 && opt.m[1] == -0.25f && opt.v[2] == 2, "valid moments are read back: %s", err);
+        if (bad == 1) CHECK(rc && strstr(err, "exp_avg_sq[1] = -1 is not a valid moment (finite, >= 0)"), "a negative second moment is refused: %s", err);
+        if (bad == 2) CHECK(rc && strstr(err, "exp_avg[2] = nan is not a valid moment (finite)"), "a NaN first moment is refused: %s", err);
+        adamw_free(&opt);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ppa_ckpt_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
@@ -216,6 +245,7 @@ int main(void) {
     test_streaming(&c, ST_F32);
     test_streaming(&c, ST_BF16);
     test_check_problems(&c);
+    test_moments();
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);

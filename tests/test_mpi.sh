@@ -10,9 +10,11 @@
 # --collective-timeout with a message naming it and the collective (the last
 # checkpoint resumes and finishes), and the commands that run in one process
 # refusing several ranks. --collective-timeout's checks without mpirun run
-# first; the rest is SKIPped when mpirun is missing. Usage:
-# tests/test_mpi.sh PPA_BINARY.
+# first; the rest is SKIPped when mpirun is missing. Usage (HOOKS: ppa built with test hooks):
+# tests/test_mpi.sh PPA_BINARY [HOOKS].
 ppa=$(realpath "${1:-./ppa}")
+# the build of ppa with test hooks (the Makefile's build/ppa-hooks): a rank made to die in the middle of a save
+hooks=$(realpath "${2:-build/ppa-hooks}")
 NAME=test_mpi
 . "$(dirname "$0")/lib.sh"
 has() { grep -qF -- "$2" "$1"; }
@@ -213,7 +215,7 @@ expect "no rank left running" test -z "$(pids_of "--out $tmp/k")"
 last=$(ls -d "$tmp"/k/checkpoint-[0-9]* | grep -v partial | sort -t- -k2 -n | tail -1)
 timeout 5 "$ppa" train "${long[@]}" --out "$tmp/k" --resume "$last" > /dev/null 2> "$tmp/err" # its checksums verified
 expect "the last checkpoint resumes ($last)" has "$tmp/err" "resuming at step ${last##*-} "
-PPA_TEST_DIE_IN_SAVE=1 mpi "$ppa" train "${run[@]}" --out "$tmp/d" --save-every 2 > /dev/null 2>&1
+PPA_TEST_DIE_IN_SAVE=1 mpi "$hooks" train "${run[@]}" --out "$tmp/d" --save-every 2 > /dev/null 2>&1
 expect "rank 0 dying in a save stops the job" test $? -ne 0
 expect "leaving no checkpoint but the partial one" not test -d "$tmp/d/checkpoint-2"
 

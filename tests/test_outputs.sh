@@ -87,7 +87,8 @@ long=$(head -c 100000 /dev/zero | tr '\0' x)
 cp log.new r/train_log.jsonl
 ino=$(stat -c %i r/train_log.jsonl)
 rm -rf r/model.safetensors r/config.json # the run's final model: a resume writes it again
-mkdir r/checkpoint-2.partial-notes r/checkpoint-x.partial r/checkpoint-9.partial
+mkdir r/checkpoint-2.partial-notes r/checkpoint-x.partial r/checkpoint-9.partial r/checkpoint-9.partial.tmp.77 \
+  r/checkpoint-9.partial.tmp.x
 echo mine > r/checkpoint-2.partial-notes/keep
 "$ppa" train "${T[@]}" --save-every 2 --out r --resume r/checkpoint-2 > /dev/null 2> err; st=$?
 expect "the resume exits 0 ($(tail -1 err))" test $st -eq 0
@@ -96,7 +97,8 @@ expect "... the 100 KB line of step 2 kept whole" test "$(grep -c "$long" r/trai
 expect "... steps 1, 2, 2, then 3 and 4" test "$(grep -o '^{"step": [0-9]*' r/train_log.jsonl | tr -d -c '0-9\n' | tr '\n' ' ')" = "1 2 2 3 4 "
 expect "a user's folder named like a partial save is kept" test -f r/checkpoint-2.partial-notes/keep
 expect "... and checkpoint-x.partial too" test -d r/checkpoint-x.partial
-expect "ppa's own stale partial save (checkpoint-9.partial) is removed" test ! -e r/checkpoint-9.partial
+expect "ppa's own stale partial saves (checkpoint-9.partial, its .tmp.77) are removed" test ! -e r/checkpoint-9.partial -a ! -e r/checkpoint-9.partial.tmp.77
+expect "... not checkpoint-9.partial.tmp.x" test -d r/checkpoint-9.partial.tmp.x
 
 # -- a reference cache in a fresh --out: not this run's, refused unless named; named, it is checked and used
 mkdir c && cp r/reference.cache c/

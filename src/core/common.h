@@ -55,4 +55,13 @@ void ppa_release(void *p, size_t n, int zero);
 #define xrealloc(p, n) ppa_xrealloc_at((p), (n), __FILE__, __LINE__)
 #define xmap(n) ppa_xmap_at((n), __FILE__, __LINE__)
 
+/* Test hooks (an environment variable that makes ppa misbehave on purpose, e.g. die in the middle of a save) exist
+ * only in what the tests build with -DPPA_TEST_HOOKS (the test binaries and build/ppa-hooks: the Makefile's
+ * HOOK_SRC); in ./ppa they are compiled out and the variables mean nothing. */
+#ifdef PPA_TEST_HOOKS
+#define PPA_TEST_HOOK(name) getenv(name)
+#else
+#define PPA_TEST_HOOK(name) ((const char *)NULL)
+#endif
+
 #endif

@@ -159,7 +159,7 @@ static int probe_corename(const char *lib, char *out, size_t n, char *why, size_
         close(fd[0]);
         /* test hook: make the library in the probe pick a given family, as if
          * it had detected it (tests/test_gemm.c exercises the override) */
-        const char *as = getenv("PPA_GEMM_TEST_PROBE_CORETYPE");
+        const char *as = PPA_TEST_HOOK("PPA_GEMM_TEST_PROBE_CORETYPE");
         if (as && *as) setenv("OPENBLAS_CORETYPE", as, 1);
         char e[512];
         void *h = dynlib_open(lib, RTLD_NOW | RTLD_LOCAL, e, sizeof e);

@@ -129,13 +129,25 @@ static int write_state_files(const char *dir, const AdamW *opt, const TrainState
     return rc;
 }
 
-/* exactly the names ppa gives a save in progress: checkpoint-STEP.partial (STEP digits) and .final.partial */
+/* 1 if s is ".partial", or ".partial.tmp.PID" (PID digits: the folder checkpoint_folder builds it in) */
+static int partial_suffix(const char *s) {
+    if (strncmp(s, ".partial", 8)) return 0;
+    s += 8;
+    if (!*s) return 1;
+    if (strncmp(s, ".tmp.", 5)) return 0;
+    const char *p = s + 5, *q = p;
+    while (*q >= '0' && *q <= '9') q++;
+    return q > p && !*q;
+}
+
+/* exactly the names ppa gives a save in progress: checkpoint-STEP.partial (STEP digits) and .final.partial, each
+ * perhaps with .tmp.PID; a user's file that merely starts alike is not ppa's */
 static int partial_name(const char *name) {
-    if (!strcmp(name, ".final.partial")) return 1;
+    if (!strncmp(name, ".final", 6)) return partial_suffix(name + 6);
     if (strncmp(name, "checkpoint-", 11)) return 0;
     const char *p = name + 11, *q = p;
     while (*q >= '0' && *q <= '9') q++;
-    return q > p && !strcmp(q, ".partial");
+    return q > p && partial_suffix(q);
 }
 
 int state_clean_partials(const char *out, char *err, size_t errlen) {
@@ -171,7 +183,7 @@ int state_save(const char *out, const Model *m, const AdamW *opt, const TrainSta
         rc = ppa_fail(err, errlen, "%s: already exists (refusing to overwrite a checkpoint)", final);
     else if ((model_lora(m) ? lora_save(m, partial, tokenizer_dir, err, errlen) : model_save(m, partial, 0, tokenizer_dir, err, errlen)))
         rc = -1;
-    if (!rc && getenv("PPA_TEST_DIE_IN_SAVE")) _exit(9); /* tests: a kill in the middle of a save */
+    if (!rc && PPA_TEST_HOOK("PPA_TEST_DIE_IN_SAVE")) _exit(9); /* tests: a kill in the middle of a save */
     if (!rc && write_state_files(partial, opt, st, err, errlen)) rc = -1;
     if (!rc && rename(partial, final)) rc = ppa_fail(err, errlen, "%s: rename to %s failed: %s", partial, final, strerror(errno));
     if (!rc) rc = fsync_parent(final, err, errlen);
