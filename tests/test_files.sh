@@ -106,12 +106,12 @@ expect "resume that would write a later checkpoint again: refused before any ste
   grep -qF "already holds checkpoint-2, which this run resumed at step 1 would write again" err.txt
 "$ppa" train --model m "${C[@]}" --out c --resume c/checkpoint-3 > /dev/null 2> err.txt
 expect "resume with the run's own files: fine" test $? -eq 0 -a -s c/config.json
-# a checkpoint from before the identity was recorded still resumes, with a note
+# a state edited to drop the run's identity is refused (ppa_state.json covers itself)
 cp -r c/checkpoint-3 old && rm c/config.json c/model.safetensors
 sed -i -E '/^\s+"(model|reference)":/d' old/ppa_state.json
 if grep -qE '"(model|reference)":' old/ppa_state.json; then bad "the test's edit of ppa_state.json did not apply"; fi
 "$ppa" train --model m "${C[@]}" --out c --resume old > /dev/null 2> err.txt
-expect "an older checkpoint without the identity resumes with a note" grep -q "does not record its model; it is not checked" err.txt
+expect "a state without the run's identity: refused by its checksum" grep -q "ppa_state.json does not match its checksum" err.txt
 
 # -- a write that fails stops the run
 "$ppa" train --model m "${T[@]}" --data D.jsonl --out f1 --log /dev/full > /dev/null 2> err.txt

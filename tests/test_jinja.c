@@ -211,8 +211,31 @@ static void test_flags(void) {
     setenv("SOURCE_DATE_EPOCH", "86400", 1);
     rc = render("{{ strftime_now('%Y-%m-%d') }}", m, 1, 0, &out, &mask, err, sizeof err);
     CHECK(!rc && !strcmp(out.s, "1970-01-02"), "strftime_now follows SOURCE_DATE_EPOCH: %s", rc ? err : out.s);
-    unsetenv("SOURCE_DATE_EPOCH");
     free(out.s), free(mask.s);
+    /* its output whole, however long (300 x "%Y-%m-%d|": 3,300 bytes, past any fixed buffer) */
+    char fmt[4000] = "{{ strftime_now('", want_long[4000] = "";
+    for (int i = 0; i < 300; i++) strcat(fmt, "%Y-%m-%d|"), strcat(want_long, "1970-01-02|");
+    strcat(fmt, "') }}");
+    memset(&out, 0, sizeof out), memset(&mask, 0, sizeof mask);
+    rc = render(fmt, m, 1, 0, &out, &mask, err, sizeof err);
+    CHECK(!rc && !strcmp(out.s, want_long), "strftime_now's long output whole (%zu bytes)", rc ? (size_t)0 : strlen(out.s));
+    free(out.s), free(mask.s);
+    /* SOURCE_DATE_EPOCH strictly: decimal seconds from 0 to 9999-12-31, refused otherwise naming the variable */
+    const char *bad[] = {"abc", "1e9", "-5", "12 ", "253402300800", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("SOURCE_DATE_EPOCH", bad[i], 1);
+        memset(&out, 0, sizeof out), memset(&mask, 0, sizeof mask);
+        rc = render("{{ strftime_now('%Y') }}", m, 1, 0, &out, &mask, err, sizeof err);
+        CHECK(rc && strstr(err, "SOURCE_DATE_EPOCH=") && strstr(err, "expected whole seconds since 1970-01-01 UTC"),
+              "SOURCE_DATE_EPOCH=%s refused naming it: %s", bad[i], rc ? err : out.s);
+        free(out.s), free(mask.s);
+    }
+    setenv("SOURCE_DATE_EPOCH", "253402300799", 1);
+    memset(&out, 0, sizeof out), memset(&mask, 0, sizeof mask);
+    rc = render("{{ strftime_now('%Y-%m-%d %H:%M:%S') }}", m, 1, 0, &out, &mask, err, sizeof err);
+    CHECK(!rc && !strcmp(out.s, "9999-12-31 23:59:59"), "the last second accepted: %s", rc ? err : out.s);
+    free(out.s), free(mask.s);
+    unsetenv("SOURCE_DATE_EPOCH");
 }
 
 static void write_file(const char *dir, const char *name, const char *text) {

@@ -47,7 +47,7 @@ static void randomize(Model *m, double a, uint64_t seed) {
     for (size_t i = 0; i < model_n_params(m); i++) p[i] = (float)((2 * rng_uniform(&rng) - 1) * a);
 }
 
-static const LoraSpec SPEC = {4, 8.0, 0.0, 0, LORA_ALL_TARGETS};
+static const LoraSpec SPEC = {4, 8.0, 0.0, 0, LORA_ALL_TARGETS, 0};
 
 /* B = 0 and switched off: the base's log-probs, bit for bit */
 static void test_base_bits(const char *name, const GoldenRows *g) {

@@ -319,7 +319,7 @@ static Model *step_model(const char *model, const char *config, int in_bf16, int
         if (m && in_bf16 && model_set_precision(m, MODEL_BF16, err, sizeof err)) model_free(m), m = NULL;
     }
     if (!m) ppa_die(2, "bench step: %s", err);
-    LoraSpec ls = {lora_r, 2.0 * lora_r, 0.0, 0, LORA_ALL_TARGETS};
+    LoraSpec ls = {lora_r, 2.0 * lora_r, 0.0, 0, LORA_ALL_TARGETS, 0};
     if (lora_r > 0 && model_lora_new(m, &ls, 1, err, sizeof err)) ppa_die(2, "bench step: %s", err);
     model_gradient_checkpointing(m, gc);
     model_low_memory(m, low);

@@ -108,7 +108,7 @@ int load_lora_spec(const TrainOptions *o, LoraSpec *s) {
         return 1;
     }
     if (!options_takes(o->cmd, TOPT_LORA_R) || o->lora_r <= 0) return 0;
-    *s = (LoraSpec){o->lora_r, o->lora_alpha, o->lora_dropout, o->use_rslora, LORA_ALL_TARGETS};
+    *s = (LoraSpec){o->lora_r, o->lora_alpha, o->lora_dropout, o->use_rslora, LORA_ALL_TARGETS, 0};
     if (o->lora_targets && lora_parse_targets(o->lora_targets, &s->targets, err, sizeof err))
         ppa_die(2, "%s: --lora-targets: %s", who, err);
     return 1;

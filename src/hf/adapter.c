@@ -154,6 +154,7 @@ static int parse_spec(const cJSON *j, LoraSpec *s, char *err, size_t errlen) {
     if (task && !cJSON_IsNull(task) &&
         !(cJSON_IsString(task) && (!strcmp(task->valuestring, "CAUSAL_LM") || !strcmp(task->valuestring, "SEQ_CLS"))))
         return snprintf(err, errlen, "task_type must be CAUSAL_LM (or SEQ_CLS for a reward model)"), -1;
+    if (cJSON_IsString(task)) s->task = strcmp(task->valuestring, "CAUSAL_LM") ? 2 : 1;
     if (unsupported(j, "bias", "none", "ppa's adapters have no biases", err, errlen) ||
         unsupported(j, "use_dora", NULL, "DoRA is not implemented", err, errlen) ||
         unsupported(j, "fan_in_fan_out", NULL, "ppa's layers store W as [out, in]", err, errlen) ||
@@ -236,6 +237,14 @@ static int read_tensors(const ModelConfig *c, const LoraSpec *s, const StSet *st
 int adapter_read(const ModelConfig *c, const char *dir, LoraSpec *s, float **values, char *err, size_t errlen) {
     *values = NULL;
     if (adapter_read_spec(dir, s, err, errlen)) return -1;
+    int lm = c->head == HEAD_LM;
+    if (s->task && (s->task == 1) != lm) { /* PEFT builds another model around each: never one for the other */
+        snprintf(err, errlen, "%s/adapter_config.json: task_type %s is an adapter of a %s, but this model is a %s; give "
+                 "the adapter trained on this kind of model", dir, s->task == 1 ? "CAUSAL_LM" : "SEQ_CLS",
+                 s->task == 1 ? "causal LM" : "sequence classifier (a reward model)",
+                 lm ? "causal LM" : "sequence classifier (a reward model)");
+        return -1;
+    }
     char *path = ppa_path_join(dir, "adapter_model.safetensors");
     struct stat sb;
     if (stat(path, &sb)) {

@@ -32,6 +32,7 @@ typedef struct {
     double dropout;   /* lora_dropout: the probability of zeroing an input element in training, [0, 1) */
     int rslora;       /* use_rslora: s = alpha / sqrt(r) */
     unsigned targets; /* bit k: LORA_TARGETS[k] */
+    int task;         /* adapter_config.json's task_type: 0 not given, 1 CAUSAL_LM, 2 SEQ_CLS (checked against the model) */
 } LoraSpec;
 
 double lora_scale(const LoraSpec *s);

@@ -162,14 +162,18 @@ PpaStatus ppa_loss_option_set(PpaLossOptions *o, const char *key_in, const char 
 
 PpaStatus ppa_loss_options_check(const PpaLossOptions *o, char *err, size_t errlen) {
     const char *msg = NULL;
-    if (!(o->tau > 0)) msg = "tau must be > 0";
-    else if (!(o->alpha > 0)) msg = "alpha must be > 0";
+    /* each option's domain (docs/commands.md, the objectives table); a value outside it is refused, never clamped */
+    if (!(o->tau > 0 && isfinite(o->tau))) msg = "tau must be > 0 (and finite)";
+    else if (!(o->alpha > 0 && isfinite(o->alpha))) msg = "alpha must be > 0 (and finite)";
     else if (o->k < 0) msg = "k must be >= 1 (or 0 for the list size)";
-    else if (o->sinkhorn_iters < 0 || o->sinkhorn_iters > 100000) msg = "sinkhorn_iters must be in 0..100000";
-    else if (!(o->sinkhorn_tol >= 0)) msg = "sinkhorn_tol must be >= 0";
-    else if (!(o->sigma > 0)) msg = "sigma must be > 0";
-    else if (!(o->label_smoothing >= 0 && o->label_smoothing <= 1)) msg = "label_smoothing must be in [0, 1]";
-    else if (!(o->beta > 0)) msg = "beta must be > 0";
+    else if (o->sinkhorn_iters < 1 || o->sinkhorn_iters > 100000)
+        msg = "sinkhorn_iters must be in 1..100000 (--no-sinkhorn turns the scaling off)";
+    else if (!(o->sinkhorn_tol >= 0 && isfinite(o->sinkhorn_tol))) msg = "sinkhorn_tol must be >= 0 (and finite)";
+    else if (!(o->sigma > 0 && isfinite(o->sigma))) msg = "sigma must be > 0 (and finite)";
+    /* TRL's range: at 0.5 the loss no longer prefers either response, above it the preference is reversed */
+    else if (!(o->label_smoothing >= 0 && o->label_smoothing < 0.5))
+        msg = "label_smoothing must be in [0, 0.5) (at 0.5 no response is preferred, above it the preference is reversed)";
+    else if (!(o->beta > 0 && isfinite(o->beta))) msg = "beta must be > 0 (and finite)";
     else if (!isfinite(o->gamma)) msg = "gamma must be finite";
     if (!msg) return PPA_OK;
     snprintf(err, errlen, "%s", msg);

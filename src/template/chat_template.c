@@ -259,7 +259,8 @@ ChatTemplate *chat_template_open(const char *name, const char *path, const Token
     if (!t) return chat_template_code(TEMPLATE_NONE); /* pre-tokenized rows only: nothing to render */
     ChatTemplate *c = xcalloc(1, sizeof *c);
     char *src;
-    if (read_config(c, path, &src, err, errlen) || (src && open_jinja(c, src, t, err, errlen))) {
+    if (read_config(c, path, &src, err, errlen) || (src && jinja_source_date(NULL, err, errlen) && (free(src), 1)) ||
+        (src && open_jinja(c, src, t, err, errlen))) {
         chat_template_free(c);
         return NULL;
     }

@@ -32,6 +32,9 @@ typedef struct JinjaTemplate JinjaTemplate;
 /* Parses src. NULL with "line N: problem" in err. */
 JinjaTemplate *jinja_parse(const char *src, size_t len, char *err, size_t errlen);
 void jinja_free(JinjaTemplate *t);
+/* The time strftime_now renders: SOURCE_DATE_EPOCH (decimal seconds, 0 to 9999-12-31) when set, else a fixed day;
+ * 0, or -1 with why in err (naming the variable) when it is not such a number. */
+int jinja_source_date(long long *out, char *err, size_t errlen);
 
 typedef struct {
     const ChatMessage *messages; /* as dicts {"role", "content"}; content is message text */

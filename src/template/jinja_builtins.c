@@ -15,6 +15,7 @@
 #include <utf8proc.h>
 
 #include "core/common.h"
+#include "core/text.h"
 #include "template/internal.h"
 
 #define MAX_RANGE 100000 /* jinja2.sandbox.MAX_RANGE */
@@ -631,16 +632,48 @@ FN(g_range) {
  * 26 Jul 2024, the day Llama 3.1's template falls back to where strftime_now is not defined
  * (SOURCE_DATE_EPOCH=$(date +%s) gives transformers' today). */
 #define FIXED_DAY 1721952000 /* 2024-07-26T00:00:00Z */
+#define SOURCE_DATE_MAX 253402300799LL /* 9999-12-31T23:59:59Z: a four-digit year */
+
+int jinja_source_date(long long *out, char *err, size_t errlen) {
+    const char *e = getenv("SOURCE_DATE_EPOCH");
+    long long v = 0;
+    if (!e || !*e) v = FIXED_DAY;
+    else { /* as the reproducible-builds specification writes it: decimal digits, what `date +%s` prints */
+        const char *q = e;
+        while (*q >= '0' && *q <= '9' && v <= SOURCE_DATE_MAX) v = v * 10 + (*q++ - '0');
+        if (*q || v > SOURCE_DATE_MAX) {
+            char shown[128];
+            text_printable(shown, sizeof shown, e, strnlen(e, 40));
+            return snprintf(err, errlen, "SOURCE_DATE_EPOCH=%s%s: expected whole seconds since 1970-01-01 UTC, from 0 to "
+                            "%lld (9999-12-31), as `date +%%s` prints (the date strftime_now renders in chat templates)",
+                            shown, strlen(e) > 40 ? "..." : "", SOURCE_DATE_MAX), -1;
+        }
+    }
+    if (out) *out = v;
+    return 0;
+}
+
+/* the format's text, whole: strftime's output grows into a larger buffer until it fits (an empty result is the
+ * format's own only when a buffer far larger than any conversion gives nothing) */
 FN(g_strftime_now) {
     UNUSED_ARGS;
     JStr f = want_str(c, LINE, *p[0], "strftime_now's format");
-    const char *epoch = getenv("SOURCE_DATE_EPOCH");
-    time_t now = epoch && *epoch ? (time_t)strtoll(epoch, NULL, 10) : (time_t)FIXED_DAY;
+    char why[512];
+    long long when;
+    if (jinja_source_date(&when, why, sizeof why)) jj_fail(c->ar, LINE, "%s", why);
+    time_t now = (time_t)when;
     struct tm tm;
-    gmtime_r(&now, &tm);
-    char out[512];
-    size_t n = strftime(out, sizeof out, js_copy(c->ar, f.s, NULL, f.n).s, &tm);
-    return jv_str(js_copy(c->ar, out, NULL, n));
+    if (!gmtime_r(&now, &tm)) jj_fail(c->ar, LINE, "SOURCE_DATE_EPOCH=%lld: not a date", when);
+    const char *fmt = js_copy(c->ar, f.s, NULL, f.n).s;
+    size_t cap = 256, limit = 64 * f.n + 256, n = 0;
+    char *buf = NULL;
+    for (;; cap *= 2) {
+        buf = xrealloc(buf, cap);
+        if ((n = strftime(buf, cap, fmt, &tm)) > 0 || cap >= limit || !f.n) break;
+    }
+    JStr s = js_copy(c->ar, buf, NULL, n);
+    free(buf);
+    return jv_str(s);
 }
 
 /* ---- the table ---- */

@@ -212,7 +212,7 @@ static Model *lora_model(const char *name, const ModelConfig *c, ModelPrecision 
     char dir[512];
     snprintf(dir, sizeof dir, "%s/%s_f32", tmpdir, name);
     Model *m = model_load_as(dir, prec, 1, err, errlen); /* the base frozen, as load.c loads it */
-    LoraSpec ls = {4, 8.0, p, 0, LORA_ALL_TARGETS};
+    LoraSpec ls = {4, 8.0, p, 0, LORA_ALL_TARGETS, 0};
     if (!m || model_lora_new(m, &ls, 7, err, errlen)) return model_free(m), NULL;
     uint64_t s = 0x10a;
     float *a = model_params(m);
