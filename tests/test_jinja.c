@@ -173,6 +173,30 @@ static void expect_refusal(const char *tpl, const char *needle, const char *what
     free(out.s), free(mask.s);
 }
 
+/* the step bound grows with the conversation (jinja.h): a loop that one message's budget cannot pay for is refused
+ * with the bound; the same loop is paid for by a conversation long enough */
+static void test_step_bound(void) {
+    const long n = 1000 * 300; /* iterations (ranges are at most 100000: nested), each at least one step */
+    char tpl[160], err[512];
+    snprintf(tpl, sizeof tpl, "{%% for i in range(1000) %%}{%% for j in range(300) %%}{{ '' }}{%% endfor %%}{%% endfor %%}"
+             "{{ messages[0]['content'] }}");
+    ChatMessage m[1] = {{"user", "hi"}};
+    ByteBuf out, mask;
+    int rc = render(tpl, m, 1, 0, &out, &mask, err, sizeof err);
+    CHECK(rc && strstr(err, "the template runs too long") && strstr(err, "for 1 message of 9 bytes (with the template's variables;") &&
+          strstr(err, "the bound: 200000 + 20000 a message + 100 a byte)"),
+          "a loop of %ld steps on a 2-byte message (7 bytes of variables) is refused with the bound: %s", n, rc ? err : "rendered");
+    free(out.s), free(mask.s);
+    /* a message of 100 KB buys 10M steps */
+    char *big = malloc(100001);
+    if (!big) return;
+    memset(big, 'a', 100000), big[100000] = 0;
+    m[0].content = big;
+    rc = render(tpl, m, 1, 0, &out, &mask, err, sizeof err);
+    CHECK(!rc && out.n == 100000, "the same loop within a 100 KB conversation's bound: %s", rc ? err : "rendered");
+    free(out.s), free(mask.s), free(big);
+}
+
 static void test_refusals(void) {
     expect_refusal("a\nb\n{% macro f() %}x{% endmacro %}", "line 3: {% macro %} is not supported", "a macro, named with its line");
     expect_refusal("{{ x }}\n{{ x | frobnicate }}", "line 2: the filter 'frobnicate'", "an unknown filter");
@@ -358,6 +382,7 @@ static void test_response_cut(void) {
 }
 
 int main(void) {
+    test_step_bound();
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ppa_jinja_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
     char *cases = check_slurp("tests/fixtures/jinja_cases.json");

@@ -327,6 +327,9 @@ static int read_pretokenized(const cJSON *j, DataRow *r, const DataOptions *o, c
     const cJSON *ra = cJSON_GetObjectItemCaseSensitive(j, "response_ids");
     if (!cJSON_IsArray(ra) || cJSON_GetArraySize(ra) < 1)
         return snprintf(err, errlen, "\"response_ids\" must be a non-empty array of id arrays"), -1;
+    if (cJSON_GetArraySize(ra) > DATA_MAX_RESPONSES)
+        return snprintf(err, errlen, "\"response_ids\" holds %d responses: at most %d a row", cJSON_GetArraySize(ra),
+                        DATA_MAX_RESPONSES), -1;
     alloc_responses(r, cJSON_GetArraySize(ra));
     int k = 0;
     for (const cJSON *it = ra->child; it; it = it->next, k++) {
@@ -376,6 +379,8 @@ static int read_text_parts(const cJSON *j, Conv *conv, const char ***answers, co
     if (!cJSON_IsArray(responses) || cJSON_GetArraySize(responses) < 1)
         return snprintf(err, errlen, "expected \"responses\": a non-empty list"), -1;
     *n = cJSON_GetArraySize(responses);
+    if (*n > DATA_MAX_RESPONSES)
+        return snprintf(err, errlen, "%d responses: at most %d a row", *n, DATA_MAX_RESPONSES), -1;
     *answers = xcalloc((size_t)*n, sizeof(char *)), *oscores = xcalloc((size_t)*n, sizeof(cJSON *));
     int k = 0;
     for (const cJSON *it = responses->child; it; it = it->next, k++)

@@ -15,6 +15,11 @@
 
 #include "template/template.h"
 
+/* Responses in one row: at most this many (docs/commands.md); a longer row is refused with its line. Lists are
+ * short (the paper's 8; samples for a judge some dozens): the bound keeps a row's memory and its O(K log K) work
+ * (ordering, duplicates) small whatever the file holds. */
+#define DATA_MAX_RESPONSES 1024
+
 typedef struct {
     long line;      /* line of the source file */
     char *id;       /* "id" / "prompt_id", else the line number */

@@ -174,7 +174,8 @@ struct Ctx {
     ByteBuf *out, *mask;
     struct Scope *scope;
     JDict *globals;
-    long steps;
+    long steps, max_steps;
+    int n_messages; /* nodes evaluated, and the render's bound (jinja.h: JINJA_STEPS_*) */
     int ctl;               /* 1: break, 2: continue */
     struct Pending *pending; /* {% set %} blocks being rendered */
     const EvalOps *ev;     /* the evaluator's services */

@@ -35,6 +35,12 @@ void jinja_free(JinjaTemplate *t);
 /* The time strftime_now renders: SOURCE_DATE_EPOCH (decimal seconds, 0 to 9999-12-31) when set, else a fixed day;
  * 0, or -1 with why in err (naming the variable) when it is not such a number. */
 int jinja_source_date(long long *out, char *err, size_t errlen);
+/* A render evaluates at most BASE + PER_MESSAGE x messages + PER_BYTE x the bytes of their contents (and the
+ * template's variables) nodes, so that rendering a data set costs at most a fixed multiple of its size; real chat
+ * templates take some hundreds of steps a message. Past it the render fails naming the bound. */
+#define JINJA_STEPS_BASE 200000L
+#define JINJA_STEPS_PER_MESSAGE 20000L
+#define JINJA_STEPS_PER_BYTE 100L
 
 typedef struct {
     const ChatMessage *messages; /* as dicts {"role", "content"}; content is message text */

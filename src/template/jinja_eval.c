@@ -16,7 +16,6 @@ static JVal jj_getattr(Ctx *c, int line, JVal obj, JStr name);
 static JList *jj_iter(Ctx *c, int line, JVal v);
 static JVal jj_apply(Ctx *c, const JNode *at, BuiltinKind k, JStr name, JVal v, JVal *args, int nargs);
 
-#define MAX_STEPS 20000000L           /* nodes evaluated per render: a loop over range(10**9) stops */
 #define MAX_OUTPUT ((size_t)64 << 20) /* bytes rendered */
 
 typedef struct Scope {
@@ -33,7 +32,12 @@ typedef struct Pending {
 JVal jj_eval(Ctx *c, const JNode *n);
 
 static void tick(Ctx *c, int line) {
-    if (++c->steps > MAX_STEPS) jj_fail(c->ar, line, "the template runs too long (more than %ld steps)", MAX_STEPS);
+    if (++c->steps > c->max_steps)
+        jj_fail(c->ar, line, "the template runs too long: more than %ld steps for %d message%s of %ld bytes (with the "
+                "template's variables; the bound: %ld + %ld a message + %ld a byte)", c->max_steps, c->n_messages,
+                c->n_messages == 1 ? "" : "s",
+                (c->max_steps - JINJA_STEPS_BASE - JINJA_STEPS_PER_MESSAGE * c->n_messages) / JINJA_STEPS_PER_BYTE,
+                JINJA_STEPS_BASE, JINJA_STEPS_PER_MESSAGE, JINJA_STEPS_PER_BYTE);
 }
 
 static void put(Ctx *c, JStr s, int line) {
@@ -488,6 +492,12 @@ int jinja_render(const JinjaTemplate *t, const JinjaChat *chat, ByteBuf *out, By
         for (size_t i = 0; i < PPA_ARRAY_LEN(FUNCS); i++)
             jd_set(ar, c->globals, js_lit(FUNCS[i]),
                    (JVal){.t = V_FUNC, .fn = (uint8_t)jb_find(B_FUNC, FUNCS[i], strlen(FUNCS[i]))});
+        /* the step bound grows with the conversation: rendering a data set costs at most a fixed multiple of its size */
+        long bytes = 0;
+        for (int i = 0; i < chat->n_messages; i++) bytes += (long)strlen(chat->messages[i].content);
+        for (int i = 0; i < chat->n_vars; i++) bytes += (long)strlen(chat->values[i]);
+        c->n_messages = chat->n_messages;
+        c->max_steps = JINJA_STEPS_BASE + JINJA_STEPS_PER_MESSAGE * chat->n_messages + JINJA_STEPS_PER_BYTE * bytes;
         JList *msgs = jl_new(ar, (size_t)chat->n_messages);
         for (int i = 0; i < chat->n_messages; i++) {
             JDict *m = jd_new(ar);

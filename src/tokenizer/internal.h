@@ -47,7 +47,11 @@ typedef struct PreTokenizer PreTokenizer;
 int normalizer_load(Normalizer **out, const cJSON *j, char *err, size_t errlen);
 void normalizer_free(Normalizer *n);
 /* Normalises one segment (between added tokens) into out (cleared first). */
-void normalizer_apply(const Normalizer *n, const char *s, size_t len, ByteBuf *out);
+/* The normalizers' output is at most NORM_GROWTH x the input + NORM_EXTRA bytes (NFKC's largest expansion is 11x,
+ * a Replace of a space by U+2581 3x); 0, or -1 past it (nested Replace steps that multiply the text). */
+#define NORM_GROWTH 32
+#define NORM_EXTRA 1024
+int normalizer_apply(const Normalizer *n, const char *s, size_t len, ByteBuf *out);
 
 int pretok_load(PreTokenizer **out, const cJSON *j, char *err, size_t errlen);
 void pretok_free(PreTokenizer *p);
@@ -56,7 +60,14 @@ int pretok_is_byte_level(const PreTokenizer *p);
 /* Splits a normalised segment into pieces: their bytes go to buf, and
  * (offset, length) pairs to spans. first_segment: the segment starts the text
  * (Metaspace prepend_scheme "first"). */
-/* 0, or -1 when a Split pattern fails on the text (PCRE2's match limit) */
+/* The bound on a Split pattern's work on a text (docs/safety.md): PCRE2_BUDGET_BASE + PER_BYTE x its bytes, in
+ * PCRE2's match-limit units, each match attempt charged its limit (pretok.c: match_budgeted); 10M is PCRE2's own
+ * default limit for one match. */
+#define PRETOK_FIRST_LIMIT 10000u
+#define PRETOK_MATCH_LIMIT 10000000u
+#define PRETOK_BUDGET_BASE 20e6
+#define PRETOK_BUDGET_PER_BYTE 20000.0
+/* 0, or -1 when a Split pattern fails on the text (its work budget, or PCRE2's limits) */
 int pretok_split(const PreTokenizer *p, const char *s, size_t len, int first_segment, ByteBuf *buf, IntVec *spans);
 
 #endif

@@ -95,7 +95,8 @@ void normalizer_free(Normalizer *n) {
     free(n);
 }
 
-static void apply_one(const Normalizer *n, const char *s, size_t len, ByteBuf *out) {
+/* one step; -1 once the output passes limit bytes (checked as it grows: one Replace may multiply the text) */
+static int apply_one(const Normalizer *n, const char *s, size_t len, ByteBuf *out, size_t limit) {
     out->n = 0;
     bytebuf_put(out, "", 0);
     switch (n->kind) {
@@ -124,6 +125,7 @@ static void apply_one(const Normalizer *n, const char *s, size_t len, ByteBuf *o
         size_t lp = strlen(n->a), lc = strlen(n->b);
         for (size_t i = 0; i < len;) {
             if (i + lp <= len && !memcmp(s + i, n->a, lp)) {
+                if (out->n + lc > limit) return -1;
                 bytebuf_put(out, n->b, lc);
                 i += lp;
             } else {
@@ -135,28 +137,32 @@ static void apply_one(const Normalizer *n, const char *s, size_t len, ByteBuf *o
     }
     case N_SEQUENCE: break; /* handled by normalizer_apply */
     }
+    return out->n > limit ? -1 : 0;
 }
 
-void normalizer_apply(const Normalizer *n, const char *s, size_t len, ByteBuf *out) {
+static int apply_limited(const Normalizer *n, const char *s, size_t len, ByteBuf *out, size_t limit) {
     if (!n) {
         out->n = 0;
         bytebuf_put(out, s, len);
-        return;
+        return 0;
     }
-    if (n->kind != N_SEQUENCE) {
-        apply_one(n, s, len, out);
-        return;
-    }
+    if (n->kind != N_SEQUENCE) return apply_one(n, s, len, out, limit);
     ByteBuf tmp = {0};
     out->n = 0;
     bytebuf_put(out, s, len);
-    for (int i = 0; i < n->n_kids; i++) {
-        normalizer_apply(n->kids[i], out->s, out->n, &tmp);
+    int rc = 0;
+    for (int i = 0; i < n->n_kids && !rc; i++) {
+        rc = apply_limited(n->kids[i], out->s, out->n, &tmp, limit);
         ByteBuf swap = *out;
         *out = tmp;
         tmp = swap;
     }
     free(tmp.s);
+    return rc;
+}
+
+int normalizer_apply(const Normalizer *n, const char *s, size_t len, ByteBuf *out) {
+    return apply_limited(n, s, len, out, NORM_GROWTH * len + NORM_EXTRA);
 }
 
 /* ---- pre-tokenizers ---- */
@@ -168,6 +174,7 @@ struct PreTokenizer {
     PreKind kind;
     pcre2_code *re;            /* Split, ByteLevel with use_regex */
     pcre2_match_data *match;
+    pcre2_match_context *mctx; /* its match limit: set per attempt (the text's budget below) */
     SplitBehavior behavior;
     int add_prefix_space;      /* ByteLevel */
     int individual_digits;     /* Digits */
@@ -212,6 +219,8 @@ static int compile_regex(PreTokenizer *p, const char *source, uint32_t extra, ch
     }
     pcre2_jit_compile(p->re, PCRE2_JIT_COMPLETE); /* optional: falls back to the interpreter */
     p->match = pcre2_match_data_create_from_pattern(p->re, NULL);
+    p->mctx = pcre2_match_context_create(NULL);
+    if (!p->match || !p->mctx) return snprintf(err, errlen, "out of memory"), -1;
     return 0;
 }
 
@@ -292,6 +301,7 @@ void pretok_free(PreTokenizer *p) {
     for (int i = 0; i < p->n_kids; i++) pretok_free(p->kids[i]);
     free(p->kids);
     if (p->match) pcre2_match_data_free(p->match);
+    if (p->mctx) pcre2_match_context_free(p->mctx);
     if (p->re) pcre2_code_free(p->re);
     free(p);
 }
@@ -311,14 +321,30 @@ static void emit(ByteBuf *buf, IntVec *spans, const char *s, size_t len) {
     bytebuf_put(buf, s, len);
 }
 
+/* One match from at, within the text's budget of PCRE2 work (its match limit's units): an attempt starts with a small
+ * limit and, when that is not enough, is retried with a limit four times larger, up to PCRE2's own per-match limit;
+ * every limit granted is charged to the budget. What a match needs is at most 4/3 of what it is charged beyond the
+ * first limit, so ordinary patterns (short pieces) cost PRETOK_FIRST_LIMIT a match, and a pattern that backtracks
+ * exponentially meets the budget after a few matches instead of running for minutes. */
+static int match_budgeted(const PreTokenizer *p, const char *s, size_t len, size_t at, double *budget) {
+    for (uint32_t limit = PRETOK_FIRST_LIMIT;; limit *= 4) {
+        if (*budget < limit) return PCRE2_ERROR_MATCHLIMIT;
+        *budget -= limit;
+        pcre2_set_match_limit(p->mctx, limit);
+        int rc = pcre2_match(p->re, (PCRE2_SPTR)s, len, at, PCRE2_NO_UTF_CHECK, p->match, p->mctx);
+        if (rc != PCRE2_ERROR_MATCHLIMIT || limit >= PRETOK_MATCH_LIMIT) return rc;
+    }
+}
+
 /* Every match is a piece and so is the text between matches (Isolated), or
  * matches are dropped (Removed). */
 static int split_regex(const PreTokenizer *p, const char *s, size_t len, ByteBuf *buf, IntVec *spans) {
     size_t at = 0;
+    double budget = PRETOK_BUDGET_BASE + PRETOK_BUDGET_PER_BYTE * (double)len;
     while (at < len) {
-        int rc = pcre2_match(p->re, (PCRE2_SPTR)s, len, at, PCRE2_NO_UTF_CHECK, p->match, NULL);
+        int rc = match_budgeted(p, s, len, at, &budget);
         if (rc == PCRE2_ERROR_NOMATCH) break;
-        if (rc < 0) return -1; /* the match limit, say: "no more matches" would drop or merge text */
+        if (rc < 0) return -1; /* the budget or a limit: "no more matches" would drop or merge text */
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(p->match);
         if (ov[1] == ov[0]) { /* an empty match: step over one character */
             uint32_t cp;

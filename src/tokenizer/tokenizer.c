@@ -383,7 +383,7 @@ static int find_added(const Tokenizer *t, const char *s, const unsigned char *ma
 
 static int encode_segment(Tokenizer *t, const char *s, size_t len, int first, IntVec *out) {
     if (!len) return 0;
-    normalizer_apply(t->norm, s, len, &t->norm_buf);
+    if (normalizer_apply(t->norm, s, len, &t->norm_buf)) return -2;
     if (pretok_split(t->pre, t->norm_buf.s, t->norm_buf.n, first, &t->piece_buf, &t->spans)) return -1;
     for (size_t k = 0; k < t->spans.n; k += 2)
         bpe_encode_piece(&t->bpe, t->piece_buf.s + t->spans.v[k], (size_t)t->spans.v[k + 1], out);
@@ -415,10 +415,19 @@ long tokenizer_encode_masked(Tokenizer *t, const char *text, const unsigned char
         size_t seg_end = at, next = k >= 0 ? at + t->added[k].len : len + 1;
         if (k >= 0 && t->added[k].lstrip)
             while (seg_end > pos && is_space(text[seg_end - 1])) seg_end--;
-        if (encode_segment(t, text + pos, seg_end - pos, pos == 0, &body)) {
+        int seg = encode_segment(t, text + pos, seg_end - pos, pos == 0, &body);
+        if (seg == -2) {
             free(body.v);
-            snprintf(err, errlen, "the pre-tokenizer's Split pattern hit PCRE2's match limit on this text (bytes %zu to "
-                     "%zu); refusing to tokenize it rather than drop or merge text", pos, seg_end);
+            snprintf(err, errlen, "the tokenizer's normalizer makes this text (bytes %zu to %zu) longer than its bound "
+                     "(%d x its length + %d bytes: Replace steps that multiply the text); refusing to tokenize it",
+                     pos, seg_end, NORM_GROWTH, NORM_EXTRA);
+            return -1;
+        }
+        if (seg) {
+            free(body.v);
+            snprintf(err, errlen, "the pre-tokenizer's Split pattern needs more work on this text (bytes %zu to %zu) than "
+                     "its bound (%.0f + %.0f per byte match steps: a pattern that backtracks without end); refusing to "
+                     "tokenize it rather than drop or merge text", pos, seg_end, PRETOK_BUDGET_BASE, PRETOK_BUDGET_PER_BYTE);
             return -1;
         }
         if (k < 0) break;

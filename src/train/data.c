@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "core/hash.h"
 #include "core/rng.h"
 
 /* ---- preparation ---- */
@@ -37,17 +38,53 @@ static int same_ids(const int *a, int na, const int *b, int nb) {
     return na == nb && !memcmp(a, b, sizeof(int) * (size_t)na);
 }
 
+typedef struct {
+    uint64_t key;
+    int at;
+} Keyed;
+
+static int keyed_cmp(const void *a, const void *b) {
+    const Keyed *x = a, *y = b;
+    return x->key != y->key ? (x->key < y->key ? -1 : 1) : (x->at > y->at) - (x->at < y->at);
+}
+
+/* drops every response identical to an earlier one of its row, keeping the first, in O(K log K): responses sorted
+ * by the hash of their ids (then position), each compared only with the earlier ones of its hash */
+static void drop_duplicates(DataRow *d, PrepStats *st) {
+    int n = d->n_resp;
+    if (n < 2) return;
+    Keyed *h = xmalloc(sizeof(Keyed) * (size_t)n);
+    unsigned char *dup = xcalloc((size_t)n, 1);
+    for (int k = 0; k < n; k++)
+        h[k] = (Keyed){hash64(d->resp[k], sizeof(int) * (size_t)d->resp_len[k], (uint64_t)d->resp_len[k]), k};
+    qsort(h, (size_t)n, sizeof *h, keyed_cmp);
+    for (int i = 0; i < n;) {
+        int end = i + 1;
+        while (end < n && h[end].key == h[i].key) end++;
+        for (int b = i + 1; b < end; b++) /* a run: one hash, nearly always one response (collisions are rare) */
+            for (int a = i; a < b && !dup[h[b].at]; a++)
+                if (!dup[h[a].at] && same_ids(d->resp[h[a].at], d->resp_len[h[a].at], d->resp[h[b].at], d->resp_len[h[b].at]))
+                    dup[h[b].at] = 1;
+        i = end;
+    }
+    int kept = 0;
+    for (int k = 0; k < n; k++) {
+        if (dup[k]) {
+            free(d->resp[k]), st->duplicate_responses++;
+            continue;
+        }
+        d->resp[kept] = d->resp[k], d->resp_len[kept] = d->resp_len[k], d->scores[kept] = d->scores[k], kept++;
+    }
+    d->n_resp = kept;
+    free(h), free(dup);
+}
+
 /* 1 when the row stays */
 static int prepare_row(DataRow *d, int max_length, int max_prompt_length, PrepStats *st) {
     for (int k = d->n_resp - 1; k >= 0; k--)
         if (isnan(d->scores[k])) drop_response(d, k), st->masked_responses++;
     truncate_row(d, max_length, max_prompt_length, st);
-    for (int k = d->n_resp - 1; k > 0; k--)
-        for (int j = 0; j < k; j++)
-            if (same_ids(d->resp[j], d->resp_len[j], d->resp[k], d->resp_len[k])) {
-                drop_response(d, k), st->duplicate_responses++;
-                break;
-            }
+    drop_duplicates(d, st);
     if (d->n_resp < 2) return st->dropped_few++, 0;
     for (int k = 1; k < d->n_resp; k++)
         if (d->scores[k] != d->scores[0]) return 1;
@@ -153,17 +190,33 @@ static void epoch_order(TrainData *d, long epoch) {
     d->epoch = epoch;
 }
 
+typedef struct {
+    double score;
+    int at;
+} Ranked;
+
+static int ranked_cmp(const void *a, const void *b) { /* label descending, then file position */
+    const Ranked *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* idx [n] ordered by label, descending, ties by position in the row: the positions 0..n-1 (given 0), or the
+ * positions idx holds (given 1); O(n log n) */
+static void by_label(const double *scores, int *idx, int n, int given) {
+    Ranked *r = xmalloc(sizeof(Ranked) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) r[i].at = given ? idx[i] : i, r[i].score = scores[r[i].at];
+    qsort(r, (size_t)n, sizeof *r, ranked_cmp);
+    for (int i = 0; i < n; i++) idx[i] = r[i].at;
+    free(r);
+}
+
 /* the responses of row r kept this epoch, ordered by label (descending, stable): idx [n]; returns n */
 static int select_list(const TrainData *d, long epoch, int r, int *idx) {
     const DataRow *x = &d->ds->rows[r];
     int n = x->n_resp, K = d->list_size;
     int *order = xmalloc(sizeof(int) * (size_t)n);
-    for (int i = 0; i < n; i++) order[i] = i;
-    for (int i = 1; i < n; i++) /* insertion sort: stable, lists are short */
-        for (int j = i; j > 0 && x->scores[order[j]] > x->scores[order[j - 1]]; j--) {
-            int t = order[j];
-            order[j] = order[j - 1], order[j - 1] = t;
-        }
+    by_label(x->scores, order, n, 0);
     int m = n;
     if (n > K) {
         int top = K >= 4 ? 2 : 1, bottom = K >= 4 ? 2 : 1, mid = n - top - bottom, draw = K - top - bottom;
@@ -174,12 +227,7 @@ static int select_list(const TrainData *d, long epoch, int r, int *idx) {
         for (int i = 0; i < top; i++) keep[k++] = order[i];
         for (int i = 0; i < draw; i++) keep[k++] = order[top + i];
         for (int i = 0; i < bottom; i++) keep[k++] = order[n - bottom + i];
-        for (int i = 1; i < K; i++) /* back to label order (the drawn middle ones by file position among ties) */
-            for (int j = i; j > 0 && (x->scores[keep[j]] > x->scores[keep[j - 1]] ||
-                                      (x->scores[keep[j]] == x->scores[keep[j - 1]] && keep[j] < keep[j - 1])); j--) {
-                int t = keep[j];
-                keep[j] = keep[j - 1], keep[j - 1] = t;
-            }
+        by_label(x->scores, keep, K, 1); /* back to label order (the drawn middle ones by file position among ties) */
         memcpy(order, keep, sizeof(int) * (size_t)K);
         free(keep);
         m = K;
