@@ -22,7 +22,7 @@ with_tok evil 't["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"typ
 python3 -c 'import json; print(json.dumps({"text": "a" * 4000}))' > a4000.jsonl
 "$ppa" tokenize --tokenizer evil < a4000.jsonl > /dev/null 2> err; st=$?
 expect "a backtracking Split pattern on 4,000 characters: refused (exit 2)" test $st -eq 2
-expect "... naming the line and the bound" has err "stdin:1: the pre-tokenizer's Split pattern needs more work on this text (bytes 0 to 4000) than its bound (20000000 + 20000 per byte match steps"
+expect "... naming the line and the bound" has err "stdin:1: the pre-tokenizer's Split pattern needs more work on this text (bytes 0 to 4000) than its bound (65536 + 256 per byte match steps"
 echo '{"text": "a cat sat"}' | "$ppa" tokenize --tokenizer evil > out 2> err; st=$?
 expect "... the same tokenizer on ordinary text: tokenized" sh -c "test $st -eq 0 && grep -q '\"ids\": \\[97, 32, 99' out"
 

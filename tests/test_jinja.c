@@ -187,6 +187,12 @@ static void test_step_bound(void) {
           strstr(err, "the bound: 200000 + 20000 a message + 100 a byte)"),
           "a loop of %ld steps on a 2-byte message (7 bytes of variables) is refused with the bound: %s", n, rc ? err : "rendered");
     free(out.s), free(mask.s);
+    /* loops count their iterations, empty bodies too (nested empty loops were not bounded) */
+    rc = render("{% for i in range(1000) %}{% for j in range(300) %}{% endfor %}{% endfor %}x", m, 1, 0, &out, &mask, err,
+                sizeof err);
+    CHECK(rc && strstr(err, "the template runs too long"), "nested empty loops of 300,000 iterations: refused: %s",
+          rc ? err : "rendered");
+    free(out.s), free(mask.s);
     /* a message of 100 KB buys 10M steps */
     char *big = malloc(100001);
     if (!big) return;

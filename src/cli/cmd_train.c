@@ -99,10 +99,16 @@ static char *fingerprint(const TrainOptions *o, const Prepared *p, const RefCach
     return s;
 }
 
-static void check_resume_options(const char *dir, const char *saved, const char *now) {
+/* fresh: which reference values were computed by this run rather than read from a cache (1: the training one, 2:
+ * the held-out one): those are not compared, since another device or kernel computes other roundings; a cache read
+ * back must hold the values the checkpoint's run had */
+static void check_resume_options(const char *dir, const char *saved, const char *now, int fresh) {
     cJSON *a = cJSON_Parse(saved), *b = cJSON_Parse(now);
     char msg[1024] = "";
     for (cJSON *x = b ? b->child : NULL; x && !msg[0]; x = x->next) {
+        if (((fresh & 1) && !strcmp(x->string, "reference_values")) ||
+            ((fresh & 2) && !strcmp(x->string, "eval_reference_values")))
+            continue;
         cJSON *y = cJSON_GetObjectItemCaseSensitive(a, x->string);
         if (y && cJSON_Compare(x, y, 1)) continue;
         static const char *const WHAT[][2] = {{"model", "started from other weights than this --model"},
@@ -298,6 +304,8 @@ static int train_main(TrainOptions *o) {
     int need_ref = !reward && !o->reference_free && o->objective != PPA_SIMPO;
     char *cache = o->ref_cache ? strdup(o->ref_cache) : ppa_path_join(o->out, "reference.cache");
     if (need_ref && !o->ref_cache) own_cache_only(o, cache, "--ref-cache");
+    struct stat cst;
+    int fresh_ref = need_ref && lstat(cache, &cst) ? 1 : 0; /* no cache file: computed now (reference_with) */
     if (need_ref) reference_of_policy(&ref, &p, &pa, policy, o->model, o->ref, cache, o->verbose);
     EvalSet ev = {0};
     if (o->eval_data) { /* the reference of held-out lists is needed for rank flips even without a training reference */
@@ -307,6 +315,7 @@ static int train_main(TrainOptions *o) {
         dataset_check_labels(&ev.p, o->objective, o->eval_data, "eval data");
         char *ecache = ppa_path_join(o->out, "reference.eval.cache");
         if (!reward) own_cache_only(o, ecache, NULL);
+        if (!reward && lstat(ecache, &cst)) fresh_ref |= 2;
         if (!reward) reference_of_policy(&ev.ref, &ev.p, &ea, policy, o->model, o->ref, ecache, o->verbose);
         free(ecache);
         ev.beta = reward ? 1.0 : o->beta, ev.lo = o->loss, ev.reward = reward, ev.index = o->reward_index, ev.who = who;
@@ -328,7 +337,7 @@ static int train_main(TrainOptions *o) {
             opt.n = zhi - zlo;
             opt.m = xrealloc(opt.m, sizeof(float) * (opt.n ? opt.n : 1)), opt.v = xrealloc(opt.v, sizeof(float) * (opt.n ? opt.n : 1));
         }
-        check_resume_options(o->resume, st.options, fp);
+        check_resume_options(o->resume, st.options, fp, fresh_ref);
         check_resume_saves(o->out, &st, &plan);
         char kern[48];
         model_kernel_name(policy, kern, sizeof kern);

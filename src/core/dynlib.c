@@ -58,7 +58,10 @@ void *dynlib_open(const char *lib, int flags, char *err, size_t errlen) {
     if (!h) {
         const char *e = dlerror();
         snprintf(err, errlen, "%s: %s", lib, e ? e : "dlopen failed");
+        close(fd);
     }
-    close(fd);
+    /* loaded: the descriptor stays open for the process's life. The C library knows the object by the name it was
+     * opened with; were the number freed, the next library loaded through it would get the same name, and dlopen
+     * would hand back the first one (OpenBLAS in place of the CUDA module) */
     return h;
 }

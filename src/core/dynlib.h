@@ -2,7 +2,8 @@
  * loader in the places the installer and the user's LD_LIBRARY_PATH put it. A path (with a '/': a module beside the
  * binary, PPA_CUDA_LIB, PPA_BLAS=/path) is loaded only if that file is owned by the caller or by root and is not
  * writable by group or others; the file is opened once, checked through its descriptor, and the descriptor's file
- * is what dlopen loads (/proc/self/fd/N), so the file checked is the file loaded, whatever happens to the path. */
+ * is what dlopen loads (/proc/self/fd/N, kept open: that name must never be reused), so the file checked is the
+ * file loaded, whatever happens to the path. */
 #ifndef PPA_DYNLIB_H
 #define PPA_DYNLIB_H
 

@@ -341,6 +341,16 @@ static int read_pretokenized(const cJSON *j, DataRow *r, const DataOptions *o, c
     return read_scores(j, r, NULL, err, errlen);
 }
 
+/* TRL's "completion": a string, or a message list of one assistant message; its text, or NULL with why */
+static const char *trl_completion(const cJSON *c, char *err, size_t errlen) {
+    if (cJSON_IsString(c)) return c->valuestring;
+    const cJSON *m = cJSON_IsArray(c) && cJSON_GetArraySize(c) == 1 ? c->child : NULL;
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role"), *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+    if (cJSON_IsString(role) && !strcmp(role->valuestring, "assistant") && cJSON_IsString(content)) return content->valuestring;
+    snprintf(err, errlen, "\"completion\" must be a string or a list of one assistant message (role, content)");
+    return NULL;
+}
+
 /* The conversation before the answers, and the answers (with object scores). */
 static int read_text_parts(const cJSON *j, Conv *conv, const char ***answers, const cJSON ***oscores, int *n, int *pair,
                            char *err, size_t errlen) {
@@ -375,9 +385,25 @@ static int read_text_parts(const cJSON *j, Conv *conv, const char ***answers, co
         (*oscores)[1] = cJSON_GetObjectItemCaseSensitive(j, "score_rejected");
         return 0;
     }
+    /* TRL's SFT formats, one answer a row: prompt/completion (strings, or message lists), and a conversation whose
+     * last message is the assistant's (the answer; the turns before it, the prompt) */
+    const cJSON *completion = cJSON_GetObjectItemCaseSensitive(j, "completion");
+    if (!responses && completion && conv->n) {
+        const char *a = trl_completion(completion, err, errlen);
+        if (!a) return -1;
+        *n = 1, *answers = xcalloc(1, sizeof(char *)), *oscores = xcalloc(1, sizeof(cJSON *));
+        (*answers)[0] = a;
+        return 0;
+    }
+    if (!responses && msgs && conv->n >= 2 && !strcmp(conv->m[conv->n - 1].role, "assistant")) {
+        *n = 1, *answers = xcalloc(1, sizeof(char *)), *oscores = xcalloc(1, sizeof(cJSON *));
+        (*answers)[0] = conv->m[--conv->n].content;
+        return 0;
+    }
     if (!conv->n) return snprintf(err, errlen, "no prompt: expected \"prompt\" or \"messages\""), -1;
     if (!cJSON_IsArray(responses) || cJSON_GetArraySize(responses) < 1)
-        return snprintf(err, errlen, "expected \"responses\": a non-empty list"), -1;
+        return snprintf(err, errlen, "expected \"responses\" (a non-empty list), or one answer: \"completion\", or "
+                        "\"messages\" ending with the assistant's"), -1;
     *n = cJSON_GetArraySize(responses);
     if (*n > DATA_MAX_RESPONSES)
         return snprintf(err, errlen, "%d responses: at most %d a row", *n, DATA_MAX_RESPONSES), -1;

@@ -417,6 +417,7 @@ static void exec_for(Ctx *c, const JNode *n) {
     if (n->e) { /* for x in xs if cond: the items the condition keeps */
         items = jl_new(c->ar, all->n);
         for (size_t i = 0; i < all->n; i++) {
+            tick(c, n->line); /* every iteration is a step, its body empty or not */
             s.vars.n = 0;
             c->scope = &s;
             bind(c, n->a, all->v[i]);
@@ -427,6 +428,7 @@ static void exec_for(Ctx *c, const JNode *n) {
     if (!items->n) return exec(c, n->d);
     JDict *loop = jd_new(c->ar);
     for (size_t i = 0; i < items->n; i++) {
+        tick(c, n->line); /* every iteration is a step: nested empty loops are bounded too */
         s.vars.n = 0; /* each iteration starts from the outer names (its storage reused) */
         c->scope = &s;
         bind(c, n->a, items->v[i]);

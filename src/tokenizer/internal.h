@@ -60,13 +60,13 @@ int pretok_is_byte_level(const PreTokenizer *p);
 /* Splits a normalised segment into pieces: their bytes go to buf, and
  * (offset, length) pairs to spans. first_segment: the segment starts the text
  * (Metaspace prepend_scheme "first"). */
-/* The bound on a Split pattern's work on a text (docs/safety.md): PCRE2_BUDGET_BASE + PER_BYTE x its bytes, in
+/* The bound on a Split pattern's work on a text (docs/safety.md): PRETOK_BUDGET_BASE + PER_BYTE x its bytes, in
  * PCRE2's match-limit units, each match attempt charged its limit (pretok.c: match_budgeted); 10M is PCRE2's own
  * default limit for one match. */
-#define PRETOK_FIRST_LIMIT 10000u
+#define PRETOK_FIRST_LIMIT 32u /* the real patterns (GPT-2, Llama 3, Qwen) take a few units a byte */
 #define PRETOK_MATCH_LIMIT 10000000u
-#define PRETOK_BUDGET_BASE 20e6
-#define PRETOK_BUDGET_PER_BYTE 20000.0
+#define PRETOK_BUDGET_BASE 65536.0
+#define PRETOK_BUDGET_PER_BYTE 256.0
 /* 0, or -1 when a Split pattern fails on the text (its work budget, or PCRE2's limits) */
 int pretok_split(const PreTokenizer *p, const char *s, size_t len, int first_segment, ByteBuf *buf, IntVec *spans);
 
