@@ -101,6 +101,16 @@ if planted plant/lib/libppa_cuda.so ran_lib; then
   else
     echo "SKIP $NAME: not root: the other owner's module is not checked (chown needs root)"
   fi
+  # two libraries loaded by path in one process (OpenBLAS by PPA_BLAS, then the module): each is itself (a descriptor's
+  # /proc/self/fd/N name reused made dlopen return the first library for the second)
+  mock=$(dirname "$ppa")/build/cuda-mock/libppa_cuda_mock.so
+  blas=/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0
+  if [ -f "$mock" ] && [ -f "$blas" ]; then
+    PPA_BLAS=$blas PPA_CUDA_LIB=$mock "$ppa" logprobs --model m64 --data D.jsonl --template none --threads 1 > /dev/null 2> err.txt
+    expect "OpenBLAS and the module both by path: the module is the module" grep -q "device: cuda: CPU mock" err.txt
+  else
+    echo "SKIP $NAME: no stand-in module or no OpenBLAS at $blas: two libraries by path not checked"
+  fi
   # PPA_BLAS names a path: the same rule (a refused library leaves the built-in kernel, with the reason)
   planted blas.so ran_blas && chmod 0666 blas.so
   PPA_BLAS=$tmp/blas.so "$ppa" logprobs --model m --data D.jsonl --template none --device cpu > /dev/null 2> err.txt
