@@ -14,9 +14,11 @@ set -euo pipefail
 # (tests/test_mpi.sh runs 2 ranks); no MPI header or link flag is needed to build
 # clang-14 + libclang-rt-14-dev: make fuzz / fuzz-quick (part of make test); the
 # libFuzzer and sanitizer runtimes are in the -rt package, which clang-14 only recommends
+# libsnappy1v5, libzstd1: src/io/parquet_page.c dlopen()s them for Snappy and Zstandard pages of Parquet files;
+# zlib1g-dev: zlib.h for gzip pages and page CRCs (libz.so.1 is dlopen()ed too)
 # python3-jinja2: the reference renderer test_jinja compares ppa's chat templates with (Python's Jinja2, as
 # transformers renders them)
-pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp openmpi-bin clang-14 libclang-rt-14-dev python3-jinja2)
+pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp openmpi-bin clang-14 libclang-rt-14-dev python3-jinja2 libsnappy1v5 libzstd1 zlib1g-dev)
 # node and npm fetch the tokenizer fixtures and run the reference encoder;
 # machines that already have them (from NodeSource or similar) keep theirs
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

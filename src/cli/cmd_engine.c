@@ -19,6 +19,7 @@
 #include "model/lora.h"
 #include "optim/optim.h"
 #include "ppa/losses.h"
+#include "io/records.h"
 
 #define ROWS_PER_BATCH 8
 
@@ -105,12 +106,12 @@ static int first_nonfinite_logp(Model *m, const DataSet *d, int r0, int r1, cons
             if (!isfinite(lp[g + k])) {
                 long i = first_nonfinite(model_params(m), model_n_params(m));
                 const char *whose = model_lora(m) ? "the adapter's weights" : "the model's weights";
-                char why[160];
+                char why[160], wh[1024];
                 if (i >= 0) snprintf(why, sizeof why, "%s hold NaN or Inf (parameter %ld)", whose, i);
                 else snprintf(why, sizeof why, "%s are finite, so their float32 products overflow: weights too large (a "
                               "diverged model?)", whose);
-                snprintf(msg, len, "%s:%ld: response %d: the log-probability is not finite (%g): %s", path,
-                         d->rows[r].line, k + 1, lp[g + k], why);
+                snprintf(msg, len, "%s: response %d: the log-probability is not finite (%g): %s",
+                         records_where(path, d->rows[r].line, wh, sizeof wh), k + 1, lp[g + k], why);
                 return 1;
             }
     return 0;
@@ -229,7 +230,8 @@ int cmd_grad(int argc, char **argv) {
             for (int k = 0; k < x->n_resp; k++) dlp[g + k] = implicit_reward(obj, beta, lp[g + k], rl[g + k], nt[g + k], &s[g + k]);
             PpaListResult res;
             PpaStatus st = ppa_loss_list(obj, &lo, x->n_resp, s + g, x->scores, NULL, ds + g, &res);
-            if (st != PPA_OK) ppa_die(2, "%s:%ld: %s", data, x->line, ppa_status_string(st));
+            char wh[1024];
+            if (st != PPA_OK) ppa_die(2, "%s: %s", records_where(data, x->line, wh, sizeof wh), ppa_status_string(st));
             total += res.loss;
             for (int k = 0; k < x->n_resp; k++) dlp[g + k] *= ds[g + k] / L.data.n; /* the mean over rows */
             g += x->n_resp;

@@ -26,6 +26,7 @@
 #include "judge/vader.h"
 #include "model/decode.h"
 #include "train/refcache.h"
+#include "io/records.h"
 
 static const char USAGE[] =
     "usage: ppa judge --judge afinn|vader --data FILE.jsonl [--out FILE] [--raw] [--npm-cache DIR]\n"
@@ -59,8 +60,7 @@ typedef struct {
     const RefCache *rewards;  /* their scores */
     int next;                 /* the next row of ds */
     long dropped;             /* lines data_read skipped (--skip-invalid) */
-    FILE *in;
-    const char *name;
+    RecordReader *in; /* the rows, read once more than the reader of --data did */
     char why[1100]; /* what is wrong with the current row */
     char err[2048]; /* FILE:LINE: why */
     long rows, texts;
@@ -195,18 +195,18 @@ static int judge_row(Judging *g, cJSON *row) {
 /* AtomicWriteFn (and the stdout path): every row in, every row out */
 static int judge_all(FILE *out, const void *ctx) {
     Judging *g = (Judging *)ctx;
-    JsonlReader rd;
-    jsonl_init(&rd, g->in, g->name);
-    char *line;
+    const char *line;
+    size_t len;
+    long loc;
     int rc = 0;
     if (!g->ds) progress_start(&g->pr, 0, g->total);
-    for (long at = 0; !rc && jsonl_next(&rd, &line); at++) {
+    for (long at = 0; !rc && records_next(g->in, &line, &len, &loc); at++) {
         if (g->hi >= 0 && (at < g->lo || at >= g->hi)) continue; /* another rank's row */
-        if (g->ds && (g->next >= g->ds->n || g->ds->rows[g->next].line != rd.line)) {
+        if (g->ds && (g->next >= g->ds->n || g->ds->rows[g->next].line != loc)) {
             g->dropped++; /* refused by the reader, with --skip-invalid */
             continue;
         }
-        cJSON *row = json_parse(line, rd.len, g->why, sizeof g->why);
+        cJSON *row = json_parse(line, len, g->why, sizeof g->why);
         if (!row) {
             rc = -1;
         } else if (!cJSON_IsObject(row)) {
@@ -216,17 +216,19 @@ static int judge_all(FILE *out, const void *ctx) {
             rc = -1;
         } else {
             char *s = cJSON_PrintUnformatted(row);
-            if (!s) ppa_die(1, "judge: out of memory printing row %ld", rd.line);
+            if (!s) ppa_die(1, "judge: out of memory printing row %ld", at + 1);
             if (fputs(s, out) == EOF || fputc('\n', out) == EOF) rc = -2;
             free(s);
             g->rows++;
             if (!g->ds && g->total > 0) progress_update(&g->pr, g->rows, "%ld/%ld rows", g->rows, g->total);
             else if (!g->ds) progress_update(&g->pr, g->rows, "%ld rows", g->rows);
         }
-        if (rc == -1) snprintf(g->err, sizeof g->err, "%.700s:%ld: %s", rd.name, rd.line, g->why);
+        if (rc == -1) {
+            char wh[768];
+            snprintf(g->err, sizeof g->err, "%s: %s", records_here(g->in, loc, wh, sizeof wh), g->why);
+        }
         cJSON_Delete(row);
     }
-    jsonl_free(&rd);
     if (!g->ds) progress_end(&g->pr);
     if (rc == -1) errno = EINVAL;
     return rc;
@@ -247,15 +249,14 @@ static void load_judge(Judging *g, const char *which, const char *npm) {
 
 /* the rows of g's input file (as judge_all reads them), read once to divide them among the ranks */
 static long count_rows(const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) ppa_die(2, "judge: cannot open %s: %s", path, strerror(errno));
-    JsonlReader rd;
-    jsonl_init(&rd, f, path);
-    char *line;
-    long n = 0;
-    while (jsonl_next(&rd, &line)) n++;
-    jsonl_free(&rd);
-    fclose(f);
+    char err[1024];
+    RecordReader *r = records_open(path, err, sizeof err);
+    if (!r) ppa_die(2, "judge: %s", err);
+    const char *line;
+    size_t len;
+    long loc, n = 0;
+    while (records_next(r, &line, &len, &loc)) n++;
+    records_close(r);
     return n;
 }
 
@@ -294,21 +295,21 @@ static void write_rows(Judging *g, const char *out) {
 }
 
 static void open_input(Judging *g, const char *data) {
-    int from_stdin = !strcmp(data, "-");
-    g->in = from_stdin ? stdin : fopen(data, "r");
-    g->name = from_stdin ? "stdin" : data;
-    if (!g->in) ppa_die(2, "judge: cannot open %s: %s", data, strerror(errno));
+    char err[1024];
+    g->in = records_open(data, err, sizeof err);
+    if (!g->in) ppa_die(2, "judge: %s", err);
 }
 
 /* a response longer than the model computes exactly is refused, naming its line (no silent truncation) */
 static void check_lengths(const Prepared *p, const Model *m, const char *path) {
+    char wh[1024];
     int limit = decoder_model_max_len(model_config(m));
     for (int r = 0; r < p->data.n; r++) {
         const DataRow *x = &p->data.rows[r];
         for (int k = 0; k < x->n_resp; k++)
             if (x->prompt_len + x->resp_len[k] > limit)
-                ppa_die(2, "judge: %s:%ld: response %d is %d tokens with its prompt, more than the %d the reward model "
-                           "computes exactly", path, x->line, k + 1, x->prompt_len + x->resp_len[k], limit);
+                ppa_die(2, "judge: %s: response %d is %d tokens with its prompt, more than the %d the reward model "
+                           "computes exactly", records_where(path, x->line, wh, sizeof wh), k + 1, x->prompt_len + x->resp_len[k], limit);
     }
 }
 
@@ -337,7 +338,7 @@ static void reward_judge(TrainOptions *o, Judging *g) {
     g->ds = &p.data, g->rewards = &rc;
     open_input(g, o->data);
     write_rows(g, o->out);
-    fclose(g->in);
+    records_close(g->in);
     fprintf(stderr, "ppa: judge reward-model: %ld rows, %ld responses scored (output %d of %s) in %.2f s, %.1f tokens/s "
                     "of prompt + response; %ld invalid lines left out%s%s\n", g->rows, g->texts, o->reward_index,
             o->reward_model, secs, secs > 0 ? (double)tokens / secs : 0.0, g->dropped, o->out ? " -> " : "",
@@ -373,7 +374,7 @@ int cmd_judge(int argc, char **argv) {
     int ranks = dist_size() > 1;
     progress_init(&g.pr, "judge", kind, dist_rank() == 0);
     struct stat sb; /* a regular file is read once more for the total; a pipe (--data <(...)) can be read once */
-    if (!ranks && strcmp(kind, "reward-model") && !stat(o.data, &sb) && S_ISREG(sb.st_mode))
+    if (!ranks && strcmp(kind, "reward-model") && strcmp(o.data, "-") && (stat(o.data, &sb) || !S_ISFIFO(sb.st_mode)))
         g.total = count_rows(o.data);
     if (!strcmp(kind, "reward-model")) {
         reward_judge(&o, &g);
@@ -384,7 +385,7 @@ int cmd_judge(int argc, char **argv) {
         open_input(&g, o.data);
         if (ranks) write_rows_ranks(&g, o.out, o.data);
         else write_rows(&g, o.out);
-        if (g.in != stdin) fclose(g.in);
+        records_close(g.in);
         if (!dist_rank())
             fprintf(stderr, "ppa: judge pair-model: %ld rows, %ld responses, %ld pairs judged in both orders%s%s\n",
                     g.rows, g.texts, g.pairs, o.out ? " -> " : "", o.out ? o.out : "");
@@ -394,7 +395,7 @@ int cmd_judge(int argc, char **argv) {
         open_input(&g, o.data);
         if (ranks) write_rows_ranks(&g, o.out, o.data);
         else write_rows(&g, o.out);
-        if (g.in != stdin) fclose(g.in);
+        records_close(g.in);
         if (!dist_rank())
             fprintf(stderr, "ppa: judge %s: %ld rows, %ld texts scored%s%s\n", kind, g.rows, g.texts,
                     o.out ? " -> " : "", o.out ? o.out : "");

@@ -10,6 +10,7 @@
 #include "dist/dist.h"
 #include "core/hash.h"
 #include "io/file.h"
+#include "io/records.h"
 
 PrepArgs dataset_args(const TrainOptions *o, const Model *m) { return dataset_args_config(o, model_config(m)); }
 
@@ -42,7 +43,7 @@ void dataset_read(Prepared *p, const PrepArgs *a, const char *who) {
     int ok;
     if (file_check_regular(a->data, err, sizeof err)) /* hashed, then read: a pipe would be empty the second time */
         ppa_die(2, "%s: --data %s", who, err);
-    p->data_hash = hash64_file(a->data, &ok);
+    p->data_hash = records_hash(a->data, &ok);
     if (!ok) ppa_die(2, "%s: cannot read %s", who, a->data);
     if (data_read(&p->data, a->data, &o, err, sizeof err)) ppa_die(2, "%s", err);
     if (p->data.skipped && dist_rank() == 0) fprintf(stderr, "ppa %s: skipped %ld invalid lines of %s (--skip-invalid)\n", who, p->data.skipped, a->data);
@@ -61,12 +62,13 @@ void dataset_load(Prepared *p, const PrepArgs *a, const char *who) {
 }
 
 void dataset_check_labels(const Prepared *p, PpaObjective obj, const char *path, const char *who) {
+    char wh[1024];
     for (int r = 0; r < p->data.n; r++) {
         const DataRow *x = &p->data.rows[r];
         for (int k = 0; k < x->n_resp; k++) {
             PpaStatus st = isnan(x->scores[k]) ? PPA_OK : ppa_label_check(obj, x->scores[k]);
             if (st != PPA_OK)
-                ppa_die(2, "%s: %s:%ld: response %d: label %g: %s (objective %s)", who, path, x->line, k + 1,
+                ppa_die(2, "%s: %s: response %d: label %g: %s (objective %s)", who, records_where(path, x->line, wh, sizeof wh), k + 1,
                         x->scores[k], ppa_status_string(st), ppa_objective_name(obj));
         }
     }

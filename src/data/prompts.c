@@ -8,6 +8,7 @@
 #include "core/common.h"
 #include "io/json.h"
 #include "io/jsonl.h"
+#include "io/records.h"
 
 /* the aliases of rows.c (formats.md a.2) */
 static const char *const PROMPT[] = {"prompt", "instruction", "question", "query", NULL};
@@ -150,7 +151,7 @@ static void free_prompt_item(void *item) { prompt_free(item); }
 int prompts_read(PromptSet *ps, const char *path, const PromptOptions *o, char *err, size_t errlen) {
     memset(ps, 0, sizeof *ps);
     void *rows;
-    if (jsonl_read_all(path, sizeof(PromptRow), parse_prompt, free_prompt_item, (void *)o, o->skip_invalid, &rows, &ps->n,
+    if (records_read_all(path, sizeof(PromptRow), parse_prompt, free_prompt_item, (void *)o, o->skip_invalid, &rows, &ps->n,
                        &ps->skipped, err, errlen))
         return -1;
     ps->rows = rows;

@@ -9,6 +9,7 @@
 #include "core/common.h"
 #include "io/json.h"
 #include "io/jsonl.h"
+#include "io/records.h"
 
 /* The field of a row under its canonical name or one alias (formats.md a.2):
  * the canonical name wins; two aliases at once are an error. */
@@ -536,7 +537,7 @@ int data_read(DataSet *ds, const char *path, const DataOptions *o, char *err, si
     memset(ds, 0, sizeof *ds);
     ReadCtx c = {o, &ds->boundary_fixes};
     void *rows;
-    if (jsonl_read_all(path, sizeof(DataRow), parse_row, free_row_item, &c, o->skip_invalid, &rows, &ds->n, &ds->skipped,
+    if (records_read_all(path, sizeof(DataRow), parse_row, free_row_item, &c, o->skip_invalid, &rows, &ds->n, &ds->skipped,
                        err, errlen))
         return -1;
     ds->rows = rows;

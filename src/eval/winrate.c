@@ -11,6 +11,7 @@
 #include "core/common.h"
 #include "io/json.h"
 #include "io/jsonl.h"
+#include "io/records.h"
 #include "tokenizer/strmap.h"
 
 /* the normal quantile of 0.975 */
@@ -65,7 +66,7 @@ static int row_responses(const cJSON *j, WinRow *r, char *msg, size_t msglen) {
     return 0;
 }
 
-/* JsonlParseFn: one row; row_free releases a partial one */
+/* RecordParseFn: one row; row_free releases a partial one */
 static int parse_row(const char *line, size_t len, long lineno, void *item, void *ctx, char *msg, size_t msglen) {
     (void)ctx;
     WinRow *r = item;
@@ -100,7 +101,7 @@ int winrate_read(const char *path, WinSet *s, char *err, size_t errlen) {
     memset(s, 0, sizeof *s);
     void *rows;
     long skipped;
-    if (jsonl_read_all(path, sizeof(WinRow), parse_row, row_free, NULL, 0, &rows, &s->n, &skipped, err, errlen))
+    if (records_read_all(path, sizeof(WinRow), parse_row, row_free, NULL, 0, &rows, &s->n, &skipped, err, errlen))
         return -1;
     s->rows = rows;
     s->path = dup_string(path);
@@ -126,6 +127,7 @@ void winrate_free(WinSet *s) {
  * either file is an error unless skip (then counted in *skipped). */
 static int match_rows(const WinSet *a, const WinSet *b, int skip, int *match, long *skipped, char *err,
                       size_t errlen) {
+    char wh[1024];
     StrMap ma, mb;
     if (index_rows(a, &ma, err, errlen)) return -1;
     strmap_free(&ma); /* built for the duplicate check only */
@@ -137,14 +139,14 @@ static int match_rows(const WinSet *a, const WinSet *b, int skip, int *match, lo
         match[i] = strmap_get(&mb, a->rows[i].prompt, strlen(a->rows[i].prompt));
         if (match[i] >= 0) used[match[i]] = 1;
         else if (skip) (*skipped)++;
-        else rc = ppa_fail(err, errlen, "%s:%ld: this prompt is not in %s (--skip-unmatched to leave it out)", a->path,
-                           a->rows[i].line, b->path);
+        else rc = ppa_fail(err, errlen, "%s: this prompt is not in %s (--skip-unmatched to leave it out)",
+                           records_where(a->path, a->rows[i].line, wh, sizeof wh), b->path);
     }
     for (int i = 0; i < b->n && !rc; i++) {
         if (used[i]) continue;
         if (skip) (*skipped)++;
-        else rc = ppa_fail(err, errlen, "%s:%ld: this prompt is not in %s (--skip-unmatched to leave it out)", b->path,
-                           b->rows[i].line, a->path);
+        else rc = ppa_fail(err, errlen, "%s: this prompt is not in %s (--skip-unmatched to leave it out)",
+                           records_where(b->path, b->rows[i].line, wh, sizeof wh), a->path);
     }
     free(used);
     strmap_free(&mb);
@@ -190,16 +192,17 @@ static int by_score(const WinJudge *j, const WinSet *a, const WinRow *ra, const 
 
 static int by_preference(const WinJudge *j, const WinSet *a, const WinRow *ra, const WinRow *rb, PromptSums *s,
                          char *err, size_t errlen) {
+    char wh[1024];
     char why[1024] = "";
     for (int x = 0; x < ra->n; x++)
         for (int y = 0; y < rb->n; y++) {
             double p = NAN;
             if (j->prefer(j->ctx, ra->prompt, ra->responses[x], rb->responses[y], &p, why, sizeof why))
-                return ppa_fail(err, errlen, "%s:%ld: judge %s: %s", a->path, ra->line, j->name, why);
+                return ppa_fail(err, errlen, "%s: judge %s: %s", records_where(a->path, ra->line, wh, sizeof wh), j->name, why);
             if (!(p >= 0.0 && p <= 1.0)) /* NaN fails too */
                 return ppa_fail(err, errlen,
-                                "%s:%ld: judge %s gave p = %g for response %d of A against %d of B (not in [0, 1])",
-                                a->path, ra->line, j->name, p, x, y);
+                                "%s: judge %s gave p = %g for response %d of A against %d of B (not in [0, 1])",
+                                records_where(a->path, ra->line, wh, sizeof wh), j->name, p, x, y);
             s->p += p;
             count(s, p > 0.5 ? 1.0 : p == 0.5 ? 0.5 : 0.0);
         }

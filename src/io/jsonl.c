@@ -14,6 +14,8 @@ static size_t max_line = JSONL_MAX_LINE_DEFAULT;
 
 void jsonl_set_max_line(size_t bytes) { max_line = bytes ? bytes : JSONL_MAX_LINE_DEFAULT; }
 
+size_t jsonl_max_line(void) { return max_line; }
+
 void jsonl_init(JsonlReader *r, FILE *f, const char *name) { *r = (JsonlReader){f, name, 0, 0, max_line, NULL, 0}; }
 
 /* One line into r->buf (without its newline), at most r->max_line bytes; -1 at end of input. */
@@ -53,41 +55,6 @@ int jsonl_next(JsonlReader *r, char **line) {
         }
     }
     return 0;
-}
-
-int jsonl_read_all(const char *path, size_t size, JsonlParseFn parse, void (*free_item)(void *), void *ctx,
-                   int skip_invalid, void **items, int *n, long *skipped, char *err, size_t errlen) {
-    *items = NULL, *n = 0, *skipped = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)), -1;
-    JsonlReader rd;
-    jsonl_init(&rd, f, path);
-    char *line, msg[1024];
-    int cap = 0, rc = 0;
-    while (jsonl_next(&rd, &line)) {
-        if (*n == cap) *items = xrealloc(*items, size * (size_t)(cap = cap ? 2 * cap : 64));
-        char *item = (char *)*items + size * (size_t)*n;
-        memset(item, 0, size);
-        if (!parse(line, rd.len, rd.line, item, ctx, msg, sizeof msg)) {
-            (*n)++;
-            continue;
-        }
-        free_item(item);
-        if (!skip_invalid) {
-            snprintf(err, errlen, "%s:%ld: %s", path, rd.line, msg);
-            rc = -1;
-            break;
-        }
-        fprintf(stderr, "ppa: %s:%ld: skipped: %s\n", path, rd.line, msg);
-        (*skipped)++;
-    }
-    jsonl_free(&rd);
-    fclose(f);
-    if (rc) {
-        for (int i = 0; i < *n; i++) free_item((char *)*items + size * (size_t)i);
-        free(*items), *items = NULL, *n = 0;
-    }
-    return rc;
 }
 
 void jsonl_free(JsonlReader *r) {

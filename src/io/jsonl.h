@@ -24,6 +24,8 @@ typedef struct {
 
 /* The line limit of the readers made from now on (0: the default). */
 void jsonl_set_max_line(size_t bytes);
+/* The limit in force (Parquet rows printed as JSON text are held to it too). */
+size_t jsonl_max_line(void);
 
 void jsonl_init(JsonlReader *r, FILE *f, const char *name);
 /* Next line that is not blank; *line points into the reader's buffer and
@@ -31,17 +33,6 @@ void jsonl_init(JsonlReader *r, FILE *f, const char *name);
  * line longer than r->max_line are fatal (exit status 1 and 2). */
 int jsonl_next(JsonlReader *r, char **line);
 void jsonl_free(JsonlReader *r);
-
-/* Reads every non-blank line of path into a malloc'd array of items of size
- * bytes: parse fills a zeroed item and returns 0, or -1 with a message (the
- * item is then released with free_item). A bad line stops the read with
- * "path:LINE: message" in err, or, with skip_invalid, is reported on stderr
- * ("ppa: path:LINE: skipped: message"), counted in *skipped, and passed over.
- * Returns 0, or -1 with nothing allocated. */
-typedef int (*JsonlParseFn)(const char *line, size_t len, long lineno, void *item, void *ctx, char *msg,
-                            size_t msglen);
-int jsonl_read_all(const char *path, size_t size, JsonlParseFn parse, void (*free_item)(void *), void *ctx,
-                   int skip_invalid, void **items, int *n, long *skipped, char *err, size_t errlen);
 
 /* Reads a JSON array of numbers into a growing buffer. null entries become
  * NaN when allow_null, else an error; non-finite numbers are errors.

@@ -1,0 +1,47 @@
+/* records.h: the records of a data input, whatever file holds them: JSON Lines (an object a line), a JSON
+ * array of objects (AlpacaEval's files), or Parquet (a row each, as JSON text: parquet.h). The input is a
+ * path ("-": JSON Lines on stdin), a folder (its *.parquet, *.jsonl and *.json files in name order; a folder
+ * holding several splits, e.g. train-... and test-... shards, is refused), a glob pattern ppa expands itself
+ * ('data/train-*.parquet', quoted), or several of these separated by commas. The kind of each file is read
+ * from its first bytes ("PAR1": Parquet, '[': a JSON array, else JSON Lines), never from its name.
+ *
+ * A record's position `loc` is its line (JSON Lines), row (Parquet) or element (array) number, counted on
+ * across the files of an input (the second file's first record follows the first file's last), so that it is
+ * unique in the input and equal to the line number for one JSON Lines file; records_where turns it back into
+ * "FILE:LINE", "FILE:row N" or "FILE:element N". */
+#ifndef PPA_RECORDS_H
+#define PPA_RECORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct RecordReader RecordReader;
+
+/* NULL with "INPUT: why" in err (nothing matches, a missing file, a folder of several splits...). */
+RecordReader *records_open(const char *input, char *err, size_t errlen);
+/* The next record's text (valid until the next call; JSON Lines lines may hold NUL bytes, which the JSON
+ * parser refuses); *loc its position. 1, 0 at the end. A damaged file (a Parquet page, a JSON array that does
+ * not parse, a read error) is fatal with FILE:ROW and why (exit 2; read errors 1). */
+int records_next(RecordReader *r, const char **text, size_t *len, long *loc);
+void records_close(RecordReader *r);
+/* "FILE:LINE" (FILE:row N, FILE:element N) of the record at loc just returned by r, into buf; returns buf. */
+const char *records_here(const RecordReader *r, long loc, char *buf, size_t n);
+
+/* Reads every record of input into a malloc'd array of items of size bytes: parse fills a zeroed item from
+ * the record's text and returns 0, or -1 with a message (the item is then released with free_item). A bad
+ * record stops the read with "FILE:LINE: message" (FILE:row N, FILE:element N) in err, or, with skip_invalid,
+ * is reported on stderr ("ppa: FILE:LINE: skipped: message"), counted in *skipped, and passed over. 0, or -1
+ * with nothing allocated. */
+typedef int (*RecordParseFn)(const char *text, size_t len, long loc, void *item, void *ctx, char *msg,
+                             size_t msglen);
+int records_read_all(const char *input, size_t size, RecordParseFn parse, void (*free_item)(void *), void *ctx,
+                     int skip_invalid, void **items, int *n, long *skipped, char *err, size_t errlen);
+
+/* "FILE:LINE" / "FILE:row N" / "FILE:element N" of a position of an input read in this process (or
+ * "INPUT:LOC" when it was not) into buf; returns buf. */
+const char *records_where(const char *input, long loc, char *buf, size_t n);
+
+/* A hash of every file of the input, in order (0 with *ok = 0 when one cannot be read). */
+uint64_t records_hash(const char *input, int *ok);
+
+#endif
