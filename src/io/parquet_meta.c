@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "io/internal.h"
 #include "io/parquet_internal.h"
 #include "io/thrift.h"
 
@@ -95,6 +96,24 @@ static int leaf_as(PqNode *nd, const RawElem *e, char *err, size_t errlen) {
     }
 }
 
+static const PqMeta *sort_meta;
+static int by_child_name(const void *a, const void *b) {
+    return strcmp(sort_meta->nodes[*(const int *)a].name, sort_meta->nodes[*(const int *)b].name);
+}
+
+/* two children of one group with the same name would make a JSON object with a key twice */
+static int duplicate_child(const PqMeta *m, const PqNode *nd, char *err, size_t errlen) {
+    int *idx = xmalloc(sizeof(int) * (size_t)nd->n_children), rc = 0;
+    memcpy(idx, nd->children, sizeof(int) * (size_t)nd->n_children);
+    sort_meta = m;
+    qsort(idx, (size_t)nd->n_children, sizeof(int), by_child_name);
+    for (int i = 1; i < nd->n_children && !rc; i++)
+        if (!strcmp(m->nodes[idx[i]].name, m->nodes[idx[i - 1]].name))
+            rc = bad(err, errlen, "two columns named %s", m->nodes[idx[i]].path);
+    free(idx);
+    return rc;
+}
+
 static int build(PqMeta *m, RawElem *raw, int n_raw, int *at, int parent, int depth, char *err, size_t errlen) {
     if (*at >= n_raw) return bad(err, errlen, "%s", "the schema ends inside a group");
     if (depth > PQ_MAX_LEVEL) return bad(err, errlen, "%s", "the schema is nested too deeply");
@@ -103,6 +122,8 @@ static int build(PqMeta *m, RawElem *raw, int n_raw, int *at, int parent, int de
     PqNode *nd = &m->nodes[me];
     *nd = (PqNode){.name = e->name ? e->name : xcalloc(1, 1), .type = e->type, .elem = -1, .repeated = -1};
     e->name = NULL;
+    if (st_utf8_check((const unsigned char *)nd->name, strlen(nd->name)) != strlen(nd->name))
+        return bad(err, errlen, "%s", "a column name that is not UTF-8 text");
     nd->repetition = parent < 0 ? PQ_REQUIRED : e->repetition;
     if (parent >= 0 && (!e->has_rep || e->repetition < 0 || e->repetition > 2))
         return bad(err, errlen, "schema element %s has no valid repetition", nd->name);
@@ -136,6 +157,7 @@ static int build(PqMeta *m, RawElem *raw, int n_raw, int *at, int parent, int de
         }
         nd = &m->nodes[me];
         nd->n_leaves = m->n_leaves - nd->first_leaf;
+        if (duplicate_child(m, nd, err, errlen)) return -1;
         if (e->converted == 3 || e->logical == 3) { /* LIST: one repeated child (the spec's backward-compatibility rules) */
             const PqNode *r = &m->nodes[nd->children[0]];
             if (nd->n_children != 1 || r->repetition != PQ_REPEATED)
@@ -308,7 +330,7 @@ int pq_meta_read(int fd, int64_t file_size, PqMeta *m, char *err, size_t errlen)
         }
         m->num_rows = num_rows;
     }
-    for (int64_t i = 0; i < n_raw; i++) free(raw[i].name);
+    for (int64_t i = 0; raw && i < n_raw; i++) free(raw[i].name);
     free(raw);
     free(buf);
     if (rc) pq_meta_free(m);

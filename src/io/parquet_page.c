@@ -477,7 +477,7 @@ static int data_page(Ctx *x, Col *c, int codec, const PageHeader *h, const uint8
     int rc = grow_entries(x, c, n);
     uint32_t *tmp = rc ? NULL : xmalloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
     PqColumn *col = c->c;
-    for (int k = 0; !rc && k < 2; k++) {
+    for (int k = 0; !rc && n && k < 2; k++) {
         uint8_t *dst = (k == 0 ? col->rep : col->def) + col->n;
         int max = k == 0 ? nd->rep : nd->def;
         if (!max) {
