@@ -18,7 +18,10 @@ set -euo pipefail
 # zlib1g-dev: zlib.h for gzip pages and page CRCs (libz.so.1 is dlopen()ed too)
 # python3-jinja2: the reference renderer test_jinja compares ppa's chat templates with (Python's Jinja2, as
 # transformers renders them)
-pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp openmpi-bin clang-14 libclang-rt-14-dev python3-jinja2 libsnappy1v5 libzstd1 zlib1g-dev)
+# python3-crcmod, python3-protobuf, python3-yaml: tests/test_tensorboard.sh decodes the TensorBoard events file
+# independently of ppa (CRC-32C of the framing, tensorflow.Event parsed by protobuf) and reads the model card's
+# YAML front matter
+pkgs=(gcc make libcjson-dev libpcre2-dev libutf8proc-dev libyaml-dev libdnnl-dev libopenblas0-openmp openmpi-bin clang-14 libclang-rt-14-dev python3-jinja2 libsnappy1v5 libzstd1 zlib1g-dev python3-crcmod python3-protobuf python3-yaml)
 # node and npm fetch the tokenizer fixtures and run the reference encoder;
 # machines that already have them (from NodeSource or similar) keep theirs
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

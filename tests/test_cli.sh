@@ -178,8 +178,8 @@ hint "--loss-type=ipo too" "(did you mean '--objective ipo'?" train --model m --
 hint "--loss_type of TRL's that ppa lacks: the list" "ppa has no objective for loss_type robust; \`ppa train --list-objectives\` lists ppa's" train --loss_type robust
 hint "--loss_type without a value: the mapping" "TRL's loss types in ppa: sigmoid -> dpo_all_pairs, hinge -> hinge, ipo -> ipo" train --loss_type
 hint "--bf16" "unknown option '--bf16' (did you mean '--precision bf16'?" train --bf16
-hint "--report_to" "ppa reports to no service such as wandb or tensorboard: it writes each step's metrics as JSON Lines to --log FILE" train --report_to wandb
-hint "--report-to" "unknown option '--report-to' (ppa reports to no service" reward --report-to none
+hint "--report_to: the flag" "unknown option '--report_to' (did you mean '--report-to'?" train --report_to wandb
+hint "--report-to of a service ppa does not know" "--report-to 'wandx' is not a service ppa knows: none, tensorboard, wandb or all" reward --model m --data d --out o --report-to wandx
 hint "--lora_target_modules" "unknown option '--lora_target_modules' (did you mean '--lora-targets'?" train --lora_target_modules q_proj
 hint "--lora-target-modules" "(did you mean '--lora-targets'?" sft --lora-target-modules q_proj
 hint "ppa merge --dtype bf16: --save-dtype" "merge: unknown option '--dtype' (did you mean '--save-dtype'? --dtype is its former name)" merge --dtype bf16

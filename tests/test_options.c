@@ -339,12 +339,12 @@ static void test_foreign_names(void) {
         {CMD_TRAIN, "--loss_type", NULL, "TRL's loss types in ppa: sigmoid -> dpo_all_pairs, hinge -> hinge, ipo -> ipo"},
         {CMD_TRAIN, "--bf16", NULL, "(did you mean '--precision bf16'?"},
         {CMD_SCORE, "--bf16", NULL, "(did you mean '--precision bf16'?"},
-        {CMD_TRAIN, "--report_to", "wandb", "JSON Lines to --log FILE (default OUT/train_log.jsonl)"},
-        {CMD_REWARD, "--report-to", "none", "JSON Lines to --log FILE"},
+        {CMD_TRAIN, "--report_to", "wandb", "(did you mean '--report-to'?)"},
         {CMD_TRAIN, "--lora_target_modules", "q_proj", "(did you mean '--lora-targets'?"},
         {CMD_SFT, "--lora-target-modules", "q_proj", "(did you mean '--lora-targets'?"},
         {CMD_TRAIN, "--num_train_epochs", "2", "(did you mean '--epochs'? num_train_epochs is a config-file key)"},
-        {CMD_SFT, "--report_to", "wandb", "(see ppa sft --help)"}, /* sft has no --log */
+        {CMD_SFT, "--report_to", "wandb", "(did you mean '--report-to'?"},
+        {CMD_SCORE, "--report-to", "tensorboard", "(see ppa score --help)"}, /* score trains nothing */
         {CMD_SCORE, "--loss_type", "sigmoid", "(see ppa score --help)"}, /* score has no --objective */
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {

@@ -357,7 +357,6 @@ static void test_config_only(void) {
                    {36, "run_name"},
                    {38, "per_device_eval_batch_size"},
                    {39, "push_to_hub"},
-                   {40, "report_to"},
                    {44, "save_total_limit"}};
     size_t n_ignored = sizeof ignored / sizeof ignored[0];
     for (size_t i = 0; i < n_ignored; i++) {
@@ -367,6 +366,8 @@ static void test_config_only(void) {
         CHECK(at && !strstr(at + 1, line), "exactly one note '%s'", line);
     }
     CHECK(strstr(captured, "torch_dtype ignored: ppa keeps float32 master weights"), "the reason is given");
+    /* report_to: [tensorboard] is honoured (cli/report.h) */
+    CHECK(o.report_to && !strcmp(o.report_to, "tensorboard"), "report_to -> --report-to tensorboard");
     /* bf16: true and gradient_checkpointing: true are honoured */
     CHECK(o.bf16 == 1 && o.gradient_checkpointing == 1, "bf16 -> --precision bf16, gradient_checkpointing");
     snprintf(want, sizeof want, "%s:13 bf16", cfg);

@@ -16,6 +16,8 @@
 #include "cli/run_folder.h"
 #include "core/common.h"
 #include "device/device.h"
+#include "cli/model_card.h"
+#include "cli/report.h"
 #include "hf/carry.h"
 #include "dist/dist.h"
 #include "core/hash.h"
@@ -154,6 +156,8 @@ int cmd_sft(int argc, char **argv) {
             d.n, total, a.batch, a.micro, a.lr,
             a.schedule == SCHEDULE_COSINE ? "cosine" : a.schedule == SCHEDULE_LINEAR ? "linear" : "constant", warmup,
             load_kernels(m));
+    Report *rep = lead ? report_open(&opts, "sft", NULL) : NULL; /* the log's lines as TensorBoard scalars too */
+    FILE *lines = lead ? report_tee(rep, stdout, 0) : NULL;
     double t0 = timer_now(), last_lr = 0;
     TrainTally tally = {0};
     int failed = 0; /* the exit status: 1 the run failed, 2 the weights as loaded give non-finite numbers */
@@ -223,9 +227,9 @@ int cmd_sft(int argc, char **argv) {
             }
         }
         double dt = timer_now() - ts;
-        if (lead) printf("{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
+        if (lead) fprintf(lines, "{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
                "\"tokens_per_s\": %.1f}\n", step + 1, epoch + 1, nll / tokens, lr, gnorm, tokens, tokens / dt);
-        if (lead && (fflush(stdout) || ferror(stdout))) { /* the log is the run's record: a lost line stops it */
+        if (lead && (fflush(lines) || ferror(lines))) { /* the log is the run's record: a lost line stops it */
             snprintf(err, sizeof err, "sft: step %ld: cannot write the log (standard output): %s", step + 1, strerror(errno));
             failed = 1;
             break;
@@ -234,6 +238,10 @@ int cmd_sft(int argc, char **argv) {
                         (timer_now() - t0) / (double)(step + 1), tokens / dt);
     }
     progress_end(&pr);
+    if (lines && fclose(lines) && !failed) {
+        snprintf(err, sizeof err, "sft: cannot write the log (standard output): %s", strerror(errno));
+        failed = 1;
+    }
     if (!failed && step_pull(m, &opt, err, sizeof err)) failed = 1; /* an engine's weights, for the save */
     if (!failed && first_nonfinite(model_params(m), n_params) >= 0) {
         snprintf(err, sizeof err, "sft: the weights are not finite after the last step: the model diverged; nothing was "
@@ -252,7 +260,10 @@ int cmd_sft(int argc, char **argv) {
         if (!stat(tmp, &sb)) remove_tree(tmp);
         if ((model_lora(m) ? lora_save(m, tmp, a.model, err, sizeof err)
                           : model_save(m, tmp, a.bf16, a.model, err, sizeof err))) ppa_die(1, "%s", err);
+        ModelCard card = {&opts, argc, argv, &d, NULL, report_last(rep), total, load_kernels(m)};
+        if (model_card_write(tmp, &card, err, sizeof err)) ppa_die(1, "sft: %s", err);
         run_folder_publish(tmp, a.out, "sft");
+        report_close(rep);
         free(tmp);
         char done[512];
         train_tally_text(&tally, done, sizeof done);

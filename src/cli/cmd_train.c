@@ -13,8 +13,10 @@
 
 #include "cli/commands.h"
 #include "cli/load.h"
+#include "cli/model_card.h"
 #include "cli/plan_check.h"
 #include "cli/reference.h"
+#include "cli/report.h"
 #include "cli/setup.h"
 #include "cli/run_folder.h"
 #include "core/common.h"
@@ -30,6 +32,8 @@
 
 
 static const char *WHO = "train"; /* train_main's command, for messages */
+static int ARGC;                  /* its arguments, for the model card's command line */
+static char **ARGV;
 
 static int exists(const char *path) {
     struct stat sb;
@@ -350,7 +354,12 @@ static int train_main(TrainOptions *o) {
                             "on %d: results may differ in the last bits\n", WHO, st.kernel, st.threads, kern, gemm_threads());
     }
     char *logp = o->log ? strdup(o->log) : ppa_path_join(o->out, "train_log.jsonl");
-    plan.log = lead ? open_log(logp, st.step) : NULL;
+    Report *rep = NULL; /* the log's lines also as TensorBoard scalars (--report-to) and the card's final metrics */
+    if (lead) {
+        FILE *lines = open_log(logp, st.step);
+        rep = report_open(o, WHO, st.step > 0 ? logp : NULL);
+        plan.log = report_tee(rep, lines, 1);
+    }
     plan.log_path = ev.log_path = logp;
     plan.progress = lead;
     TrainData *td = train_data_new(&p.data, o->list_size, o->seed);
@@ -376,7 +385,11 @@ static int train_main(TrainOptions *o) {
         if (exists(tmp)) remove_tree(tmp);
         if ((model_lora(policy) ? lora_save(policy, tmp, plan.tokenizer_dir, err, sizeof err)
                                : model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err))) ppa_die(1, "%s", err);
+        ModelCard card = {o, ARGC, ARGV, &p.data, o->eval_data ? &ev.p.data : NULL, report_last(rep), plan.total_steps,
+                          load_kernels(policy)};
+        if (model_card_write(tmp, &card, err, sizeof err)) ppa_die(1, "%s: %s", who, err);
         run_folder_publish(tmp, o->out, WHO);
+        report_close(rep);
         char done[512];
         train_tally_text(&tally, done, sizeof done);
         fprintf(stderr, "ppa %s: wrote %s: %s; log %s\n", who, o->out, done, logp);
@@ -397,6 +410,7 @@ static int train_main(TrainOptions *o) {
 
 int cmd_train(int argc, char **argv) {
     TrainOptions o;
+    ARGC = argc, ARGV = argv;
     setup_options(CMD_TRAIN, NULL, argc, argv, &o);
     int rc = train_main(&o);
     train_options_free(&o);
@@ -417,6 +431,7 @@ static const char REWARD_USAGE[] =
 
 int cmd_reward(int argc, char **argv) {
     TrainOptions o;
+    ARGC = argc, ARGV = argv;
     setup_options(CMD_REWARD, REWARD_USAGE, argc, argv, &o);
     int rc = train_main(&o);
     train_options_free(&o);

@@ -3,6 +3,8 @@
 #ifndef PPA_CLI_COMMANDS_H
 #define PPA_CLI_COMMANDS_H
 
+#define PPA_VERSION "0.1.0" /* ppa --version, the model cards */
+
 int cmd_loss(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_demo(int argc, char **argv);

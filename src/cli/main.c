@@ -7,8 +7,6 @@
 #include "core/text.h"
 #include "dist/dist.h"
 
-#define PPA_VERSION "0.1.0"
-
 static const struct {
     const char *name;
     int (*run)(int, char **);

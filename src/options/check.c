@@ -145,7 +145,7 @@ int opt_resolve_batch(TrainOptions *o, char *err, size_t errlen) {
 
 /* ---- validation ---- */
 
-static int objective_uses(PpaObjective obj, TrainOptId id) {
+int opt_objective_uses(PpaObjective obj, TrainOptId id) {
     int dpo = obj == PPA_DPO_SINGLE_PAIR || obj == PPA_DPO_BPR || obj == PPA_DPO_OVW || obj == PPA_DPO_ALL_PAIRS;
     switch (id) {
     case TOPT_TAU:
@@ -161,6 +161,34 @@ static int objective_uses(PpaObjective obj, TrainOptId id) {
     case TOPT_NORMALIZE: return obj == PPA_LISTMLE;
     default: return 1; /* k, gain, discount also shape the NDCG metric */
     }
+}
+
+int options_report_to(const char *list, char *ignored, size_t ignoredlen, char *err, size_t errlen) {
+    /* transformers' integrations that ppa does not talk to (transformers/integrations/integration_utils.py) */
+    static const char *const OTHERS[] = {"azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub", "dvclive",
+                                         "flyte", "mlflow", "neptune", "swanlab", "trackio"};
+    int bits = 0;
+    size_t at = 0;
+    ignored[0] = 0;
+    for (const char *p = list ? list : ""; *p;) {
+        size_t n = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), p);
+        p += n + (p[n] == ',');
+        if (!strcmp(name, "none") || !name[0]) continue;
+        if (!strcmp(name, "tensorboard")) bits |= REPORT_TENSORBOARD;
+        else if (!strcmp(name, "wandb")) bits |= REPORT_WANDB;
+        else if (!strcmp(name, "all")) bits |= REPORT_TENSORBOARD | REPORT_WANDB;
+        else {
+            size_t i = 0;
+            while (i < PPA_ARRAY_LEN(OTHERS) && strcmp(name, OTHERS[i])) i++;
+            if (i == PPA_ARRAY_LEN(OTHERS) || n > 63)
+                return opt_fail(err, errlen, "'%s' is not a service ppa knows: none, tensorboard, wandb or all (or one "
+                                "of transformers' other integrations, which ppa ignores)", name), -1;
+            if (at < ignoredlen) at += (size_t)snprintf(ignored + at, ignoredlen - at, "%s%s", at ? ", " : "", name);
+        }
+    }
+    return bits;
 }
 
 static int path_exists(const char *p) { return access(p, F_OK) == 0; }
@@ -279,7 +307,7 @@ static int validate_magnitudes(const TrainOptions *o, char *err, size_t errlen) 
     for (size_t i = 0; loss && i < sizeof sh / sizeof sh[0]; i++) {
         int floor = sh[i].id == TOPT_TAU;
         double product = floor ? beta / sh[i].value : beta * sh[i].value; /* a hair of slack for the bound's rounding */
-        if (!objective_uses(o->objective, sh[i].id) || product <= GRAD_SCALE_MAX * (1 + 1e-12)) continue;
+        if (!opt_objective_uses(o->objective, sh[i].id) || product <= GRAD_SCALE_MAX * (1 + 1e-12)) continue;
         opt_where(o, sh[i].id, w, sizeof w);
         if (beta_used)
             return opt_fail(err, errlen, "%s %g is too %s for %s: %s above %g makes the gradient beta x dloss/ds "
@@ -372,6 +400,12 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
         BAD(TOPT_OBJECTIVE, "%s is defined on log-probs and a beta; a reward model's score is its head's output: "
                             "choose another objective", ppa_objective_name(o->objective));
     if (validate_lora(o, err, errlen)) return -1;
+    if (o->report_to && opt_takes(o->cmd, TOPT_REPORT_TO)) {
+        char ign[256];
+        if (options_report_to(o->report_to, ign, sizeof ign, m, sizeof m) < 0) BAD(TOPT_REPORT_TO, "%s", m);
+        if (ign[0]) opt_note(o, "%s: %s ignored: ppa writes TensorBoard files (tensorboard) and talks to no service",
+                             opt_where(o, TOPT_REPORT_TO, w, sizeof w), ign);
+    }
     if (validate_magnitudes(o, err, errlen)) return -1;
     if (o->zero < 0 || o->zero > 1) BAD(TOPT_ZERO, "must be 0 or 1 (ZeRO stage 1), found %d", o->zero);
     if (o->collective_timeout < 1 || o->collective_timeout > COLLECTIVE_TIMEOUT_MAX)
@@ -380,7 +414,7 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
     if (o->reward_index < 0 || o->reward_index >= 1 << 16)
         BAD(TOPT_REWARD_INDEX, "must be in 0..65535, found %d", o->reward_index);
     for (int id = TOPT_TAU; id <= TOPT_NORMALIZE && opt_takes(o->cmd, TOPT_OBJECTIVE); id++)
-        if (o->origin[id].from != TRAIN_FROM_DEFAULT && !objective_uses(o->objective, (TrainOptId)id))
+        if (o->origin[id].from != TRAIN_FROM_DEFAULT && !opt_objective_uses(o->objective, (TrainOptId)id))
             opt_note(o, "%s has no effect on objective %s", opt_where(o, (TrainOptId)id, w, sizeof w),
                  ppa_objective_name(o->objective));
 #undef BAD

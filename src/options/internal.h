@@ -52,6 +52,8 @@ extern const int OPT_N_HELP_OVERRIDES;
 extern const char *const GAIN_NAMES[2], *const DISCOUNT_NAMES[4], *const TIES_NAMES[2], *const PAIRS_NAMES[4],
     *const SCHEDULE_NAMES[3];
 
+/* 1 if objective obj reads objective option id (TOPT_TAU..TOPT_NORMALIZE; others: 1) */
+int opt_objective_uses(PpaObjective obj, TrainOptId id);
 /* 1 if cmd takes option id */
 static inline int opt_takes(OptCommand cmd, TrainOptId id) { return (OPT[id].cmds & cmd) != 0; }
 

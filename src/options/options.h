@@ -85,6 +85,7 @@ typedef enum {
     TOPT_COLLECTIVE_TIMEOUT,
     TOPT_LOG,
     TOPT_LOG_LAMBDAS,
+    TOPT_REPORT_TO,
     TOPT_EVAL_DATA,
     TOPT_EVAL_EVERY,
     TOPT_THREADS,
@@ -211,6 +212,7 @@ typedef struct {
     long collective_timeout; /* seconds an MPI collective waits for the ranks before it aborts the job, 600
                               * (PyTorch's process groups' 10 minutes; src/dist) */
     int log_lambdas;        /* log the per-response d loss / d s of every list */
+    char *report_to;        /* --report-to LIST: none, tensorboard, wandb (options_report_to); NULL = none */
     long eval_every;        /* evaluate every N steps; 0 = only at the end (with eval_data) */
     int threads;            /* compute threads; 0 = all cores */
     long max_line_bytes;    /* longest JSON Lines line read, 256 MiB (io/jsonl.h) */
@@ -262,6 +264,16 @@ TrainOptionsStatus options_parse(OptCommand cmd, int argc, char **argv, TrainOpt
  * reference cache, a shell redirection of standard output) that resolves to
  * one of its inputs (io/paths.h); 0, or -1 with both options named in err. */
 int options_check_paths(const TrainOptions *o, char *err, size_t errlen);
+
+/* The services of a --report-to list (transformers' report_to: a comma list of none, all, tensorboard, wandb; all
+ * is tensorboard and wandb, the two ppa knows): REPORT_* bits. transformers' other integrations (mlflow, comet_ml,
+ * ...) are named in *ignored (comma-separated, "" when none); any other name is -1 with a message in err. */
+enum { REPORT_TENSORBOARD = 1, REPORT_WANDB = 2 };
+int options_report_to(const char *list, char *ignored, size_t ignoredlen, char *err, size_t errlen);
+
+/* A Markdown list of the options that shape the trained model (the objective and the options it uses, the
+ * optimisation, an adapter's shape), "- name: value", for a model card (cli/model_card.h). */
+void options_print_markdown(const TrainOptions *o, FILE *f);
 
 /* 1 if the command takes the option. */
 int options_takes(OptCommand cmd, TrainOptId id);

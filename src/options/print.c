@@ -171,3 +171,23 @@ void train_options_help(FILE *f) {
     opt_recipe_help(f);
     fputs("Any other key is an error (FILE:LINE, with the nearest known key).\n", f);
 }
+
+/* ---- the model card's options ---- */
+
+void options_print_markdown(const TrainOptions *o, FILE *f) {
+    int lora = o->lora_r > 0 || o->adapter;
+    for (int id = 0; id < TOPT_COUNT; id++) {
+        OptSection s = OPT[id].section;
+        if (!opt_takes(o->cmd, (TrainOptId)id) || (s != S_OBJECTIVE && s != S_OPTIM && !(s == S_LORA && lora)))
+            continue;
+        /* an objective's own options: those it reads (another objective's defaults say nothing) */
+        if (OPT[id].type == T_LOSS && !opt_objective_uses(o->objective, (TrainOptId)id)) continue;
+        if (id == TOPT_BETA && o->cmd == CMD_REWARD) continue;
+        char v[1200], from[1200];
+        opt_value_text(o, (TrainOptId)id, v, sizeof v);
+        if (id == TOPT_ADAPTER && !o->adapter) continue;
+        train_option_origin(o, (TrainOptId)id, from, sizeof from);
+        fprintf(f, "- %s: %s%s%s%s\n", OPT[id].name, v[0] ? v : "(none)", strcmp(from, "default") ? " (" : "",
+                strcmp(from, "default") ? from : "", strcmp(from, "default") ? ")" : "");
+    }
+}

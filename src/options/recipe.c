@@ -39,6 +39,7 @@ typedef enum {
     SP_REFUSED, /* always an error saying `why` */
     SP_USE_PEFT,
     SP_LORA_TARGETS, /* lora_target_modules: a list, or one name / all-linear */
+    SP_REPORT_TO,    /* report_to: a list, or one name (transformers takes both) */
 } Special;
 
 typedef struct {
@@ -84,6 +85,7 @@ static const ConfigKey KEYS[] = {
     {"adam_epsilon", K_SPECIAL, SP_ADAM_EPSILON, NULL},
     {"use_peft", K_SPECIAL, SP_USE_PEFT, NULL},
     {"lora_target_modules", K_SPECIAL, SP_LORA_TARGETS, NULL},
+    {"report_to", K_SPECIAL, SP_REPORT_TO, NULL},
     {"lora_modules_to_save", K_SPECIAL, SP_FALSE_ONLY, "ppa trains the adapters only, no full modules"},
     {"use_dora", K_SPECIAL, SP_FALSE_ONLY, "DoRA is not implemented"},
     {"lora_task_type", K_IGNORED, 0, "ppa's adapters are CAUSAL_LM"},
@@ -108,7 +110,6 @@ static const ConfigKey KEYS[] = {
     {"logging_strategy", K_IGNORED, 0, "ppa logs every optimizer step (--log FILE)"},
     {"logging_first_step", K_IGNORED, 0, "ppa logs every optimizer step (--log FILE)"},
     {"log_level", K_IGNORED, 0, "ppa prints its notes and errors to stderr"},
-    {"report_to", K_IGNORED, 0, "ppa writes metrics to stderr and --log FILE only"},
     {"run_name", K_IGNORED, 0, "ppa does not name runs"},
     {"hub_model_id", K_IGNORED, 0, "ppa never uploads"},
     {"hub_strategy", K_IGNORED, 0, "ppa never uploads"},
@@ -294,20 +295,20 @@ static int is_no(const YamlNode *v) {
     return (!yaml_as_bool(v, &b) && !b) || (v->kind == YAML_SCALAR && !strcmp(v->str, "no"));
 }
 
-/* a list of module names joined with commas, or a single value */
-static int config_targets(Config *C, const char *key, int line, const YamlNode *v) {
-    if (v->kind != YAML_SEQ) return config_set(C, TOPT_LORA_TARGETS, key, line, v);
+/* a list of names joined with commas (lora_target_modules, report_to), or a single value */
+static int config_list(Config *C, TrainOptId id, const char *key, int line, const YamlNode *v) {
+    if (v->kind != YAML_SEQ) return config_set(C, id, key, line, v);
     size_t len = 1;
     for (int i = 0; i < v->n; i++) {
-        if (v->items[i]->kind != YAML_SCALAR) return config_fail(C, line, "%s: expected a list of module names", key);
+        if (v->items[i]->kind != YAML_SCALAR) return config_fail(C, line, "%s: expected a list of names", key);
         len += strlen(v->items[i]->str) + 1;
     }
     char *joined = xcalloc(len, 1), msg[320];
     for (int i = 0; i < v->n; i++) strcat(strcat(joined, i ? "," : ""), v->items[i]->str);
-    int rc = opt_set_text(C->o, TOPT_LORA_TARGETS, joined, msg, sizeof msg);
+    int rc = opt_set_text(C->o, id, joined, msg, sizeof msg);
     free(joined);
     if (rc) return config_fail(C, line, "%s: %s", key, msg);
-    return config_claim(C, TOPT_LORA_TARGETS, key, line);
+    return config_claim(C, id, key, line);
 }
 
 static int config_special(Config *C, const ConfigKey *ck, const char *key, int line, const YamlNode *v) {
@@ -404,7 +405,8 @@ static int config_special(Config *C, const ConfigKey *ck, const char *key, int l
             return config_fail(C, line, "%s: expected true or false", key);
         C->use_peft = v, C->use_peft_line = line;
         return 0;
-    case SP_LORA_TARGETS: return config_targets(C, ck->key, line, v);
+    case SP_LORA_TARGETS: return config_list(C, TOPT_LORA_TARGETS, ck->key, line, v);
+    case SP_REPORT_TO: return config_list(C, TOPT_REPORT_TO, ck->key, line, v);
     }
     return 0;
 }
@@ -573,9 +575,6 @@ static const struct {
 } FLAG_HINTS[] = {
     {"loss_type", "objective", NULL},
     {"bf16", "precision", "did you mean '--precision bf16'? bf16 is TRL's switch"},
-    {"report_to", "log",
-     "ppa reports to no service such as wandb or tensorboard: it writes each step's metrics as JSON Lines to --log "
-     "FILE (default OUT/train_log.jsonl) and its progress to stderr"},
     {"lora_target_modules", "lora-targets",
      "did you mean '--lora-targets'? lora_target_modules is TRL's name; ppa takes all-linear or a comma list such as "
      "q_proj,v_proj"},

@@ -119,6 +119,9 @@ const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_LOG, "log", "log", T_STR, log, LISTS, 0, S_RUN, "FILE", "JSON Lines metrics (default: OUT/train_log.jsonl)"),
     F(TOPT_LOG_LAMBDAS, "log_lambdas", "log-lambdas", T_BOOL, log_lambdas, LISTS, 0, S_RUN, NULL,
       "log d loss / d s of every list"),
+    F(TOPT_REPORT_TO, "report_to", "report-to", T_STR, report_to, TRAINING, 0, S_RUN, "LIST",
+      "none | tensorboard | wandb, a comma list: tensorboard writes every logged number to\n"
+      "OUT/runs/events.out.tfevents.ppa; wandb: a note on importing that folder (ppa uploads nothing)"),
     F(TOPT_EVAL_DATA, "eval_data", "eval-data", T_STR, eval_data, LISTS, 0, S_IO, "FILE.jsonl", "held-out lists"),
     F(TOPT_EVAL_EVERY, "eval_every", "eval-every", T_LONG, eval_every, LISTS, 0, S_IO, "N",
       "evaluate every N steps, 0: at the end"),
@@ -262,7 +265,7 @@ void options_default(OptCommand cmd, TrainOptions *o) {
 void train_options_free(TrainOptions *o) {
     char **strs[] = {&o->model, &o->data, &o->out, &o->ref, &o->ref_cache, &o->resume, &o->log, &o->eval_data,
                      &o->template_name, &o->config, &o->prompts, &o->judge, &o->npm_cache, &o->reward_model,
-                     &o->pair_model, &o->pair_template, &o->a, &o->b, &o->lora_targets, &o->adapter};
+                     &o->pair_model, &o->pair_template, &o->a, &o->b, &o->lora_targets, &o->adapter, &o->report_to};
     for (size_t i = 0; i < PPA_ARRAY_LEN(strs); i++) free(*strs[i]), *strs[i] = NULL;
     for (int i = 0; i < o->n_notes; i++) free(o->notes[i]);
     free(o->notes);
