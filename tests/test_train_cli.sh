@@ -125,7 +125,7 @@ expect "... naming FILE:LINE and the field" grep -q "bad.jsonl:3: .*scores" "$tm
 "$ppa" train "${common[@]}" --data "$tmp/bad2.jsonl" --out "$tmp/e" --skip-invalid --max-steps 1 --warmup-ratio 0 > /dev/null 2> "$tmp/err"
 expect "--skip-invalid goes on" test $? -eq 0
 expect "... reports each line" grep -q "bad2.jsonl:7: skipped: invalid JSON" "$tmp/err"
-expect "... and counts them" grep -q "skipped 2 invalid lines" "$tmp/err"
+expect "... and counts them" grep -q "skipped 2 invalid rows" "$tmp/err"
 expect "rows whose labels are all equal are dropped and counted" grep -q "dropped 1 rows (1 with all labels equal" "$tmp/err"
 
 # -- every objective by name, one-word changes

@@ -296,7 +296,8 @@ static void test_refusals(void) {
                  "/b.jsonl:2: the same prompt as ", "/b.jsonl:1 ");
     expect_error("bad JSON", "{\"prompt\": \"p\", \"responses\": [\"1\"]}\n{\"prompt\": \"q\",\n", ok, 0, 0,
                  "/a.jsonl:2: ", "invalid JSON");
-    expect_error("not an object", "[1]\n", ok, 0, 0, "/a.jsonl:1: a line must be a JSON object", NULL);
+    expect_error("not an object", "42\n", ok, 0, 0, "/a.jsonl:1: a line must be a JSON object", NULL);
+    expect_error("an array of non-objects", "[1]\n", ok, 0, 0, "/a.jsonl:element 1: ", NULL); /* a JSON array file */
     expect_error("no prompt", "{\"messages\": [], \"responses\": [\"1\"]}\n", ok, 0, 0, "/a.jsonl:1: no \"prompt\"",
                  NULL);
     expect_error("prompt not a string",

@@ -340,7 +340,7 @@ static void reward_judge(TrainOptions *o, Judging *g) {
     write_rows(g, o->out);
     records_close(g->in);
     fprintf(stderr, "ppa: judge reward-model: %ld rows, %ld responses scored (output %d of %s) in %.2f s, %.1f tokens/s "
-                    "of prompt + response; %ld invalid lines left out%s%s\n", g->rows, g->texts, o->reward_index,
+                    "of prompt + response; %ld invalid rows left out%s%s\n", g->rows, g->texts, o->reward_index,
             o->reward_model, secs, secs > 0 ? (double)tokens / secs : 0.0, g->dropped, o->out ? " -> " : "",
             o->out ? o->out : "");
     refcache_free(&rc);

@@ -130,7 +130,7 @@ int cmd_sft(int argc, char **argv) {
     DataSet d;
     if (data_read(&d, a.data, &o, err, sizeof err)) ppa_die(2, "%s", err);
     chat_template_free(tpl); /* the rows are tokens now */
-    if (d.skipped) fprintf(stderr, "ppa sft: skipped %ld invalid lines of %s (--skip-invalid)\n", d.skipped, a.data);
+    if (d.skipped) fprintf(stderr, "ppa sft: skipped %ld invalid rows of %s (--skip-invalid)\n", d.skipped, a.data);
     if (!d.n) ppa_die(2, "sft: %s has no rows", a.data);
     int pos = cfg->max_position_embeddings;
     if (pos >= 2 && a.max_length > pos) { /* never past the positions */

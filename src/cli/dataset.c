@@ -41,12 +41,11 @@ void dataset_read(Prepared *p, const PrepArgs *a, const char *who) {
     char err[4096];
     DataOptions o = dataset_options(p, a, who);
     int ok;
-    if (file_check_regular(a->data, err, sizeof err)) /* hashed, then read: a pipe would be empty the second time */
-        ppa_die(2, "%s: --data %s", who, err);
-    p->data_hash = records_hash(a->data, &ok);
-    if (!ok) ppa_die(2, "%s: cannot read %s", who, a->data);
+    /* hashed, then read: a pipe would be empty the second time */
+    p->data_hash = records_hash(a->data, &ok, err, sizeof err);
+    if (!ok) ppa_die(2, "%s: --data %s", who, err);
     if (data_read(&p->data, a->data, &o, err, sizeof err)) ppa_die(2, "%s", err);
-    if (p->data.skipped && dist_rank() == 0) fprintf(stderr, "ppa %s: skipped %ld invalid lines of %s (--skip-invalid)\n", who, p->data.skipped, a->data);
+    if (p->data.skipped && dist_rank() == 0) fprintf(stderr, "ppa %s: skipped %ld invalid rows of %s (--skip-invalid)\n", who, p->data.skipped, a->data);
 }
 
 void dataset_load(Prepared *p, const PrepArgs *a, const char *who) {

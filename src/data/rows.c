@@ -358,6 +358,9 @@ static int read_text_parts(const cJSON *j, Conv *conv, const char ***answers, co
     const cJSON *prompt, *responses, *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
     if (pick(j, PROMPT, &prompt, err, errlen) || pick(j, RESPONSES, &responses, err, errlen)) return -1;
     const cJSON *chosen = cJSON_GetObjectItemCaseSensitive(j, "chosen"), *rejected = cJSON_GetObjectItemCaseSensitive(j, "rejected");
+    /* a pair row's conversation is in "chosen"/"rejected"; ultrafeedback_binarized's "messages" beside them is the SFT
+     * view of the same conversation (prompt + chosen), not a prompt */
+    if (!responses && chosen && rejected) msgs = NULL;
     if (cJSON_IsArray(prompt)) msgs = prompt, prompt = NULL; /* a message list under "prompt" */
     if (msgs && !cJSON_IsArray(msgs)) return snprintf(err, errlen, "\"messages\" must be a list of messages"), -1;
     if (prompt && msgs) return snprintf(err, errlen, "both \"prompt\" and \"messages\" give the prompt"), -1;

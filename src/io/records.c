@@ -12,6 +12,7 @@
 
 #include "core/common.h"
 #include "core/hash.h"
+#include "io/file.h"
 #include "io/json.h"
 #include "io/jsonl.h"
 #include "io/parquet.h"
@@ -299,15 +300,19 @@ const char *records_where(const char *input, long loc, char *buf, size_t n) {
     return buf;
 }
 
-uint64_t records_hash(const char *input, int *ok) {
+uint64_t records_hash(const char *input, int *ok, char *err, size_t errlen) {
     Files f;
-    char err[512];
     *ok = 0;
-    if (expand(input, &f, err, sizeof err)) return 0;
+    if (expand(input, &f, err, errlen)) return 0;
     uint64_t h = 0;
     int all = 1;
     for (int i = 0; i < f.n && all; i++) {
+        if (file_check_regular(f.files[i], err, errlen)) {
+            all = 0;
+            break;
+        }
         uint64_t one = hash64_file(f.files[i], &all);
+        if (!all) snprintf(err, errlen, "%s: cannot read", f.files[i]);
         h = f.n == 1 ? one : hash64_more(h, &one, sizeof one); /* one file: its hash as before inputs could be several */
     }
     files_free(&f);

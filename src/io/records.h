@@ -41,7 +41,8 @@ int records_read_all(const char *input, size_t size, RecordParseFn parse, void (
  * "INPUT:LOC" when it was not) into buf; returns buf. */
 const char *records_where(const char *input, long loc, char *buf, size_t n);
 
-/* A hash of every file of the input, in order (0 with *ok = 0 when one cannot be read). */
-uint64_t records_hash(const char *input, int *ok);
+/* A hash of every file of the input, in order: each must be a regular file (a pipe could not be read again);
+ * 0 with *ok = 0 and "PATH: why" in err when one is not or cannot be read. */
+uint64_t records_hash(const char *input, int *ok, char *err, size_t errlen);
 
 #endif
