@@ -78,7 +78,7 @@ expect "a second run on the same --out is refused (exit 2)" test $? -eq 2
 expect "and names the first one's pid" grep -qF "o4 is in use by ppa train (pid $first)" err.txt
 wait $first
 expect "the first run finishes" test $? -eq 0 -a -s o4/config.json
-expect "with its own options beside its own log" sh -c "grep -q '\"max_steps\":400' o4/train_options.json && test \$(wc -l < o4/train_log.jsonl) -eq 400"
+expect "with its own options beside its own log" sh -c "grep -q '\"max_steps\":400' o4/train_options.json && test \$(grep -c '^{\"step\"' o4/train_log.jsonl) -eq 400"
 printf 'ppa train (pid 999999)\n' > o5.lock; mkdir o5 && mv o5.lock o5/.ppa.lock
 "$ppa" train --model m "${T[@]}" --data D.jsonl --out o5 > /dev/null 2> err.txt
 expect "a dead run's lock is taken over" test $? -eq 0 -a -s o5/config.json

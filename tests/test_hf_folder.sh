@@ -62,7 +62,7 @@ J
 
 # the tokenizer, template and generation files of a folder (not its weights, config, or a run's files), one line
 hf_set() {
-  ls -A "$1" | grep -vxE 'config\.json|model\.safetensors|adapter_config\.json|adapter_model\.safetensors|train_log\.jsonl|train_options\.json|reference(\.eval)?\.cache|\.ppa\.lock|checkpoint-[0-9]+|optimizer\.safetensors|ppa_state\.json|README\.md|runs' |
+  ls -A "$1" | grep -vxE 'config\.json|model\.safetensors|adapter_config\.json|adapter_model\.safetensors|train_log\.jsonl|train_options\.json|reference(\.eval)?\.cache|\.ppa\.lock|checkpoint-[0-9]+|optimizer\.safetensors|ppa_state\.json|README\.md|runs|summary\.json' |
     sort | tr '\n' ' '
 }
 want_model=$(hf_set "$in")

@@ -7,7 +7,8 @@ ppa=$(realpath "${1:-./ppa}")
 NAME=test_train_cli
 . "$(dirname "$0")/lib.sh"
 # the log without its timing fields (the only ones that differ between identical runs)
-untimed() { sed -E 's/, "tokens_per_s": [^,}]*, "elapsed_s": [^,}]*//' "$@"; }
+untimed() { grep -v '^{"summary"' "$@" | sed -E 's/, "tokens_per_s": [^,}]*, "elapsed_s": [^,}]*//'; } # the summary holds timings
+steps() { grep '^{"step"' "$@"; } # the step and held-out lines, without the closing summary
 json_num() { grep -o "\"$1\": [-0-9.e+]*" "$2" | head -1 | sed "s/.*: //"; }
 
 tiny_model_files "$tmp"
@@ -25,7 +26,7 @@ expect "writes a model folder" test -s "$tmp/a/model.safetensors" -a -s "$tmp/a/
 expect "the model folder checks out" grep -q "the tensors match config.json" "$tmp/out"
 expect "a checkpoint with the training state" test -s "$tmp/a/checkpoint-3/optimizer.safetensors" -a -s "$tmp/a/checkpoint-3/ppa_state.json" -a -s "$tmp/a/checkpoint-3/model.safetensors"
 expect "no checkpoint at the last step (the model is)" test ! -e "$tmp/a/checkpoint-6"
-expect "one log line per step" test "$(wc -l < "$tmp/a/train_log.jsonl")" -eq 6
+expect "one log line per step" test "$(steps "$tmp/a/train_log.jsonl" | wc -l)" -eq 6
 for key in step loss lr grad_norm tokens_per_s reward margin accuracy ndcg objectives; do
   expect "the log has \"$key\"" grep -q "\"$key\": " "$tmp/a/train_log.jsonl"
 done
@@ -34,7 +35,7 @@ expect "step 1: policy = reference, every reward 0" grep -q '^{"step": 1, .*"rew
 expect "a progress line on stderr" grep -q "step 6/6" "$tmp/err"
 expect "the reference is computed once and cached" test -s "$tmp/a/reference.cache"
 first=$(head -1 "$tmp/a/train_log.jsonl" > "$tmp/l1"; json_num loss "$tmp/l1")
-last=$(tail -1 "$tmp/a/train_log.jsonl" > "$tmp/l6"; json_num loss "$tmp/l6")
+last=$(steps "$tmp/a/train_log.jsonl" | tail -1 > "$tmp/l6"; json_num loss "$tmp/l6")
 expect "PPA's loss falls ($first -> $last)" awk -v a="$first" -v b="$last" 'BEGIN { exit !(a != "" && b != "" && b < a) }'
 
 # -- determinism and exact resume
@@ -114,7 +115,7 @@ expect "held-out lines at steps 4 and 6 (the end)" test "$(grep -c '"eval": {' "
 expect "a held-out summary on stderr" grep -q "held-out at step 6: ranking accuracy" "$tmp/err"
 "$ppa" eval --model "$tmp/ev" --ref "$tmp/m" --data "$tmp/held.jsonl" --template none --beta 0.5 > "$tmp/eval_ev" 2> /dev/null
 expect "the last held-out line equals ppa eval on the final model" \
-  test "$(tail -1 "$tmp/ev/train_log.jsonl" | sed -E 's/^\{"step": 6, "eval": (.*)\}$/\1/')" = "$(cat "$tmp/eval_ev")"
+  test "$(steps "$tmp/ev/train_log.jsonl" | tail -1 | sed -E 's/^\{"step": 6, "eval": (.*)\}$/\1/')" = "$(cat "$tmp/eval_ev")"
 
 # -- data problems: named, counted, refused
 { head -2 "$tmp/lists.jsonl"; echo '{"prompt": "x", "responses": ["a", "b"], "scores": [1]}'; tail -3 "$tmp/lists.jsonl"; } > "$tmp/bad.jsonl"

@@ -227,8 +227,9 @@ int cmd_sft(int argc, char **argv) {
             }
         }
         double dt = timer_now() - ts;
-        if (lead) fprintf(lines, "{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %ld, "
-               "\"tokens_per_s\": %.1f}\n", step + 1, epoch + 1, nll / tokens, lr, gnorm, tokens, tokens / dt);
+        if (lead) fprintf(lines, "{\"step\": %ld, \"epoch\": %ld, \"loss\": %.6f, \"lr\": %.6g, \"grad_norm\": %.6g, \"rows\": %d, "
+               "\"tokens\": %ld, \"tokens_per_s\": %.1f}\n", step + 1, epoch + 1, nll / tokens, lr, gnorm, (int)n, tokens,
+               tokens / dt);
         if (lead && (fflush(lines) || ferror(lines))) { /* the log is the run's record: a lost line stops it */
             snprintf(err, sizeof err, "sft: step %ld: cannot write the log (standard output): %s", step + 1, strerror(errno));
             failed = 1;
@@ -238,7 +239,7 @@ int cmd_sft(int argc, char **argv) {
                         (timer_now() - t0) / (double)(step + 1), tokens / dt);
     }
     progress_end(&pr);
-    if (lines && fclose(lines) && !failed) {
+    if (lines && fflush(lines) && !failed) {
         snprintf(err, sizeof err, "sft: cannot write the log (standard output): %s", strerror(errno));
         failed = 1;
     }
@@ -262,6 +263,8 @@ int cmd_sft(int argc, char **argv) {
                           : model_save(m, tmp, a.bf16, a.model, err, sizeof err))) ppa_die(1, "%s", err);
         ModelCard card = {&opts, argc, argv, &d, NULL, report_last(rep), total, load_kernels(m)};
         if (model_card_write(tmp, &card, err, sizeof err)) ppa_die(1, "sft: %s", err);
+        report_finish(rep, lines, tmp, timer_now() - t0); /* the log's last line and summary.json */
+        if (fclose(lines)) ppa_die(1, "sft: cannot write the log (standard output): %s", strerror(errno));
         run_folder_publish(tmp, a.out, "sft");
         report_close(rep);
         free(tmp);

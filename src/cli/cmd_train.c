@@ -20,6 +20,7 @@
 #include "cli/setup.h"
 #include "cli/run_folder.h"
 #include "core/common.h"
+#include "core/timer.h"
 #include "core/hash.h"
 #include "dist/dist.h"
 #include "io/atomic.h"
@@ -377,17 +378,20 @@ static int train_main(TrainOptions *o) {
     if (st.step && lead) fprintf(stderr, "ppa %s: resuming at step %ld (epoch %ld, list %ld)\n", who, st.step, st.epoch, st.cursor);
     /* the run failed while running (the device, a collective, writing a checkpoint or the log, a model that
      * diverged), or the weights as loaded give non-finite numbers */
+    double t_run = timer_now();
     int rc = train_run(policy, td, need_ref ? &ref : NULL, &opt, &st, &plan, err, sizeof err);
+    t_run = timer_now() - t_run;
     if (rc) ppa_die(rc == -2 ? 2 : 1, "%s: %s", who, err);
     char *tmp = ppa_path_join(o->out, ".final.partial");
     if (lead) {
-        if (fclose(plan.log)) ppa_die(1, "%s: cannot write the log %s: %s", who, logp, strerror(errno));
         if (exists(tmp)) remove_tree(tmp);
         if ((model_lora(policy) ? lora_save(policy, tmp, plan.tokenizer_dir, err, sizeof err)
                                : model_save(policy, tmp, o->save_dtype == SAVE_BF16, plan.tokenizer_dir, err, sizeof err))) ppa_die(1, "%s", err);
         ModelCard card = {o, ARGC, ARGV, &p.data, o->eval_data ? &ev.p.data : NULL, report_last(rep), plan.total_steps,
                           load_kernels(policy)};
         if (model_card_write(tmp, &card, err, sizeof err)) ppa_die(1, "%s: %s", who, err);
+        report_finish(rep, plan.log, tmp, t_run); /* the log's last line and summary.json */
+        if (fclose(plan.log)) ppa_die(1, "%s: cannot write the log %s: %s", who, logp, strerror(errno));
         run_folder_publish(tmp, o->out, WHO);
         report_close(rep);
         char done[512];

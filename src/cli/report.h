@@ -35,6 +35,15 @@ FILE *report_tee(Report *r, FILE *log, int own);
 /* The last value of every scalar logged, by tag in the order first seen, timing fields left out: the final
  * metrics of the model card. */
 const cJSON *report_last(const Report *r);
+/* The run's summary (OUT/summary.json, the log's closing line {"summary": {...}}): steps (the last logged), lists
+ * (sft: rows, and rows_this_run, rows_per_s) and tokens of every step of the log (a resumed run's earlier steps included), the last train loss,
+ * this run's steps and lists, the final eval line's numbers (final_eval) and the best one's (best_eval) (highest ndcg, else lowest loss),
+ * each with its step (null without --eval-data), then runtime_s (this process's), lists_per_s and tokens_per_s of
+ * this run (timings: they differ between identical runs). The caller frees it. */
+cJSON *report_summary(const Report *r, double runtime_s);
+/* The summary at the end of a training command: the log's closing line {"summary": {...}} written to log (the
+ * tee), DIR/summary.json (atomically) and one line on stderr. Dies with exit 1 when a write fails. */
+void report_finish(Report *r, FILE *log, const char *dir, double runtime_s);
 /* 1 if a field of this name is a timing (differs between identical runs) */
 int report_is_timing(const char *name);
 /* Closes the events file (dies with exit 1 when its last write fails) and frees r (NULL: nothing). */

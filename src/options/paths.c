@@ -12,7 +12,7 @@
  * (hf/carry.h), the run's files and caches */
 static const char *const RUN_OWN[] = {"config.json", "generation_config.json", "*.safetensors",
                                       "model.safetensors.index.json", "adapter_config.json", "train_options.json",
-                                      "train_log.jsonl", "reference.cache", "reference.eval.cache", ".ppa.lock"};
+                                      "train_log.jsonl", "summary.json", "reference.cache", "reference.eval.cache", ".ppa.lock"};
 
 static const char *const *run_writes(void) {
     static const char *all[PPA_ARRAY_LEN(RUN_OWN) + 32];

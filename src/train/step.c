@@ -46,7 +46,9 @@ static void other_losses(StepSums *sums, const ScoreSpec *sp, int n, const doubl
     }
 }
 
-static void list_stats(StepSums *sums, const ScoreSpec *sp, int n, const double *s, const double *psi) {
+/* lp [n]: the responses' log-probs (a reward model's outputs when sp->reward); ref [n] the reference's, or NULL */
+static void list_stats(StepSums *sums, const ScoreSpec *sp, int n, const double *s, const double *psi, const double *lp,
+                       const double *ref) {
     double mean = 0;
     int best = 0, worst = 0;
     for (int i = 0; i < n; i++) {
@@ -55,6 +57,11 @@ static void list_stats(StepSums *sums, const ScoreSpec *sp, int n, const double 
         if (psi[i] < psi[worst]) worst = i;
     }
     sums->reward += mean, sums->best_worst += s[best] - s[worst];
+    if (psi[best] > psi[worst]) {
+        sums->ranked++, sums->s_best += s[best], sums->s_worst += s[worst];
+        if (!sp->reward) sums->lp_ranked++, sums->lp_best += lp[best], sums->lp_worst += lp[worst];
+        if (!sp->reward && ref && !sp->reference_free) sums->ref_ranked++, sums->ref_best += ref[best], sums->ref_worst += ref[worst];
+    }
     PpaListMetrics m;
     if (ppa_metrics_list(&sp->lo, n, s, psi, NULL, &m) == PPA_OK) {
         if (!isnan(m.ndcg)) sums->ndcg += m.ndcg;
@@ -136,7 +143,7 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
             break;
         }
         sums->loss += res.loss, sums->lists++;
-        list_stats(sums, sp, K, s, mb->labels[r]);
+        list_stats(sums, sp, K, s, mb->labels[r], lp + at, mb->ref ? mb->ref[r] : NULL);
         for (int i = 0; i < K; i++) {
             dlp[at + i] = weight * g[i] * ds[i];
             if (lambdas) lambdas[at + i] = g[i];

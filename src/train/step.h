@@ -41,6 +41,12 @@ typedef struct {
     long lists_with_pairs;
     double other[PPA_N_OBJECTIVES]; /* every objective's loss on the same s */
     int other_ok[PPA_N_OBJECTIVES];
+    /* what alignment users watch (likelihood displacement): over the lists whose labels differ (`ranked`), the score,
+     * the summed log-prob and the reference's of the best-labelled response and of the worst-labelled (the first of
+     * the highest label and the first of the lowest, in list order); a reward model has no log-probs (lp_ranked 0),
+     * a reference-free objective no reference (ref_ranked 0) */
+    double s_best, s_worst, lp_best, lp_worst, ref_best, ref_worst;
+    long ranked, lp_ranked, ref_ranked;
 } StepSums;
 
 /* s and ds/dlogp of n responses */

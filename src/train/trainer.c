@@ -44,6 +44,18 @@ static int log_line(FILE *f, const Model *m, long step, double epoch, const Step
     print_num(f, "margin", u->best_worst / n);
     print_num(f, "accuracy", u->lists_with_pairs ? u->acc / (double)u->lists_with_pairs : NAN);
     print_num(f, "ndcg", u->ndcg / n);
+    double nr = (double)u->ranked, nl = (double)u->lp_ranked, nf = (double)u->ref_ranked; /* 0: printed as null */
+    print_num(f, "rewards_best", u->s_best / nr);
+    print_num(f, "rewards_worst", u->s_worst / nr);
+    if (u->lp_ranked || !u->ranked) { /* a reward model logs no log-probs */
+        print_num(f, "logps_best", u->lp_best / nl);
+        print_num(f, "logps_worst", u->lp_worst / nl);
+        print_num(f, "logps_margin", (u->lp_best - u->lp_worst) / nl);
+    }
+    if (u->ref_ranked) {
+        print_num(f, "ref_logps_best", u->ref_best / nf);
+        print_num(f, "ref_logps_worst", u->ref_worst / nf);
+    }
     fputs(", \"objectives\": {", f);
     for (int o = 0, first = 1; o < PPA_N_OBJECTIVES; o++) {
         if (!u->other_ok[o]) continue;
@@ -120,9 +132,12 @@ static int combine(Model *m, StepLog *sl, long n, long mine, char *err, size_t e
     double v[6 + 2 * NO] = {(double)u->lists, (double)u->tokens, (double)u->lists_with_pairs, (double)sl->tokens,
                             u->loss, u->reward};
     for (int o = 0; o < NO; o++) v[6 + o] = u->other[o], v[6 + NO + o] = u->other_ok[o];
-    double w[3] = {u->best_worst, u->acc, u->ndcg};
+    double w[12] = {u->best_worst, u->acc, u->ndcg, u->s_best, u->s_worst, u->lp_best, u->lp_worst, u->ref_best,
+                    u->ref_worst, (double)u->ranked, (double)u->lp_ranked, (double)u->ref_ranked};
     dist_sum_f64(v, 6 + 2 * NO);
-    dist_sum_f64(w, 3);
+    dist_sum_f64(w, 12);
+    u->s_best = w[3], u->s_worst = w[4], u->lp_best = w[5], u->lp_worst = w[6], u->ref_best = w[7], u->ref_worst = w[8];
+    u->ranked = (long)w[9], u->lp_ranked = (long)w[10], u->ref_ranked = (long)w[11];
     u->lists = (long)v[0], u->tokens = (long)v[1], u->lists_with_pairs = (long)v[2], sl->tokens = (long)v[3];
     u->loss = v[4], u->reward = v[5], u->best_worst = w[0], u->acc = w[1], u->ndcg = w[2];
     for (int o = 0; o < NO; o++) u->other[o] = v[6 + o], u->other_ok[o] = (int)v[6 + NO + o];
