@@ -244,7 +244,7 @@ static void inputs(const char *dir) {
     size_t len;
     long loc, locs[8];
     int k = 0;
-    while (r && records_next(r, &text, &len, &loc) && k < 8) locs[k++] = loc;
+    while (r && records_next(r, &text, &len, &loc) == 1 && k < 8) locs[k++] = loc;
     records_close(r);
     CHECK(k == 5, "folder: %d records (3 rows + 2 lines)", k);
     CHECK(k == 5 && locs[0] == 1 && locs[2] == 3 && locs[3] == 4 && locs[4] == 6, "positions run on across files");
@@ -256,13 +256,13 @@ static void inputs(const char *dir) {
     snprintf(list, sizeof list, "%s,%s", a, b);
     r = records_open(list, err, sizeof err);
     k = 0;
-    while (r && records_next(r, &text, &len, &loc)) k++;
+    while (r && records_next(r, &text, &len, &loc) == 1) k++;
     records_close(r);
     CHECK(k == 5, "comma list: %d records", k);
     snprintf(list, sizeof list, "%s/shards/train-*", dir);
     r = records_open(list, err, sizeof err);
     k = 0;
-    while (r && records_next(r, &text, &len, &loc)) k++;
+    while (r && records_next(r, &text, &len, &loc) == 1) k++;
     records_close(r);
     CHECK(k == 5, "glob: %d records", k);
     /* a folder of two splits is refused, naming them */

@@ -200,7 +200,14 @@ static int judge_all(FILE *out, const void *ctx) {
     long loc;
     int rc = 0;
     if (!g->ds) progress_start(&g->pr, 0, g->total);
-    for (long at = 0; !rc && records_next(g->in, &line, &len, &loc); at++) {
+    for (long at = 0; !rc; at++) {
+        int got = records_next(g->in, &line, &len, &loc);
+        if (got < 0) {
+            snprintf(g->err, sizeof g->err, "%s", records_error(g->in, NULL));
+            rc = -1;
+            break;
+        }
+        if (!got) break;
         if (g->hi >= 0 && (at < g->lo || at >= g->hi)) continue; /* another rank's row */
         if (g->ds && (g->next >= g->ds->n || g->ds->rows[g->next].line != loc)) {
             g->dropped++; /* refused by the reader, with --skip-invalid */
@@ -255,7 +262,9 @@ static long count_rows(const char *path) {
     const char *line;
     size_t len;
     long loc, n = 0;
-    while (records_next(r, &line, &len, &loc)) n++;
+    int got;
+    while ((got = records_next(r, &line, &len, &loc)) == 1) n++;
+    if (got < 0) ppa_die(2, "judge: %s", records_error(r, NULL));
     records_close(r);
     return n;
 }

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,8 @@ struct RecordReader {
     cJSON *arr, *elem;
     long n_elem;
     char *text;
+    char why[1536]; /* a damaged file: records_next returned -1 */
+    int status;     /* its exit status: 2 bad input, 1 a read error */
 };
 
 static void files_add(Files *f, const char *p) {
@@ -194,41 +197,51 @@ static void close_file(RecordReader *r) {
     r->fp = NULL, r->pq = NULL, r->arr = r->elem = NULL, r->text = NULL;
 }
 
-static void open_file(RecordReader *r) {
+static int fail(RecordReader *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(RecordReader *r, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->why, sizeof r->why, fmt, ap);
+    va_end(ap);
+    r->status = status;
+    return -1;
+}
+
+static int open_file(RecordReader *r) {
     const char *p = r->f.files[r->at];
     char err[1024];
     r->base = r->last;
     r->bases[r->at] = r->base;
     if (strcmp(p, "-") && parquet_is_file(p)) {
         r->kind = K_PARQUET;
-        if (!(r->pq = parquet_open(p, err, sizeof err))) ppa_die(2, "%s", err);
-        return;
+        return (r->pq = parquet_open(p, err, sizeof err)) ? 0 : fail(r, 2, "%s", err);
     }
     r->fp = strcmp(p, "-") ? fopen(p, "r") : stdin;
-    if (!r->fp) ppa_die(2, "%s: cannot open: %s", p, strerror(errno));
+    if (!r->fp) return fail(r, 2, "%s: cannot open: %s", p, strerror(errno));
     int c = getc(r->fp);
     if (c != EOF) ungetc(c, r->fp);
     if (c != '[') {
         r->kind = K_LINES;
         jsonl_init(&r->jr, r->fp, strcmp(p, "-") ? p : "stdin");
-        return;
+        return 0;
     }
     r->kind = K_ARRAY;
     size_t cap = 1 << 16, n = 0, got;
     char *buf = xmalloc(cap + 1);
     while ((got = fread(buf + n, 1, cap - n, r->fp)) > 0)
         if ((n += got) == cap) {
-            if (cap >= (size_t)ARRAY_MAX) ppa_die(2, "%s: a JSON array file larger than 1 GiB", p);
+            if (cap >= (size_t)ARRAY_MAX) return free(buf), fail(r, 2, "%s: a JSON array file larger than 1 GiB", p);
             buf = xrealloc(buf, (cap *= 2) + 1);
         }
-    if (ferror(r->fp)) ppa_die(1, "%s: read error: %s", p, strerror(errno));
+    if (ferror(r->fp)) return free(buf), fail(r, 1, "%s: read error: %s", p, strerror(errno));
     r->arr = json_parse(buf, n, err, sizeof err);
     free(buf);
-    if (!r->arr) ppa_die(2, "%s: %s", p, err);
-    if (!cJSON_IsArray(r->arr)) ppa_die(2, "%s: a file starting with '[' must be one JSON array of records", p);
+    if (!r->arr) return fail(r, 2, "%s: %s", p, err);
+    if (!cJSON_IsArray(r->arr)) return fail(r, 2, "%s: a file starting with '[' must be one JSON array of records", p);
     r->elem = r->arr->child;
     r->n_elem = 0;
     r->kinds[r->at] = K_ARRAY;
+    return 0;
 }
 
 int records_next(RecordReader *r, const char **text, size_t *len, long *loc) {
@@ -246,7 +259,7 @@ int records_next(RecordReader *r, const char **text, size_t *len, long *loc) {
                 char err[1024];
                 int64_t row;
                 int rc = parquet_next(r->pq, text, len, &row, err, sizeof err);
-                if (rc < 0) ppa_die(2, "%s", err);
+                if (rc < 0) return fail(r, 2, "%s", err);
                 if (rc) return *loc = r->last = r->base + (long)row, 1;
             } else if (r->elem) {
                 free(r->text);
@@ -271,8 +284,13 @@ int records_next(RecordReader *r, const char **text, size_t *len, long *loc) {
             return 0;
         }
         r->at++;
-        open_file(r);
+        if (open_file(r)) return -1;
     }
+}
+
+const char *records_error(const RecordReader *r, int *status) {
+    if (status) *status = r->status ? r->status : 2;
+    return r->why;
 }
 
 void records_close(RecordReader *r) {
@@ -338,7 +356,8 @@ int records_read_all(const char *input, size_t size, RecordParseFn parse, void (
     long loc;
     char msg[1024], where[1024];
     int cap = 0, rc = 0;
-    while (records_next(r, &text, &len, &loc)) {
+    err[0] = 0;
+    while ((rc = records_next(r, &text, &len, &loc)) == 1) {
         if (*n == cap) *items = xrealloc(*items, size * (size_t)(cap = cap ? 2 * cap : 64));
         char *item = (char *)*items + size * (size_t)*n;
         memset(item, 0, size);
@@ -356,6 +375,8 @@ int records_read_all(const char *input, size_t size, RecordParseFn parse, void (
         fprintf(stderr, "ppa: %s: skipped: %s\n", where, msg);
         (*skipped)++;
     }
+    if (rc == -1 && !err[0]) snprintf(err, errlen, "%s", r->why); /* a damaged file */
+    if (rc == 0 || rc == 1) rc = 0;
     records_close(r);
     if (rc) {
         for (int i = 0; i < *n; i++) free_item((char *)*items + size * (size_t)i);

@@ -20,9 +20,12 @@ typedef struct RecordReader RecordReader;
 /* NULL with "INPUT: why" in err (nothing matches, a missing file, a folder of several splits...). */
 RecordReader *records_open(const char *input, char *err, size_t errlen);
 /* The next record's text (valid until the next call; JSON Lines lines may hold NUL bytes, which the JSON
- * parser refuses); *loc its position. 1, 0 at the end. A damaged file (a Parquet page, a JSON array that does
- * not parse, a read error) is fatal with FILE:ROW and why (exit 2; read errors 1). */
+ * parser refuses); *loc its position. 1, 0 at the end, -1 for a damaged file (a Parquet page, a JSON array that
+ * does not parse, a file that cannot be opened): records_error says "FILE: why" (FILE:row N where there is one).
+ * A JSON Lines read error or over-long line is fatal, as jsonl_next's. */
 int records_next(RecordReader *r, const char **text, size_t *len, long *loc);
+/* After records_next returned -1: why, and the exit status it calls for (2 bad input, 1 a read error). */
+const char *records_error(const RecordReader *r, int *status);
 void records_close(RecordReader *r);
 /* "FILE:LINE" (FILE:row N, FILE:element N) of the record at loc just returned by r, into buf; returns buf. */
 const char *records_here(const RecordReader *r, long loc, char *buf, size_t n);
