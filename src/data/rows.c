@@ -457,7 +457,8 @@ static int read_turns(const cJSON *j, DataRow *r, const DataOptions *o, const Co
         Conv before = {conv->m, turn_at[t]};
         char why[1024];
         alloc_responses(x, 1);
-        if (tokenize_row(x, o, &before, &answers[t], fixes, why, sizeof why) || read_scores(j, x, NULL, why, sizeof why))
+        if (tokenize_row(x, o, &before, &answers[t], fixes, why, sizeof why) ||
+            read_scores(j, x, NULL, why, sizeof why))
             return snprintf(err, errlen, "the assistant turn of message %d: %s", turn_at[t], why), -1;
     }
     return 0;
@@ -472,7 +473,8 @@ static int read_text(const cJSON *j, DataRow *r, const DataOptions *o, long *fix
     DataOptions opt = *o;
     const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(j, "template");
     if (cJSON_IsString(tpl) && !strcmp(tpl->valuestring, "none")) opt.tpl = NULL;
-    if (read_text_parts(j, &conv, &answers, &oscores, &n, &pair, o->all_assistant_turns, &turn_at, err, errlen)) goto done;
+    if (read_text_parts(j, &conv, &answers, &oscores, &n, &pair, o->all_assistant_turns, &turn_at, err, errlen))
+        goto done;
     if (turn_at) {
         rc = read_turns(j, r, &opt, &conv, answers, turn_at, n, fixes, err, errlen);
         goto done;
