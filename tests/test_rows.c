@@ -32,7 +32,7 @@ static int same_bytes(const int *ids, int n, const char *text) {
 
 static ChatTemplate *CODE[TEMPLATE_LLAMA2 + 1]; /* ppa's code templates, by kind */
 
-static DataOptions options(Tokenizer *tok, TemplateKind tpl) { return (DataOptions){tok, CODE[tpl], 258, 300, 0, 0, 0, NULL}; }
+static DataOptions options(Tokenizer *tok, TemplateKind tpl) { return (DataOptions){tok, CODE[tpl], 258, 300, 0, 0, 0, NULL, 0}; }
 
 static int read_text(const char *jsonl, const DataOptions *o, DataSet *ds, char *err, size_t errlen) {
     char path[128];
@@ -293,7 +293,7 @@ static void test_real_bos_eot(const char *name, const char *tpl_name, const char
         template_parse(tpl_name, &tpl);
     }
     int bos = tokenizer_bos_id(tok), end = eot ? tokenizer_token_id(tok, eot) : eos_for_none;
-    DataOptions o = {tok, jinja ? own : CODE[tpl], eos_for_none, 1 << 20, 0, 0, 0, NULL};
+    DataOptions o = {tok, jinja ? own : CODE[tpl], eos_for_none, 1 << 20, 0, 0, 0, NULL, 0};
     DataSet ds;
     int rc = read_text("{\"prompt\": \"Hello there\", \"system\": \"Be brief.\", \"responses\": [\"Hi!\", \" two words \", \"\\n\"], "
                        "\"scores\": [1, 0, 2]}\n"

@@ -256,7 +256,7 @@ static void test_cached_reference_step0(const char *dir) {
     }
     fclose(f);
     Model *pol = tiny(9), *ref = tiny(9);
-    DataOptions o = {NULL, NULL, -1, 40, 0, 0, 0, NULL};
+    DataOptions o = {NULL, NULL, -1, 40, 0, 0, 0, NULL, 0};
     DataSet ds;
     PrepStats ps;
     CHECK(data_read(&ds, path, &o, err, sizeof err) == 0, "read: %s", err);

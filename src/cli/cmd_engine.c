@@ -44,7 +44,7 @@ static void load_all(Loaded *L, const TrainOptions *opt, int trainable) {
     const ModelConfig *c = model_config(L->model);
     if (!(L->tpl = chat_template_open(template, model_dir, L->tok, err, sizeof err))) ppa_die(2, "%s", err);
     DataOptions o = {L->tok, L->tpl, c->n_eos ? c->eos_token_ids[0] : -1, c->vocab_size, skip, strict,
-                     opt->special_tokens_in_text, model_dir};
+                     opt->special_tokens_in_text, model_dir, 0};
     if (data_read(&L->data, data, &o, err, sizeof err)) ppa_die(2, "%s", err);
     if (L->data.boundary_fixes)
         fprintf(stderr, "ppa: %ld responses began with a token merged across the prompt boundary; their prompt ends "

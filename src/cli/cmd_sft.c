@@ -126,7 +126,7 @@ int cmd_sft(int argc, char **argv) {
     /* the files the save carries from --model, checked now: a run never ends in a refused save */
     if (carry_check(a.model, err, sizeof err)) ppa_die(2, "sft: %s", err);
     DataOptions o = {tok, tpl, cfg->n_eos ? cfg->eos_token_ids[0] : -1, cfg->vocab_size, a.skip_invalid, 0,
-                     opts.special_tokens_in_text, a.model};
+                     opts.special_tokens_in_text, a.model, opts.assistant_only_loss};
     DataSet d;
     if (data_read(&d, a.data, &o, err, sizeof err)) ppa_die(2, "%s", err);
     chat_template_free(tpl); /* the rows are tokens now */

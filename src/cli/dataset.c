@@ -34,7 +34,8 @@ DataOptions dataset_options(Prepared *p, const PrepArgs *a, const char *who) {
     if (!p->tok && err[0]) ppa_die(2, "%s: %s", who, err);
     if (!(p->tpl = chat_template_open(a->template_name, a->model_dir, p->tok, err, sizeof err))) ppa_die(2, "%s: %s", who, err);
     snprintf(p->template_name, sizeof p->template_name, "%s", chat_template_name(p->tpl));
-    return (DataOptions){p->tok, p->tpl, a->eos_id, a->vocab_size, a->skip_invalid, 0, a->special_in_text, a->model_dir};
+    return (DataOptions){p->tok, p->tpl, a->eos_id, a->vocab_size, a->skip_invalid, 0, a->special_in_text, a->model_dir,
+                         0};
 }
 
 void dataset_read(Prepared *p, const PrepArgs *a, const char *who) {

@@ -1,6 +1,7 @@
 /* rows.c: JSON Lines preference rows to token rows (rows.h). */
 #include "data/rows.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -352,9 +353,25 @@ static const char *trl_completion(const cJSON *c, char *err, size_t errlen) {
     return NULL;
 }
 
-/* The conversation before the answers, and the answers (with object scores). */
-static int read_text_parts(const cJSON *j, Conv *conv, const char ***answers, const cJSON ***oscores, int *n, int *pair,
+/* all_assistant_turns: a conversation's assistant turns, each an answer; turn_at[k] is where answer k is in it */
+static int assistant_turns(const Conv *conv, const char ***answers, const cJSON ***oscores, int *n, int **turn_at,
                            char *err, size_t errlen) {
+    *n = 0;
+    for (int i = 0; i < conv->n; i++) *n += !strcmp(conv->m[i].role, "assistant");
+    if (!*n)
+        return snprintf(err, errlen, "\"messages\" has no assistant turn to train on (--assistant-only-loss trains on "
+                        "each)"), -1;
+    *answers = xcalloc((size_t)*n, sizeof(char *)), *oscores = xcalloc((size_t)*n, sizeof(cJSON *));
+    *turn_at = xcalloc((size_t)*n, sizeof(int));
+    for (int i = 0, k = 0; i < conv->n; i++)
+        if (!strcmp(conv->m[i].role, "assistant")) (*turn_at)[k] = i, (*answers)[k++] = conv->m[i].content;
+    return 0;
+}
+
+/* The conversation before the answers, and the answers (with object scores). all_turns: a "messages" conversation
+ * gives every assistant turn as an answer, and *turn_at where each one is (NULL for every other row). */
+static int read_text_parts(const cJSON *j, Conv *conv, const char ***answers, const cJSON ***oscores, int *n, int *pair,
+                           int all_turns, int **turn_at, char *err, size_t errlen) {
     const cJSON *prompt, *responses, *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
     if (pick(j, PROMPT, &prompt, err, errlen) || pick(j, RESPONSES, &responses, err, errlen)) return -1;
     const cJSON *chosen = cJSON_GetObjectItemCaseSensitive(j, "chosen"), *rejected = cJSON_GetObjectItemCaseSensitive(j, "rejected");
@@ -399,6 +416,7 @@ static int read_text_parts(const cJSON *j, Conv *conv, const char ***answers, co
         (*answers)[0] = a;
         return 0;
     }
+    if (!responses && msgs && all_turns) return assistant_turns(conv, answers, oscores, n, turn_at, err, errlen);
     if (!responses && msgs && conv->n >= 2 && !strcmp(conv->m[conv->n - 1].role, "assistant")) {
         *n = 1, *answers = xcalloc(1, sizeof(char *)), *oscores = xcalloc(1, sizeof(cJSON *));
         (*answers)[0] = conv->m[--conv->n].content;
@@ -427,23 +445,47 @@ static int no_tokenizer(const DataOptions *o, char *err, size_t errlen) {
     return ppa_fail(err, errlen, "a text row needs the model's tokenizer (or use prompt_ids/response_ids)");
 }
 
+/* all_assistant_turns: the row of each assistant turn, as a "messages" row ending with that turn gives it (the
+ * conversation before it the prompt, rendered with the generation prompt); r holds the first, r->more the rest */
+static int read_turns(const cJSON *j, DataRow *r, const DataOptions *o, const Conv *conv, const char *const *answers,
+                      const int *turn_at, int n, long *fixes, char *err, size_t errlen) {
+    if (template_check(conv->m, conv->n, 0, err, errlen)) return -1;
+    r->n_more = n - 1;
+    r->more = n > 1 ? xcalloc((size_t)n - 1, sizeof(DataRow)) : NULL;
+    for (int t = 0; t < n; t++) {
+        DataRow *x = t ? &r->more[t - 1] : r;
+        Conv before = {conv->m, turn_at[t]};
+        char why[1024];
+        alloc_responses(x, 1);
+        if (tokenize_row(x, o, &before, &answers[t], fixes, why, sizeof why) ||
+            read_scores(j, x, NULL, why, sizeof why))
+            return snprintf(err, errlen, "the assistant turn of message %d: %s", turn_at[t], why), -1;
+    }
+    return 0;
+}
+
 static int read_text(const cJSON *j, DataRow *r, const DataOptions *o, long *fixes, char *err, size_t errlen) {
     if (!o->tok) return no_tokenizer(o, err, errlen);
     Conv conv = {0};
     const char **answers = NULL;
     const cJSON **oscores = NULL;
-    int n = 0, rc = -1, pair = 0;
+    int n = 0, rc = -1, pair = 0, *turn_at = NULL;
     DataOptions opt = *o;
     const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(j, "template");
     if (cJSON_IsString(tpl) && !strcmp(tpl->valuestring, "none")) opt.tpl = NULL;
-    if (read_text_parts(j, &conv, &answers, &oscores, &n, &pair, err, errlen)) goto done;
+    if (read_text_parts(j, &conv, &answers, &oscores, &n, &pair, o->all_assistant_turns, &turn_at, err, errlen))
+        goto done;
+    if (turn_at) {
+        rc = read_turns(j, r, &opt, &conv, answers, turn_at, n, fixes, err, errlen);
+        goto done;
+    }
     if (template_check(conv.m, conv.n, 1, err, errlen)) goto done;
     alloc_responses(r, n);
     rc = tokenize_row(r, &opt, &conv, answers, fixes, err, errlen);
     if (!rc) rc = read_scores(j, r, oscores, err, errlen);
     if (!rc && pair && isnan(r->scores[0]) && isnan(r->scores[1])) r->scores[0] = 1.0, r->scores[1] = 0.0; /* chosen > rejected */
 done:
-    free(conv.m), free(answers), free(oscores);
+    free(conv.m), free(answers), free(oscores), free(turn_at);
     return rc;
 }
 
@@ -503,6 +545,8 @@ static int read_row(const char *line, size_t len, DataRow *r, const DataOptions 
 }
 
 static void row_free(DataRow *r) {
+    for (int i = 0; i < r->n_more; i++) row_free(&r->more[i]);
+    free(r->more);
     for (int k = 0; k < r->n_resp; k++) free(r->resp[k]);
     free(r->resp), free(r->resp_len), free(r->scores), free(r->prompt), free(r->id);
     memset(r, 0, sizeof *r);
@@ -536,6 +580,29 @@ int data_row_parse(const char *line, size_t len, DataRow *r, const DataOptions *
 
 void data_row_free(DataRow *r) { row_free(r); }
 
+/* The rows a line expanded into (all_assistant_turns) follow it as rows of their own, with its line and id. */
+static int rows_flatten(DataSet *ds, const char *path, char *err, size_t errlen) {
+    long total = 0;
+    for (int i = 0; i < ds->n; i++) total += 1 + (long)ds->rows[i].n_more;
+    if (total == ds->n) return 0;
+    if (total > INT_MAX / 2) /* DataSet counts rows in an int */
+        return snprintf(err, errlen, "%s: %ld rows, one a turn: at most %d", path, total, INT_MAX / 2), -1;
+    DataRow *all = xcalloc((size_t)total, sizeof(DataRow));
+    for (long i = 0, at = 0; i < ds->n; i++) {
+        DataRow *r = &ds->rows[i], *more = r->more;
+        int n_more = r->n_more;
+        r->more = NULL, r->n_more = 0, all[at++] = *r;
+        for (int t = 0; t < n_more; t++, at++) {
+            all[at] = more[t];
+            all[at].line = r->line, all[at].id = strdup(r->id);
+        }
+        free(more);
+    }
+    free(ds->rows);
+    ds->rows = all, ds->n = (int)total;
+    return 0;
+}
+
 int data_read(DataSet *ds, const char *path, const DataOptions *o, char *err, size_t errlen) {
     memset(ds, 0, sizeof *ds);
     ReadCtx c = {o, &ds->boundary_fixes};
@@ -544,6 +611,10 @@ int data_read(DataSet *ds, const char *path, const DataOptions *o, char *err, si
                        err, errlen))
         return -1;
     ds->rows = rows;
+    if (rows_flatten(ds, path, err, errlen)) {
+        data_free(ds);
+        return -1;
+    }
     return 0;
 }
 

@@ -20,7 +20,7 @@
  * (ordering, duplicates) small whatever the file holds. */
 #define DATA_MAX_RESPONSES 1024
 
-typedef struct {
+typedef struct DataRow {
     long line;      /* line of the source file */
     char *id;       /* "id" / "prompt_id", else the line number */
     int prompt_len; /* >= 1 */
@@ -29,6 +29,8 @@ typedef struct {
     int *resp_len;  /* [n_resp], each >= 1 */
     int **resp;     /* [n_resp][resp_len] */
     double *scores; /* [n_resp] labels, NaN where missing */
+    int n_more;             /* the further rows one line expands into (all_assistant_turns), in the order of their */
+    struct DataRow *more;   /* turns; data_read puts them after the row as rows of their own */
 } DataRow;
 
 typedef struct {
@@ -50,9 +52,12 @@ typedef struct {
     int special_in_text;     /* Hugging Face's default: special-token strings in message text become control tokens
                               * (by default they stay text; only the template's markers are control tokens) */
     const char *model_dir;   /* the model folder, named when tok is NULL (it has no tokenizer.json); NULL: none */
+    int all_assistant_turns; /* a "messages" row gives one row per assistant turn (the conversation before it the
+                              * prompt, rendered with the generation prompt); 0: the last turn, which must end it */
 } DataOptions;
 
-/* Reads every row of path. Returns 0, or -1 with "path:line: problem" in err. */
+/* Reads every row of path (the rows of an expanded line in its place, each with its line and id). Returns 0, or -1
+ * with "path:line: problem" in err. */
 int data_read(DataSet *ds, const char *path, const DataOptions *o, char *err, size_t errlen);
 void data_free(DataSet *ds);
 /* One row from the text of one JSON object, read as data_read reads a line

@@ -107,6 +107,7 @@ typedef enum {
     TOPT_NORMALIZE,
     /* options of other commands than train (never in train_options.json) */
     TOPT_STRICT,
+    TOPT_ASSISTANT_ONLY_LOSS,
     TOPT_PROMPTS,
     TOPT_MAX_NEW_TOKENS,
     TOPT_TEMPERATURE,
@@ -194,6 +195,7 @@ typedef struct {
     /* data, checkpoints, logging */
     int special_tokens_in_text; /* special-token strings in message text become control tokens (HF default); off */
     int skip_invalid;       /* report and skip malformed rows instead of stopping */
+    int assistant_only_loss; /* sft: every assistant turn of a "messages" row is a target (TRL's name); off: the last */
     long save_every;        /* checkpoint every N optimizer steps; 0 = only the final model */
     SaveDtype save_dtype;   /* f32 */
     int bf16;               /* --precision bf16: bf16 products, float32 master weights (kernels/matmul.h) */

@@ -146,6 +146,8 @@ const OptSpec OPT[TOPT_COUNT] = {
     L(TOPT_NORMALIZE, "normalize", "normalize", LOSS_CMDS),
     F(TOPT_STRICT, "strict", "strict", T_BOOL, strict, CMD_LOGPROBS | CMD_GRAD, 0, S_IO, NULL,
       "refuse responses whose first token merges with the prompt's end"),
+    F(TOPT_ASSISTANT_ONLY_LOSS, "assistant_only_loss", "assistant-only-loss", T_BOOL, assistant_only_loss, CMD_SFT, 0,
+      S_IO, NULL, "train on every assistant turn of a \"messages\" row, one row per turn (default: the last turn)"),
     F(TOPT_PROMPTS, "prompts", "prompts", T_STR, prompts, CMD_GENERATE, CMD_GENERATE, S_IO, "FILE.jsonl",
       "prompts, one per line"),
     F(TOPT_MAX_NEW_TOKENS, "max_new_tokens", "max-new-tokens", T_INT, max_new_tokens, CMD_GENERATE, 0, S_GENERATE,

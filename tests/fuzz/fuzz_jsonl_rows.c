@@ -33,6 +33,7 @@ static void check_rows(const DataSet *ds, int vocab) {
     for (int i = 0; i < ds->n; i++) {
         const DataRow *r = &ds->rows[i];
         FUZZ_ASSERT(r->id && r->prompt_len >= 1 && r->n_resp >= 1, "row %d: id, prompt or responses missing", i);
+        FUZZ_ASSERT(!r->n_more && !r->more, "row %d: its expansion was not put in place", i);
         for (int t = 0; t < r->prompt_len; t++) FUZZ_ASSERT(r->prompt[t] >= 0 && r->prompt[t] < vocab, "prompt id");
         for (int k = 0; k < r->n_resp; k++) {
             FUZZ_ASSERT(r->resp_len[k] >= 1, "row %d: response %d is empty", i, k);
@@ -52,11 +53,13 @@ static void read_with(const DataOptions *o) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_write(rows_path, data, size);
-    DataOptions ids_only = {NULL, NULL, -1, 1000, 1, 0, 0, NULL};
+    DataOptions ids_only = {NULL, NULL, -1, 1000, 1, 0, 0, NULL, 0};
     read_with(&ids_only);
-    DataOptions text = {tok, chatml, 257, VOCAB, 1, 0, 0, NULL};
+    DataOptions text = {tok, chatml, 257, VOCAB, 1, 0, 0, NULL, 0};
     read_with(&text);
     text.special_in_text = 1; /* Hugging Face's reading of special-token strings in the text */
+    read_with(&text);
+    text.all_assistant_turns = 1; /* sft --assistant-only-loss: a conversation expands into a row a turn */
     read_with(&text);
     return 0;
 }

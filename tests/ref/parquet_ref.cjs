@@ -78,7 +78,7 @@ const sets = {};
   sets.prompts = {rows, types: {instruction: new Utf8(), dataset: new Utf8()}};
 }
 { // every kind of value: nulls, empty lists, null elements, nested lists, integers, floats, booleans, long strings
-  const rows = Array.from({length: 3000}, (_, i) => ({
+  const rows = Array.from({length: 1000}, (_, i) => ({
     i64: i % 7 === 0 ? null : (i * 1000003) % 2000000 - 1000000, i32: (i * 37) % 500 - 250, u32: (i * 2654435761) % 4294967296,
     f32: [0.1, 0.5, -2.25, 1e-8, 3.4e38][i % 5], f64: i % 11 === 0 ? null : (i % 13 === 0 ? NaN : i / 7),
     flag: i % 5 === 0 ? null : i % 3 === 0, word: i % 9 === 0 ? null : WORDS[i % WORDS.length],
@@ -152,7 +152,7 @@ for (const [name, set] of Object.entries(sets)) {
       for (const dict of [true, false]) {
         if (!all && k++ % 4 !== Object.keys(sets).indexOf(name) % 4) continue;
         const file = `${name}-${cname}-${v2 ? 'v2' : 'v1'}-${dict ? 'dict' : 'plain'}.parquet`;
-        const bytes = write(file, set, {codec, v2, dict, group: name === 'types' ? 700 : 7, page: name === 'types' ? 2048 : 512});
+        const bytes = write(file, set, {codec, v2, dict, group: name === 'types' ? 300 : 7, page: name === 'types' ? 2048 : 512});
         check(file, bytes, twin);
         manifest.push({file, jsonl: `${name}.jsonl`, codec: cname, version: v2 ? 2 : 1, dictionary: dict, expect: 'ok'});
       }
