@@ -243,6 +243,9 @@ typedef struct {
     int T;               /* the most turns of a question */
 } Turns;
 
+/* Python's str.strip() on ASCII text */
+static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
+
 /* GroupDone of MT-Bench: the answers, without surrounding blanks as FastChat's output.strip() writes them */
 static int keep_answers(Run *r, int first, int n, const GenSample *s, void *ctx) {
     Turns *tt = ctx;
@@ -253,8 +256,8 @@ static int keep_answers(Run *r, int first, int n, const GenSample *s, void *ctx)
             const GenPrompt *g = &tt->gp[first + i];
             size_t len, at = ((size_t)q * r->a->n + j) * tt->T + tt->turn, b = 0;
             char *text = response_text(r, g->ids, g->len, &s[(size_t)i * K + k], &len);
-            while (len && strchr(" \t\n\r\f\v", text[len - 1])) len--;
-            while (b < len && strchr(" \t\n\r\f\v", text[b])) b++;
+            while (len && is_blank(text[len - 1])) len--;
+            while (b < len && is_blank(text[b])) b++;
             memmove(text, text + b, len - b), len -= b, text[len] = 0;
             tt->text[at] = text, tt->len[at] = len;
         }
