@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "byte_tokenizer.h"
 #include "check.h"
 #include "core/rng.h"
 #include "eval/generate.h"
@@ -433,6 +434,54 @@ static void test_sampler_reference(void) {
     free(text);
 }
 
+/* stop strings end a response at the first token whose text completes one,
+ * found by the window of generate.c: the same token as decoding the whole
+ * response after every token (the reference here) */
+static void test_stop_strings(Model *m, const char *name) {
+    char path[] = "/tmp/ppa_test_stop_XXXXXX", err[256];
+    int fd = mkstemp(path);
+    if (fd < 0) return;
+    close(fd);
+    write_byte_tokenizer(path, "");
+    Tokenizer *tok = tokenizer_load(path, err, sizeof err);
+    unlink(path);
+    CHECK(tok != NULL, "%s: the byte tokenizer: %s", name, err);
+    if (!tok) return;
+    int prompt[4] = {40, 41, 42, 43}, agree = 0, cases = 0;
+    GenPrompt gp = {.ids = prompt, .len = 4};
+    GenOptions free_o = opts(48, 0.0, 1.0, 1, 42);
+    GenSample full;
+    CHECK(gen(m, &gp, 1, &free_o, &full) == 0 && full.len == 48, "%s: 48 free tokens", name);
+    size_t n;
+    char *text = tokenizer_decode(tok, full.ids, (size_t)full.len, 1, &n); /* one byte per token (ids < 256) */
+    for (int at = 6; at + 12 <= (int)n; at += 7)
+        for (int w = 1; w <= 12; w += 11) {
+            char stop[16];
+            memcpy(stop, text + at, (size_t)w), stop[w] = 0;
+            if (strlen(stop) != (size_t)w) continue; /* a NUL byte: not a C string */
+            int want = 0; /* the reference: the first prefix whose whole decoded text holds the string */
+            for (int k = 1; k <= full.len && !want; k++) {
+                size_t len;
+                char *t = tokenizer_decode(tok, full.ids, (size_t)k, 1, &len);
+                if (memmem(t, len, stop, (size_t)w)) want = k;
+                free(t);
+            }
+            const char *stops[2] = {stop, "\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f"};
+            GenOptions o = opts(48, 0.0, 1.0, 1, 42);
+            o.stop_strings = stops, o.n_stop_strings = 2, o.tok = tok;
+            GenSample got;
+            cases++;
+            if (gen(m, &gp, 1, &o, &got)) continue;
+            agree += got.stopped && got.len == want && !memcmp(got.ids, full.ids, sizeof(int) * (size_t)want);
+            generate_free(&got, 1);
+        }
+    CHECK(cases >= 6 && agree == cases, "%s: a stop string ends generation at the token completing it (%d/%d)", name,
+          agree, cases);
+    free(text);
+    generate_free(&full, 1);
+    tokenizer_free(tok);
+}
+
 /* the cut of --stop: where the first of the stop strings starts (vLLM's and transformers' rule) */
 static void test_find_stop(void) {
     const char *one[] = {"\nUser"}, *two[] = {"xyz", "z"}, *rev[] = {"z", "xyz"};
@@ -478,6 +527,7 @@ int main(void) {
         test_repeatable(m, CONFIGS[i][0]);
         test_batch_independent(m, CONFIGS[i][0]);
         test_stops(m, CONFIGS[i][0]);
+        test_stop_strings(m, CONFIGS[i][0]);
         /* the same in bf16 (generate --precision bf16): decoder = engine, repeatable, batch-independent */
         char err[512], name[64];
         snprintf(name, sizeof name, "%s bf16", CONFIGS[i][0]);

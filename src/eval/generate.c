@@ -86,26 +86,38 @@ size_t generate_find_stop(const char *text, size_t n, const char *const *stops, 
     return at;
 }
 
-/* 1 if the response's text so far holds a stop string. The response is
- * decoded alone (its prompt's context can change only its first character:
- * the cut of the written text, with that context, is the caller's). */
-static int holds_stop(const GenSample *s, const GenOptions *o) {
+/* Tokens decoded to look for a stop string after each new token: an
+ * occurrence that the newest token completes ends in that token's text, so
+ * the last (longest stop string's bytes + 8) tokens hold it (a token is at
+ * least one byte; the 8 cover a character cut at the window's start). */
+static int stop_window(const GenOptions *o) {
+    size_t most = 0;
+    for (int i = 0; i < o->n_stop_strings; i++) most = strlen(o->stop_strings[i]) > most ? strlen(o->stop_strings[i]) : most;
+    return most > (size_t)1 << 24 ? 1 << 24 : (int)most + 8;
+}
+
+/* 1 if the end of the response's text holds a stop string: its last window
+ * tokens decoded, so that each step costs the window, not the response (the
+ * written text, with its prompt's context, is cut by the caller, which finds
+ * every occurrence however generation stopped). */
+static int holds_stop(const GenSample *s, const GenOptions *o, int window) {
     size_t len;
-    char *text = tokenizer_decode(o->tok, s->ids, (size_t)s->len, 1, &len);
+    int from = s->len > window ? s->len - window : 0;
+    char *text = tokenizer_decode(o->tok, s->ids + from, (size_t)(s->len - from), 1, &len);
     int hit = text && generate_find_stop(text, len, o->stop_strings, o->n_stop_strings) < len;
     free(text);
     return hit;
 }
 
 /* What one sampled token does to its slot: 1 when the slot goes on (feed it). */
-static int take_token(GenSample *s, int tok, int prompt_len, int limit, const GenOptions *o) {
+static int take_token(GenSample *s, int tok, int prompt_len, int limit, int window, const GenOptions *o) {
     if (is_stop(o, tok)) {
         s->ids[s->len] = tok;
         s->finished = 1;
         return 0;
     }
     s->ids[s->len++] = tok;
-    if (o->n_stop_strings && holds_stop(s, o)) return s->stopped = 1, 0;
+    if (o->n_stop_strings && holds_stop(s, o, window)) return s->stopped = 1, 0;
     return s->len < o->max_new_tokens && prompt_len + s->len < limit;
 }
 
@@ -113,7 +125,7 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
     const ModelConfig *c = model_config(m);
     const int K = o->n_samples, V = c->vocab_size, limit = decoder_model_max_len(c);
     /* a response cut by the length ends one position short, so that the end-of-turn token a reader adds still fits */
-    const int cap = limit - 1;
+    const int cap = limit - 1, window = stop_window(o);
     if (check_options(o, err, errlen)) return -1;
     if (n < 1) return 0;
     int max_len = 1; /* tokens fed: the prompt and every generated token but the last */
@@ -154,7 +166,7 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
         int n_feed = 0, unused = 0;
         for (int a = 0; a < n_active; a++) {
             int s = slot[a];
-            if (take_token(&out[s], tok[a], p[s / K].len, cap, o)) feed[n_feed] = tok[a], slot[n_feed++] = s;
+            if (take_token(&out[s], tok[a], p[s / K].len, cap, window, o)) feed[n_feed] = tok[a], slot[n_feed++] = s;
             else unused += generate_room(c, p[s / K].len, o->max_new_tokens) - out[s].len - out[s].finished;
         }
         if (o->on_tokens) o->on_tokens(o->ctx, n_active, unused);
