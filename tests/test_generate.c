@@ -12,6 +12,9 @@
 #include <omp.h>
 #endif
 
+#include <cjson/cJSON.h>
+
+#include "byte_tokenizer.h"
 #include "check.h"
 #include "core/rng.h"
 #include "eval/generate.h"
@@ -132,7 +135,7 @@ static void test_decoder_matches_engine(Model *m, const char *name, double tol) 
 }
 
 static GenOptions opts(int max_new, double T, double top_p, int K, uint64_t seed) {
-    return (GenOptions){max_new, T, top_p, K, seed, NULL, 0, NULL, 0, NULL, NULL};
+    return (GenOptions){.max_new_tokens = max_new, .temperature = T, .top_p = top_p, .n_samples = K, .seed = seed};
 }
 
 static int gen(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample *out) {
@@ -152,7 +155,7 @@ static void test_greedy_is_argmax(Model *m, const char *name) {
     enum { P = 5, N = 12 };
     const int V = model_config(m)->vocab_size;
     int prompt[P] = {3, 14, 15, 9, 26}, ctx[P + N];
-    GenPrompt gp = {prompt, P, 0};
+    GenPrompt gp = {.ids = prompt, .len = P};
     GenOptions o = opts(N, 0.0, 1.0, 1, 42);
     GenSample s;
     if (gen(m, &gp, 1, &o, &s)) return;
@@ -183,7 +186,7 @@ static void test_greedy_is_argmax(Model *m, const char *name) {
 /* (c) repeatability: greedy twice, same seed, another seed, tiny top-p */
 static void test_repeatable(Model *m, const char *name) {
     int prompt[4] = {7, 1, 8, 2};
-    GenPrompt gp = {prompt, 4, 5};
+    GenPrompt gp = {.ids = prompt, .len = 4, .stream = 5};
     GenSample a, b, c[4], e[4], g[4];
     GenOptions greedy = opts(16, 0.0, 1.0, 1, 42);
     if (gen(m, &gp, 1, &greedy, &a) || gen(m, &gp, 1, &greedy, &b)) return;
@@ -216,7 +219,7 @@ static void test_batch_independent(Model *m, const char *name) {
     enum { NP = 3, K = 4 };
     int pr[NP][7] = {{1, 2, 3, 4, 5, 6, 7}, {9, 8}, {40, 41, 42, 43}}, plen[NP] = {7, 2, 4};
     GenPrompt gp[NP];
-    for (int i = 0; i < NP; i++) gp[i] = (GenPrompt){pr[i], plen[i], (uint64_t)(100 + i)};
+    for (int i = 0; i < NP; i++) gp[i] = (GenPrompt){.ids = pr[i], .len = plen[i], .stream = (uint64_t)(100 + i)};
     GenOptions o = opts(12, 0.9, 0.95, K, 7);
     GenSample all[NP * K], one[K];
     if (gen(m, gp, NP, &o, all)) return;
@@ -244,7 +247,7 @@ static void test_batch_independent(Model *m, const char *name) {
 /* (e) stop tokens, the new-token cap and the model's maximum length */
 static void test_stops(Model *m, const char *name) {
     int prompt[3] = {5, 6, 7};
-    GenPrompt gp = {prompt, 3, 0};
+    GenPrompt gp = {.ids = prompt, .len = 3};
     GenOptions o = opts(20, 0.0, 1.0, 1, 42);
     GenSample free_run, capped, stopped, at_limit;
     if (gen(m, &gp, 1, &o, &free_run)) return;
@@ -276,7 +279,7 @@ static void test_stops(Model *m, const char *name) {
         generate_free(&capped, 1);
     }
     int lim = decoder_model_max_len(model_config(m)), *longp = calloc((size_t)lim, sizeof(int));
-    GenPrompt lp = {longp, lim - 4, 0};
+    GenPrompt lp = {.ids = longp, .len = lim - 4};
     o.max_new_tokens = 100;
     if (!gen(m, &lp, 1, &o, &at_limit)) {
         CHECK(at_limit.len == 3 && !at_limit.finished,
@@ -318,14 +321,18 @@ static int ref_order(const void *a, const void *b) {
     return x->id - y->id;
 }
 
-static int ref_sample(const float *l, int V, double T, double top_p, PpaRng *rng) { /* V <= 512 */
+static int ref_sample(const float *l, int V, double T, int top_k, double top_p, PpaRng *rng) { /* V <= 512 */
     double mx = -INFINITY, total = 0.0, mass = 0.0, cum = 0.0, p[512];
     RefCand c[512];
     char in[512] = {0};
     for (int v = 0; v < V; v++) mx = l[v] / T > mx ? l[v] / T : mx;
-    for (int v = 0; v < V; v++) p[v] = exp(l[v] / T - mx), c[v] = (RefCand){p[v], v}, total += p[v];
+    for (int v = 0; v < V; v++) p[v] = exp(l[v] / T - mx), c[v] = (RefCand){p[v], v};
     qsort(c, (size_t)V, sizeof *c, ref_order);
-    for (int k = 0; k < V && (k == 0 || cum < top_p * total); k++) in[c[k].id] = 1, cum += c[k].p;
+    int kept = V; /* top-k: the first k of the sorted order and every tie of the k-th */
+    if (top_k > 0 && top_k < V)
+        for (kept = top_k; kept < V && c[kept].p == c[top_k - 1].p;) kept++;
+    for (int k = 0; k < kept; k++) total += c[k].p;
+    for (int k = 0; k < kept && (k == 0 || cum < top_p * total); k++) in[c[k].id] = 1, cum += c[k].p;
     for (int v = 0; v < V; v++) mass += in[v] ? p[v] : 0.0;
     double u = rng_uniform(rng) * mass;
     cum = 0.0;
@@ -343,16 +350,16 @@ static void test_sampler(void) {
     PpaRng r;
     sample_stream(&r, 1, 0, 0);
     int count[3] = {0}, c2[3] = {0}, n = 20000;
-    for (int i = 0; i < n; i++) count[sample_token(l, 3, 1.0, 1.0, &r, work)]++;
+    for (int i = 0; i < n; i++) count[sample_token(l, 3, 1.0, 0, 1.0, &r, work)]++;
     CHECK(fabs(count[2] / (double)n - 0.5) < 0.02 && fabs(count[0] / (double)n - 0.25) < 0.02,
           "temperature 1 draws follow the softmax (%d %d %d)", count[0], count[1], count[2]);
-    for (int i = 0; i < 2000; i++) c2[sample_token(l, 3, 1.0, 0.5, &r, work)]++;
+    for (int i = 0; i < 2000; i++) c2[sample_token(l, 3, 1.0, 0, 0.5, &r, work)]++;
     CHECK(c2[2] == 2000, "top-p 0.5 keeps only the most likely token");
     memset(c2, 0, sizeof c2);
-    for (int i = 0; i < 4000; i++) c2[sample_token(l, 3, 1.0, 0.6, &r, work)]++;
+    for (int i = 0; i < 4000; i++) c2[sample_token(l, 3, 1.0, 0, 0.6, &r, work)]++;
     CHECK(c2[1] == 0 && c2[0] > 1000 && c2[2] > 2000, "top-p 0.6: the tie goes to the lower id (%d %d %d)", c2[0], c2[1], c2[2]);
     memset(c2, 0, sizeof c2);
-    for (int i = 0; i < 4000; i++) c2[sample_token(l, 3, 100.0, 1.0, &r, work)]++;
+    for (int i = 0; i < 4000; i++) c2[sample_token(l, 3, 100.0, 0, 1.0, &r, work)]++;
     CHECK(c2[1] > 1100 && c2[2] < 1500, "a high temperature flattens (%d %d %d)", c2[0], c2[1], c2[2]);
     PpaRng a, b;
     sample_stream(&a, 42, 1, 2), sample_stream(&b, 42, 2, 1);
@@ -370,14 +377,120 @@ static void test_sampler(void) {
         for (int v = 0; v < V; v++) rl[v] = (float)(0.5 * floor(8 * rng_uniform(&g)));
         PpaRng a1, a2;
         sample_stream(&a1, 9, (uint64_t)t, 0), a2 = a1;
-        int got = sample_token(rl, V, T, top_p, &a1, rw), want = ref_sample(rl, V, T, top_p, &a2);
+        int top_k = t % 3 ? 0 : 1 + (int)(rng_uniform(&g) * V);
+        int got = sample_token(rl, V, T, top_k, top_p, &a1, rw), want = ref_sample(rl, V, T, top_k, top_p, &a2);
         agree += got == want;
-        if (got != want) CHECK(0, "trial %d (V %d, T %g, top-p %g): sampled %d, the sorted nucleus gives %d", t, V, T, top_p, got, want);
+        if (got != want)
+            CHECK(0, "trial %d (V %d, T %g, top-k %d, top-p %g): sampled %d, the sorted top-k and nucleus give %d", t, V, T,
+                  top_k, top_p, got, want);
     }
-    CHECK(agree == trials, "nucleus sampling = a full sort on %d/%d trials", agree, trials);
+    CHECK(agree == trials, "top-k and nucleus sampling = a full sort on %d/%d trials", agree, trials);
+    /* top-k 1 is greedy (no ties): whatever the temperature, top-p and draw */
+    int greedy_same = 1;
+    for (int t = 0; t < 200; t++) {
+        int V = 2 + (int)(rng_uniform(&g) * (RV - 2));
+        for (int v = 0; v < V; v++) rl[v] = (float)(4 * rng_uniform(&g) - 2);
+        greedy_same &= sample_token(rl, V, 0.2 + 3 * rng_uniform(&g), 1, 0.3 + 0.7 * rng_uniform(&g), &g, rw) ==
+                       sample_greedy(rl, V);
+    }
+    CHECK(greedy_same, "top-k 1 draws the greedy token");
     float nan3[3] = {NAN, NAN, NAN};
-    int t = sample_token(nan3, 3, 1.0, 0.9, &r, work);
+    int t = sample_token(nan3, 3, 1.0, 0, 0.9, &r, work);
     CHECK(t >= 0 && t < 3, "all-NaN logits still give an id");
+}
+
+/* sample_weights against transformers' warpers (temperature, top-k, top-p),
+ * written independently in tests/ref/sample_ref.py */
+static void test_sampler_reference(void) {
+    const char *path = "tests/fixtures/sample_golden.json";
+    char *text = check_slurp(path);
+    cJSON *doc = text ? cJSON_Parse(text) : NULL;
+    CHECK(doc != NULL, "read %s", path);
+    if (!doc) return free(text);
+    int n = 0, agree = 0;
+    for (const cJSON *c = cJSON_GetObjectItem(doc, "cases")->child; c; c = c->next, n++) {
+        int V = cJSON_GetObjectItem(c, "V")->valueint, top_k = cJSON_GetObjectItem(c, "top_k")->valueint;
+        double T = cJSON_GetObjectItem(c, "temperature")->valuedouble, top_p = cJSON_GetObjectItem(c, "top_p")->valuedouble;
+        float *l = malloc(sizeof(float) * (size_t)V);
+        SampleCand *w = malloc(sizeof(SampleCand) * 2 * (size_t)V);
+        const cJSON *lv = cJSON_GetObjectItem(c, "logits")->child, *pv = cJSON_GetObjectItem(c, "probs")->child;
+        for (int v = 0; v < V; v++, lv = lv->next) l[v] = (float)lv->valuedouble;
+        double mass = sample_weights(l, V, T, top_k, top_p, w), worst = 0.0;
+        int same_set = mass > 0.0;
+        for (int v = 0; v < V; v++, pv = pv->next) {
+            double got = w[v].p / mass, want = pv->valuedouble;
+            same_set &= (got > 0.0) == (want > 0.0) && w[v].id == v;
+            double d = fabs(got - want) / (want > 1e-300 ? want : 1.0);
+            worst = d > worst ? d : worst;
+        }
+        int ok = same_set && worst < 1e-9;
+        agree += ok;
+        if (!ok) CHECK(0, "case %d (V %d, T %g, top-k %d, top-p %g): kept set %s, largest relative difference %.3g", n, V,
+                       T, top_k, top_p, same_set ? "equal" : "differs", worst);
+        free(l), free(w);
+    }
+    CHECK(n >= 50 && agree == n, "the filtered distribution = transformers' warpers on %d/%d cases", agree, n);
+    cJSON_Delete(doc);
+    free(text);
+}
+
+/* stop strings end a response at the first token whose text completes one,
+ * found by the window of generate.c: the same token as decoding the whole
+ * response after every token (the reference here) */
+static void test_stop_strings(Model *m, const char *name) {
+    char path[] = "/tmp/ppa_test_stop_XXXXXX", err[256];
+    int fd = mkstemp(path);
+    if (fd < 0) return;
+    close(fd);
+    write_byte_tokenizer(path, "");
+    Tokenizer *tok = tokenizer_load(path, err, sizeof err);
+    unlink(path);
+    CHECK(tok != NULL, "%s: the byte tokenizer: %s", name, err);
+    if (!tok) return;
+    int prompt[4] = {40, 41, 42, 43}, agree = 0, cases = 0;
+    GenPrompt gp = {.ids = prompt, .len = 4};
+    GenOptions free_o = opts(48, 0.0, 1.0, 1, 42);
+    GenSample full;
+    CHECK(gen(m, &gp, 1, &free_o, &full) == 0 && full.len == 48, "%s: 48 free tokens", name);
+    size_t n;
+    char *text = tokenizer_decode(tok, full.ids, (size_t)full.len, 1, &n); /* one byte per token (ids < 256) */
+    for (int at = 6; at + 12 <= (int)n; at += 7)
+        for (int w = 1; w <= 12; w += 11) {
+            char stop[16];
+            memcpy(stop, text + at, (size_t)w), stop[w] = 0;
+            if (strlen(stop) != (size_t)w) continue; /* a NUL byte: not a C string */
+            int want = 0; /* the reference: the first prefix whose whole decoded text holds the string */
+            for (int k = 1; k <= full.len && !want; k++) {
+                size_t len;
+                char *t = tokenizer_decode(tok, full.ids, (size_t)k, 1, &len);
+                if (memmem(t, len, stop, (size_t)w)) want = k;
+                free(t);
+            }
+            const char *stops[2] = {stop, "\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f"};
+            GenOptions o = opts(48, 0.0, 1.0, 1, 42);
+            o.stop_strings = stops, o.n_stop_strings = 2, o.tok = tok;
+            GenSample got;
+            cases++;
+            if (gen(m, &gp, 1, &o, &got)) continue;
+            agree += got.stopped && got.len == want && !memcmp(got.ids, full.ids, sizeof(int) * (size_t)want);
+            generate_free(&got, 1);
+        }
+    CHECK(cases >= 6 && agree == cases, "%s: a stop string ends generation at the token completing it (%d/%d)", name,
+          agree, cases);
+    free(text);
+    generate_free(&full, 1);
+    tokenizer_free(tok);
+}
+
+/* the cut of --stop: where the first of the stop strings starts (vLLM's and transformers' rule) */
+static void test_find_stop(void) {
+    const char *one[] = {"\nUser"}, *two[] = {"xyz", "z"}, *rev[] = {"z", "xyz"};
+    const char *t = "Hi.\nUser: more\nUser";
+    CHECK(generate_find_stop(t, strlen(t), one, 1) == 3, "the first occurrence");
+    CHECK(generate_find_stop("wxyz", 4, two, 2) == 1 && generate_find_stop("wxyz", 4, rev, 2) == 1,
+          "a string that starts earlier wins, whichever the order given, even where a later one starts inside it");
+    CHECK(generate_find_stop("abc", 3, one, 1) == 3 && generate_find_stop("abc", 3, NULL, 0) == 3, "none: the whole text");
+    CHECK(generate_find_stop("ab\nUs", 5, one, 1) == 5, "a stop string cut by the text's end is not one yet");
 }
 
 /* SentencePiece: a continuation keeps its leading space (the decoder strips a
@@ -403,7 +516,9 @@ static void test_continuation_text(void) {
 
 int main(void) {
     test_continuation_text();
+    test_find_stop();
     test_sampler();
+    test_sampler_reference();
     for (size_t i = 0; i < sizeof CONFIGS / sizeof CONFIGS[0]; i++) {
         Model *m = tiny_model(CONFIGS[i][0], CONFIGS[i][1], 1234 + i);
         if (!m) continue;
@@ -412,6 +527,7 @@ int main(void) {
         test_repeatable(m, CONFIGS[i][0]);
         test_batch_independent(m, CONFIGS[i][0]);
         test_stops(m, CONFIGS[i][0]);
+        test_stop_strings(m, CONFIGS[i][0]);
         /* the same in bf16 (generate --precision bf16): decoder = engine, repeatable, batch-independent */
         char err[512], name[64];
         snprintf(name, sizeof name, "%s bf16", CONFIGS[i][0]);

@@ -132,7 +132,7 @@ printf '{"prompt_ids": [%s]}\n' "$(seq -s, 60)" > "$tmp/long.jsonl"
 "$ppa" generate --model "$tmp/m" --prompts "$tmp/long.jsonl" --max-new-tokens 100 > "$tmp/out" 2> "$tmp/err"
 expect "a response stops at the model's maximum length" grep -Eq '"n_tokens": \[[1-4]\]' "$tmp/out"
 
-expect "the resolved settings on stderr" grep -q "template none, stop ids \[257\], temperature 0 (greedy), top-p 1, n 1, max-new-tokens 100, seed 42" "$tmp/err"
+expect "the resolved settings on stderr" grep -q "format jsonl, template none, stop ids \[257\], 0 stop strings, temperature 0 (greedy), top-k 0, top-p 1, n 1, max-new-tokens 100, seed 42" "$tmp/err"
 
 # -- a real chat tokenizer (npm fixture, when fetched): its own Jinja template, whose end of turn <|im_end|> stops
 qwen=$(dirname "$0")/../cache/tokenizers/qwen3/tokenizer.json

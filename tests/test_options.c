@@ -211,9 +211,24 @@ static void test_generate(void) {
     st = parse(CMD_GENERATE, &o, "--model", "m", "--prompts", "p", "--num-samples", "2", NULL);
     CHECK(st == TRAIN_OPTIONS_OK && o.n_samples == 2, "--num-samples: %s", err);
     train_options_free(&o);
+    /* --stop repeats: every value kept in order; the others replace */
+    st = parse(CMD_GENERATE, &o, "--model", "m", "--prompts", "p", "--stop", "\n\nUser:", "--top-k", "40", "--stop", "###",
+               "--format", "mt_bench", "--generator", "a", "--generator", "b", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.stop.n == 2 && !strcmp(o.stop.v[0], "\n\nUser:") && !strcmp(o.stop.v[1], "###") &&
+              o.top_k == 40 && !strcmp(o.format, "mt_bench") && !strcmp(o.generator, "b"),
+          "generate --stop twice, --top-k, --format, --generator: %s", err);
+    train_options_free(&o);
+    CHECK(o.stop.n == 0 && !o.stop.v && !o.format && !o.generator, "train_options_free releases the repeated values");
+    st = parse(CMD_GENERATE, &o, "--model", "m", "--prompts", "p", NULL);
+    CHECK(st == TRAIN_OPTIONS_OK && o.stop.n == 0 && o.top_k == 0 && !o.format, "generate: no stop strings, top-k off");
+    train_options_free(&o);
+    st = parse(CMD_TRAIN, &o, "--model", "m", "--data", "d", "--out", "o", "--stop", "x", NULL);
+    CHECK(st == TRAIN_OPTIONS_ERROR, "train takes no --stop");
+    train_options_free(&o);
     static const char *const BAD[][2] = {{"--top-p", "0"}, {"--top-p", "1.5"}, {"--temperature", "-1"},
                                         {"--temperature", "nan"}, {"--max-new-tokens", "0"}, {"-n", "0"},
-                                        {"--n", "x"}, {"--seed", "-1"}};
+                                        {"--n", "x"}, {"--seed", "-1"}, {"--top-k", "-1"}, {"--top-k", "1.5"},
+                                        {"--stop", ""}, {"--format", "alpaca"}, {"--generator", ""}};
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         st = parse(CMD_GENERATE, &o, "--model", "m", "--prompts", "p", BAD[i][0], BAD[i][1], NULL);
         CHECK(st == TRAIN_OPTIONS_ERROR && (strstr(err, BAD[i][0]) || strstr(err, "--n")), "generate %s %s: %s",

@@ -96,6 +96,28 @@ while IFS= read -r row; do
   run_line "table row $cmd" "$example"
 done <<< "$rows"
 
+# ---- the general-benchmark block, after the table trained `aligned`: an AlpacaEval array, a FastChat question file
+printf '%s\n' '[{"instruction": "Name a fruit.", "dataset": "helpful_base"}, {"instruction": "Say hi.", "dataset": "oasst"}]' \
+  > alpaca_eval.json
+mkdir -p data/mt_bench/model_answer
+printf '%s\n' '{"question_id": 81, "category": "writing", "turns": ["Write a poem.", "Shorter."]}' > data/mt_bench/question.jsonl
+bench=$(awk '/<!-- benchmarks/ { on = 1; next } /<!-- \/benchmarks/ { on = 0 } on' "$readme")
+n_run=0
+while IFS= read -r line; do
+  case "$line" in
+    ./ppa*) run_line benchmarks "$line"; n_run=$((n_run + 1)) ;;
+    '#'*|'```'*|'') ;;
+    *) bad "benchmarks: a line this test does not know how to run: '$line'" ;;
+  esac
+done <<< "$bench"
+expect "the benchmark block writes both files (2 ppa lines run)" test "$n_run" -eq 2
+expect "... AlpacaEval's array, generator the model's folder name" /usr/bin/python3 -c '
+import json; a = json.load(open("aligned_alpaca.json"))
+assert [(o["instruction"], o["generator"], type(o["output"])) for o in a] == [("Name a fruit.", "aligned", str), ("Say hi.", "aligned", str)]'
+expect "... FastChat's answer line, two turns" /usr/bin/python3 -c '
+import json; a = [json.loads(l) for l in open("data/mt_bench/model_answer/aligned.jsonl")]
+assert len(a) == 1 and a[0]["question_id"] == 81 and a[0]["model_id"] == "aligned" and len(a[0]["choices"][0]["turns"]) == 2'
+
 # ---- make targets the README names: make -n (the demo targets run for real in test_demo.sh)
 # the targets: lines of code blocks that start with make, and `make ...` spans in the text
 targets=$(awk '/^```/ { code = !code; next } code && /^make( |$)/ { print ($2 == "" || $2 ~ /^#/ ? "(all)" : $2) }

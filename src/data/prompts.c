@@ -1,9 +1,10 @@
-/* prompts.c: generation prompts from JSON Lines (prompts.h). */
+/* prompts.c: generation prompts from JSON Lines or a JSON array (prompts.h). */
 #include "data/prompts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/common.h"
 #include "io/json.h"
@@ -13,7 +14,7 @@
 /* the aliases of rows.c (formats.md a.2) */
 static const char *const PROMPT[] = {"prompt", "instruction", "question", "query", NULL};
 static const char *const ID[] = {"id", "prompt_id", NULL};
-static const char *const OTHER[] = {"messages", "system", "template", "prompt_ids", NULL};
+static const char *const OTHER[] = {"messages", "turns", "system", "template", "prompt_ids", NULL};
 
 static int listed(const char *const *names, const char *key) {
     for (int i = 0; names[i]; i++)
@@ -63,6 +64,10 @@ static int read_ids(const cJSON *a, PromptRow *r, const PromptOptions *o, char *
 static int read_conv(const cJSON *j, ChatMessage **m, int *n, char *err, size_t errlen) {
     const cJSON *prompt, *msgs = cJSON_GetObjectItemCaseSensitive(j, "messages");
     if (pick(j, PROMPT, &prompt, err, errlen)) return -1;
+    const cJSON *turns = cJSON_GetObjectItemCaseSensitive(j, "turns");
+    if (turns && (prompt || msgs))
+        return snprintf(err, errlen, "both \"turns\" and \"%s\" give the prompt", prompt ? prompt->string : "messages"), -1;
+    if (turns) prompt = turns->child; /* checked by read_turns: the first user turn */
     if (cJSON_IsArray(prompt)) msgs = prompt, prompt = NULL; /* a message list under "prompt" */
     if (msgs && !cJSON_IsArray(msgs)) return snprintf(err, errlen, "\"messages\" must be a list of messages"), -1;
     if (prompt && msgs) return snprintf(err, errlen, "both \"prompt\" and \"messages\" give the prompt"), -1;
@@ -85,31 +90,51 @@ static int read_conv(const cJSON *j, ChatMessage **m, int *n, char *err, size_t 
     return 0;
 }
 
+/* MT-Bench's "turns": a non-empty list of strings */
+static int read_turns(const cJSON *j, PromptRow *r, char *err, size_t errlen) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "turns");
+    if (!t) return 0;
+    if (!cJSON_IsArray(t) || !t->child)
+        return snprintf(err, errlen, "\"turns\" must be a non-empty list of strings (the user's turns)"), -1;
+    int i = 0;
+    for (const cJSON *it = t->child; it; it = it->next, i++)
+        if (!cJSON_IsString(it)) return snprintf(err, errlen, "\"turns\"[%d] must be a string", i), -1;
+    r->n_turns = i;
+    return 0;
+}
+
+int prompts_encode(const PromptOptions *o, int template_none, const ChatMessage *m, int n, int **ids, int *len, char *err,
+                   size_t errlen) {
+    const ChatTemplate *tpl = template_none ? NULL : o->tpl;
+    MaskedText text = {0};
+    *ids = NULL, *len = 0;
+    if (template_check(m, n, 1, err, errlen) || chat_template_render(tpl, m, n, 1, &text, err, errlen)) {
+        masked_free(&text);
+        return -1;
+    }
+    long got = tokenizer_encode_masked(o->tok, text.text.s, o->special_in_text ? NULL : (const unsigned char *)text.mask.s,
+                                       text.text.n, chat_template_add_special(tpl, &text), ids, err, errlen);
+    masked_free(&text);
+    if (got < 0) return -1;
+    if (got < 1) snprintf(err, errlen, "the prompt has no tokens");
+    else if (got >= o->max_len)
+        snprintf(err, errlen, "the prompt has %ld tokens: the model allows %d in all, and one must be left to generate",
+                 got, o->max_len);
+    if (got < 1 || got >= o->max_len) return free(*ids), *ids = NULL, -1;
+    *len = (int)got;
+    return 0;
+}
+
 static int read_text(const cJSON *j, PromptRow *r, const PromptOptions *o, char *err, size_t errlen) {
     if (!o->tok && o->model_dir)
         return ppa_fail(err, errlen, "a text prompt needs the model's tokenizer, and the model folder %s has no "
                         "tokenizer.json (a line of token ids, \"prompt_ids\", needs none)", o->model_dir);
     if (!o->tok) return snprintf(err, errlen, "a text prompt needs the model's tokenizer (or use \"prompt_ids\")"), -1;
-    const ChatTemplate *tpl = o->tpl;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "template");
-    if (cJSON_IsString(t) && !strcmp(t->valuestring, "none")) tpl = NULL;
+    r->template_none = cJSON_IsString(t) && !strcmp(t->valuestring, "none");
     ChatMessage *m = NULL;
-    MaskedText text = {0};
-    int n = 0, rc = -1;
-    if (read_conv(j, &m, &n, err, errlen) || template_check(m, n, 1, err, errlen) ||
-        chat_template_render(tpl, m, n, 1, &text, err, errlen))
-        goto done;
-    long len = tokenizer_encode_masked(o->tok, text.text.s, o->special_in_text ? NULL : (const unsigned char *)text.mask.s,
-                                       text.text.n, chat_template_add_special(tpl, &text), &r->ids, err, errlen);
-    if (len < 0) goto done;
-    if (len < 1) {
-        snprintf(err, errlen, "the prompt has no tokens");
-        goto done;
-    }
-    r->len = (int)len;
-    rc = 0;
-done:
-    masked_free(&text);
+    int n = 0, rc = read_turns(j, r, err, errlen) || read_conv(j, &m, &n, err, errlen) ||
+                    prompts_encode(o, r->template_none, m, n, &r->ids, &r->len, err, errlen) ? -1 : 0;
     free(m);
     return rc;
 }
@@ -130,6 +155,7 @@ static int read_prompt(const char *line, size_t len, PromptRow *r, const PromptO
         rc = -1;
     }
     if (!rc) r->echo = echo_fields(j);
+    if (!rc && o->keep_source) r->source = j, j = NULL;
     cJSON_Delete(j);
     return rc;
 }
@@ -137,6 +163,7 @@ static int read_prompt(const char *line, size_t len, PromptRow *r, const PromptO
 static void prompt_free(PromptRow *r) {
     free(r->ids);
     cJSON_Delete(r->echo);
+    cJSON_Delete(r->source);
     memset(r, 0, sizeof *r);
 }
 
@@ -148,9 +175,11 @@ static int parse_prompt(const char *line, size_t len, long lineno, void *item, v
 
 static void free_prompt_item(void *item) { prompt_free(item); }
 
+
 int prompts_read(PromptSet *ps, const char *path, const PromptOptions *o, char *err, size_t errlen) {
     memset(ps, 0, sizeof *ps);
     void *rows;
+    ps->array = records_is_array(path);
     if (records_read_all(path, sizeof(PromptRow), parse_prompt, free_prompt_item, (void *)o, o->skip_invalid, &rows, &ps->n,
                        &ps->skipped, err, errlen))
         return -1;

@@ -39,6 +39,10 @@ static int check_options(const GenOptions *o, char *err, size_t errlen) {
     if (!(o->temperature >= 0.0) || !isfinite(o->temperature))
         return snprintf(err, errlen, "temperature must be a finite number >= 0"), -1;
     if (!(o->top_p > 0.0 && o->top_p <= 1.0)) return snprintf(err, errlen, "top-p must be in (0, 1]"), -1;
+    if (o->top_k < 0) return snprintf(err, errlen, "top-k must be >= 0"), -1;
+    if (o->n_stop_strings > 0 && !o->tok) return snprintf(err, errlen, "stop strings need a tokenizer"), -1;
+    for (int i = 0; i < o->n_stop_strings; i++)
+        if (!o->stop_strings[i][0]) return snprintf(err, errlen, "a stop string is empty"), -1;
     return 0;
 }
 
@@ -55,28 +59,65 @@ static void ban_tokens(float *logits, const int *row, int n, int V, const GenOpt
             if (o->banned[b] >= 0 && o->banned[b] < V) logits[(size_t)row[i] * V + o->banned[b]] = -INFINITY;
 }
 
-/* tok[i] = the next token of slot slot[i], from logits row row[i]; one
- * stream per slot, so the threads' split does not matter */
-static void sample_rows(int *tok, const float *logits, const int *row, const int *slot, int n, int V, const GenOptions *o,
-                        PpaRng *rng) {
+/* tok[i] = the next token of slot slot[i], from logits row row[i], at the
+ * temperature of its prompt; one stream per slot, so the threads' split does
+ * not matter */
+static void sample_rows(int *tok, const float *logits, const int *row, const int *slot, int n, int V, int K,
+                        const GenPrompt *p, const GenOptions *o, PpaRng *rng) {
 #pragma omp parallel
     {
-        SampleCand *work = o->temperature > 0.0 ? xmalloc(sizeof(SampleCand) * 2 * (size_t)V) : NULL;
+        SampleCand *work = xmalloc(sizeof(SampleCand) * 2 * (size_t)V);
 #pragma omp for schedule(dynamic, 4)
-        for (int i = 0; i < n; i++)
-            tok[i] = sample_token(logits + (size_t)row[i] * V, V, o->temperature, o->top_p, &rng[slot[i]], work);
+        for (int i = 0; i < n; i++) {
+            const GenPrompt *q = &p[slot[i] / K];
+            double t = q->own_temperature ? q->temperature : o->temperature;
+            tok[i] = sample_token(logits + (size_t)row[i] * V, V, t, o->top_k, o->top_p, &rng[slot[i]], work);
+        }
         free(work);
     }
 }
 
+size_t generate_find_stop(const char *text, size_t n, const char *const *stops, int n_stops) {
+    size_t at = n;
+    for (int i = 0; i < n_stops; i++) { /* the whole text: a later string may start before an earlier one ends */
+        const char *hit = memmem(text, n, stops[i], strlen(stops[i]));
+        if (hit && (size_t)(hit - text) < at) at = (size_t)(hit - text);
+    }
+    return at;
+}
+
+/* Tokens decoded to look for a stop string after each new token: an
+ * occurrence that the newest token completes ends in that token's text, so
+ * the last (longest stop string's bytes + 8) tokens hold it (a token is at
+ * least one byte; the 8 cover a character cut at the window's start). */
+static int stop_window(const GenOptions *o) {
+    size_t most = 0;
+    for (int i = 0; i < o->n_stop_strings; i++) most = strlen(o->stop_strings[i]) > most ? strlen(o->stop_strings[i]) : most;
+    return most > (size_t)1 << 24 ? 1 << 24 : (int)most + 8;
+}
+
+/* 1 if the end of the response's text holds a stop string: its last window
+ * tokens decoded, so that each step costs the window, not the response (the
+ * written text, with its prompt's context, is cut by the caller, which finds
+ * every occurrence however generation stopped). */
+static int holds_stop(const GenSample *s, const GenOptions *o, int window) {
+    size_t len;
+    int from = s->len > window ? s->len - window : 0;
+    char *text = tokenizer_decode(o->tok, s->ids + from, (size_t)(s->len - from), 1, &len);
+    int hit = text && generate_find_stop(text, len, o->stop_strings, o->n_stop_strings) < len;
+    free(text);
+    return hit;
+}
+
 /* What one sampled token does to its slot: 1 when the slot goes on (feed it). */
-static int take_token(GenSample *s, int tok, int prompt_len, int limit, const GenOptions *o) {
+static int take_token(GenSample *s, int tok, int prompt_len, int limit, int window, const GenOptions *o) {
     if (is_stop(o, tok)) {
         s->ids[s->len] = tok;
         s->finished = 1;
         return 0;
     }
     s->ids[s->len++] = tok;
+    if (o->n_stop_strings && holds_stop(s, o, window)) return s->stopped = 1, 0;
     return s->len < o->max_new_tokens && prompt_len + s->len < limit;
 }
 
@@ -84,7 +125,7 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
     const ModelConfig *c = model_config(m);
     const int K = o->n_samples, V = c->vocab_size, limit = decoder_model_max_len(c);
     /* a response cut by the length ends one position short, so that the end-of-turn token a reader adds still fits */
-    const int cap = limit - 1;
+    const int cap = limit - 1, window = stop_window(o);
     if (check_options(o, err, errlen)) return -1;
     if (n < 1) return 0;
     int max_len = 1; /* tokens fed: the prompt and every generated token but the last */
@@ -92,6 +133,8 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
         if (p[i].len < 1 || p[i].len >= limit)
             return snprintf(err, errlen, "prompt %d has %d tokens: it needs 1 to %d (the model's limit %d, minus one to "
                                          "generate)", i, p[i].len, limit - 1, limit), -1;
+        if (p[i].own_temperature && (!(p[i].temperature >= 0.0) || !isfinite(p[i].temperature)))
+            return snprintf(err, errlen, "prompt %d: temperature must be a finite number >= 0", i), -1;
         int need = generate_max_len(c, p[i].len, o->max_new_tokens) - 1;
         max_len = need > max_len ? need : max_len;
     }
@@ -111,7 +154,7 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
         int room = generate_room(c, p[i].len, o->max_new_tokens);
         for (int j = 0; j < K; j++) {
             int s = i * K + j;
-            sample_stream(&rng[s], o->seed, p[i].stream, (uint64_t)j);
+            sample_stream(&rng[s], o->seed, p[i].stream, p[i].sample0 + (uint64_t)j);
             out[s].ids = xmalloc(sizeof(int) * (size_t)(room + 1));
             row[s] = i * K, slot[s] = s; /* the K samples start from the prompt's one row of logits */
         }
@@ -119,11 +162,11 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
     int n_active = rc ? 0 : S;
     while (n_active > 0) {
         ban_tokens(logits, row, n_active, V, o);
-        sample_rows(tok, logits, row, slot, n_active, V, o, rng);
+        sample_rows(tok, logits, row, slot, n_active, V, K, p, o, rng);
         int n_feed = 0, unused = 0;
         for (int a = 0; a < n_active; a++) {
             int s = slot[a];
-            if (take_token(&out[s], tok[a], p[s / K].len, cap, o)) feed[n_feed] = tok[a], slot[n_feed++] = s;
+            if (take_token(&out[s], tok[a], p[s / K].len, cap, window, o)) feed[n_feed] = tok[a], slot[n_feed++] = s;
             else unused += generate_room(c, p[s / K].len, o->max_new_tokens) - out[s].len - out[s].finished;
         }
         if (o->on_tokens) o->on_tokens(o->ctx, n_active, unused);

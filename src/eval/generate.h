@@ -4,9 +4,10 @@
  * product per layer and step for all of them.
  *
  * A response ends at a stop token (the config's EOS ids, the template's end
- * of turn), after max_new_tokens, or when prompt + response reach the
- * model's maximum length (decoder_model_max_len), so the sequence can always
- * be scored by the training engine.
+ * of turn), at the first stop string in its text (GenOptions.stop_strings),
+ * after max_new_tokens, or when prompt + response reach the model's maximum
+ * length (decoder_model_max_len), so the sequence can always be scored by
+ * the training engine.
  *
  * Determinism: sample j of a prompt draws from the stream
  * sample_stream(seed, stream, j); with batch-invariant matrix products
@@ -25,12 +26,18 @@ typedef struct {
     int max_new_tokens; /* >= 1 */
     double temperature; /* 0: greedy */
     double top_p;       /* (0, 1]; 1: no nucleus cut */
+    int top_k;          /* >= 0; 0: no top-k cut (applied before top-p, as transformers does) */
     int n_samples;      /* K >= 1 */
     uint64_t seed;
     const int *stop;    /* [n_stop] ids that end a response */
     int n_stop;
     const int *banned;  /* [n_banned] ids never generated (their text holds a NUL byte, which no reader takes) */
     int n_banned;
+    /* optional: texts that end a response once the decoded response holds one
+     * (generate_find_stop); tok decodes (both NULL / 0: none) */
+    const char *const *stop_strings;
+    int n_stop_strings;
+    const Tokenizer *tok;
     /* optional (progress lines): called after each round of sampling with
      * the tokens just sampled and the budget the responses that just ended
      * left unsampled (generate_room's less theirs), so that the sum of both
@@ -42,12 +49,16 @@ typedef struct {
 typedef struct {
     const int *ids;  /* [len] the prompt's tokens */
     int len;
-    uint64_t stream; /* i of the random streams (seed, i, j) */
+    uint64_t stream; /* i of the random streams (seed, i, sample0 + j) */
+    uint64_t sample0;
+    int own_temperature; /* 1: temperature below replaces GenOptions.temperature for this prompt */
+    double temperature;
 } GenPrompt;
 
 typedef struct {
     int len;      /* generated tokens, the stop token not counted */
     int finished; /* 1: ended on a stop token, which is ids[len] */
+    int stopped;  /* 1: ended because its text holds a stop string (cut it with generate_find_stop) */
     int *ids;     /* [len + finished] (free it) */
 } GenSample;
 
@@ -76,5 +87,9 @@ void generate_free(GenSample *s, int n);
  * the response alone loses what depends on its context, such as
  * SentencePiece's leading space: "The man" + "went" would read "The manwent". */
 char *generate_decode_continuation(const Tokenizer *tok, const int *prompt, int np, const int *ids, int n, size_t *len);
+
+/* The first place in text[0..n) where one of the stop strings starts
+ * (the earliest; vLLM's and transformers' cut), or n when none does. */
+size_t generate_find_stop(const char *text, size_t n, const char *const *stops, int n_stops);
 
 #endif

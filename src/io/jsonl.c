@@ -16,6 +16,20 @@ void jsonl_set_max_line(size_t bytes) { max_line = bytes ? bytes : JSONL_MAX_LIN
 
 size_t jsonl_max_line(void) { return max_line; }
 
+void json_put_string(FILE *f, const char *s, size_t n) {
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\') fputc('\\', f), fputc(ch, f);
+        else if (ch == '\n') fputs("\\n", f);
+        else if (ch == '\t') fputs("\\t", f);
+        else if (ch == '\r') fputs("\\r", f);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
 void jsonl_init(JsonlReader *r, FILE *f, const char *name) { *r = (JsonlReader){f, name, 0, 0, max_line, NULL, 0}; }
 
 /* One line into r->buf (without its newline), at most r->max_line bytes; -1 at end of input. */

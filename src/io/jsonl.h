@@ -40,6 +40,13 @@ void jsonl_free(JsonlReader *r);
 int json_number_array(const cJSON *obj, const char *field, int allow_null, double **buf, int *cap, char *err,
                       size_t errlen);
 
+/* The longest line (and JSON file read whole as records) a reader takes now. */
+size_t jsonl_max_line(void);
+
+/* Writes s[0..n) as a JSON string: UTF-8 as is, '"' and '\\' escaped,
+ * control characters (NUL too) as \n, \t, \r or \u00XX. */
+void json_put_string(FILE *f, const char *s, size_t n);
+
 /* Prints a double with full precision (%.17g), or null if not finite. */
 void json_print_number(FILE *f, double x);
 

@@ -218,11 +218,14 @@ static int open_file(RecordReader *r) {
     }
     r->fp = strcmp(p, "-") ? fopen(p, "r") : stdin;
     if (!r->fp) return fail(r, 2, "%s: cannot open: %s", p, strerror(errno));
-    int c = getc(r->fp);
+    int c;
+    long newlines = 0; /* blanks before the first record: a JSON Lines reader's line count goes on after them */
+    while ((c = getc(r->fp)) == ' ' || c == '\t' || c == '\r' || c == '\n') newlines += c == '\n';
     if (c != EOF) ungetc(c, r->fp);
     if (c != '[') {
         r->kind = K_LINES;
         jsonl_init(&r->jr, r->fp, strcmp(p, "-") ? p : "stdin");
+        r->jr.line = newlines;
         return 0;
     }
     r->kind = K_ARRAY;
@@ -383,4 +386,21 @@ int records_read_all(const char *input, size_t size, RecordParseFn parse, void (
         free(*items), *items = NULL, *n = 0;
     }
     return rc;
+}
+
+int records_is_array(const char *input) {
+    Files f;
+    char err[512];
+    if (expand(input, &f, err, sizeof err)) return 0;
+    int yes = 0;
+    struct stat sb;
+    if (f.n == 1 && strcmp(f.files[0], "-") && !stat(f.files[0], &sb) && S_ISREG(sb.st_mode)) {
+        FILE *fp = fopen(f.files[0], "rb");
+        int c = EOF;
+        while (fp && ((c = getc(fp)) == ' ' || c == '\t' || c == '\r' || c == '\n')) {}
+        if (fp) fclose(fp);
+        yes = c == '[';
+    }
+    files_free(&f);
+    return yes;
 }

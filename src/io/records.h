@@ -3,7 +3,7 @@
  * path ("-": JSON Lines on stdin), a folder (its *.parquet, *.jsonl and *.json files in name order; a folder
  * holding several splits, e.g. train-... and test-... shards, is refused), a glob pattern ppa expands itself
  * ('data/train-*.parquet', quoted), or several of these separated by commas. The kind of each file is read
- * from its first bytes ("PAR1": Parquet, '[': a JSON array, else JSON Lines), never from its name.
+ * from its first bytes ("PAR1": Parquet, '[' after blanks: a JSON array, else JSON Lines), never from its name.
  *
  * A record's position `loc` is its line (JSON Lines), row (Parquet) or element (array) number, counted on
  * across the files of an input (the second file's first record follows the first file's last), so that it is
@@ -43,6 +43,10 @@ int records_read_all(const char *input, size_t size, RecordParseFn parse, void (
 /* "FILE:LINE" / "FILE:row N" / "FILE:element N" of a position of an input read in this process (or
  * "INPUT:LOC" when it was not) into buf; returns buf. */
 const char *records_where(const char *input, long loc, char *buf, size_t n);
+
+/* 1 when the input is one regular file holding a JSON array (its first byte but blanks is '['): AlpacaEval's
+ * files, which ppa generate answers in kind. */
+int records_is_array(const char *input);
 
 /* A hash of every file of the input, in order: each must be a regular file (a pipe could not be read again);
  * 0 with *ok = 0 and "PATH: why" in err when one is not or cannot be read. */

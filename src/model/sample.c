@@ -1,4 +1,4 @@
-/* sample.c: greedy choice and temperature / top-p draws (sample.h). */
+/* sample.c: greedy choice and temperature / top-k / top-p draws (sample.h). */
 #include "model/sample.h"
 
 #include <math.h>
@@ -54,36 +54,44 @@ static SampleCand nucleus_edge(SampleCand *c, int n, double need) {
     return c[lo < n ? lo : n - 1]; /* lo = n only when rounding kept the total below need */
 }
 
-/* one draw over the ids in id order, with weights p where keep(id) */
-static int draw(const SampleCand *byid, int V, const SampleCand *edge, PpaRng *rng) {
-    double mass = 0.0;
-    for (int v = 0; v < V; v++)
-        if (!edge || !before(edge, &byid[v])) mass += byid[v].p;
-    double u = rng_uniform(rng) * mass, cum = 0.0;
-    int last = -1;
-    for (int v = 0; v < V; v++) {
-        if (byid[v].p <= 0.0 || (edge && before(edge, &byid[v]))) continue;
-        cum += byid[v].p;
-        last = v;
-        if (u < cum) return v;
+/* The k-th member of c[0..n) in the nucleus order (1 <= k <= n): quickselect
+ * on position, median of three as pivot. c is permuted. */
+static SampleCand kth(SampleCand *c, int n, int k) {
+    int lo = 0, hi = n, want = k - 1;
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2, last = hi - 1;
+        if (before(&c[mid], &c[lo])) swap(&c[mid], &c[lo]);
+        if (before(&c[last], &c[lo])) swap(&c[last], &c[lo]);
+        if (before(&c[mid], &c[last])) swap(&c[mid], &c[last]);
+        int m = lo;
+        for (int j = lo; j < last; j++)
+            if (before(&c[j], &c[last])) swap(&c[m++], &c[j]);
+        swap(&c[m], &c[last]);
+        if (want == m) return c[m];
+        if (want < m) hi = m;
+        else lo = m + 1;
     }
-    return last; /* u rounded past the total */
+    return c[lo];
 }
 
-int sample_token(const float *logits, int V, double temperature, double top_p, PpaRng *rng, SampleCand *work) {
-    if (!(temperature > 0.0)) return sample_greedy(logits, V);
+double sample_weights(const float *logits, int V, double temperature, int top_k, double top_p, SampleCand *work) {
     double mx = -INFINITY;
     for (int v = 0; v < V; v++)
         if (!isnan(logits[v]) && logits[v] / temperature > mx) mx = logits[v] / temperature;
-    if (!isfinite(mx)) return sample_greedy(logits, V);
     SampleCand *byid = work, *cand = work + V;
+    if (!isfinite(mx)) return 0.0;
     double total = 0.0;
-    for (int v = 0; v < V; v++) {
-        double p = isnan(logits[v]) ? 0.0 : exp(logits[v] / temperature - mx);
-        byid[v] = (SampleCand){p, v};
-        total += p;
+    for (int v = 0; v < V; v++) byid[v] = (SampleCand){isnan(logits[v]) ? 0.0 : exp(logits[v] / temperature - mx), v};
+    if (top_k > 0 && top_k < V) {
+        /* transformers' TopKLogitsWarper: every token below the k-th largest value goes; ties with it stay */
+        int n = 0;
+        for (int v = 0; v < V; v++) cand[n++] = byid[v];
+        double pk = kth(cand, n, top_k).p;
+        for (int v = 0; v < V; v++)
+            if (byid[v].p < pk) byid[v].p = 0.0;
     }
-    if (!(top_p < 1.0)) return draw(byid, V, NULL, rng);
+    for (int v = 0; v < V; v++) total += byid[v].p;
+    if (!(top_p < 1.0)) return total;
     /* A token below (1 - top_p) / (V - 1) of the mass cannot be in the
      * nucleus (all of them together hold less than 1 - top_p): only the
      * others are candidates. The largest always is. */
@@ -92,5 +100,26 @@ int sample_token(const float *logits, int V, double temperature, double top_p, P
     for (int v = 0; v < V; v++)
         if (byid[v].p >= cut && byid[v].p > 0.0) cand[n++] = byid[v];
     SampleCand edge = nucleus_edge(cand, n, top_p * total);
-    return draw(byid, V, &edge, rng);
+    total = 0.0;
+    for (int v = 0; v < V; v++) {
+        if (before(&edge, &byid[v])) byid[v].p = 0.0;
+        total += byid[v].p;
+    }
+    return total;
+}
+
+int sample_token(const float *logits, int V, double temperature, int top_k, double top_p, PpaRng *rng, SampleCand *work) {
+    if (!(temperature > 0.0)) return sample_greedy(logits, V);
+    double mass = sample_weights(logits, V, temperature, top_k, top_p, work);
+    if (!(mass > 0.0)) return sample_greedy(logits, V);
+    /* one draw over the ids in id order */
+    double u = rng_uniform(rng) * mass, cum = 0.0;
+    int last = -1;
+    for (int v = 0; v < V; v++) {
+        if (work[v].p <= 0.0) continue;
+        cum += work[v].p;
+        last = v;
+        if (u < cum) return v;
+    }
+    return last; /* u rounded past the total */
 }

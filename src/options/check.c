@@ -253,6 +253,13 @@ static int validate_generate(TrainOptions *o, char *err, size_t errlen) {
     else if (o->n_samples < 1 || o->n_samples > 1 << 16) id = TOPT_N, why = "must be in 1..65536";
     else if (!(o->temperature >= 0)) id = TOPT_TEMPERATURE, why = "must be >= 0 (0: greedy)";
     else if (!(o->top_p > 0 && o->top_p <= 1)) id = TOPT_TOP_P, why = "must be in (0, 1]";
+    else if (o->top_k < 0) id = TOPT_TOP_K, why = "must be >= 0 (0: off)";
+    else if (o->format && strcmp(o->format, "auto") && strcmp(o->format, "jsonl") && strcmp(o->format, "alpaca_eval") &&
+             strcmp(o->format, "mt_bench"))
+        id = TOPT_FORMAT, why = "must be jsonl, alpaca_eval or mt_bench (or auto: from the input)";
+    else if (o->generator && !o->generator[0]) id = TOPT_GENERATOR, why = "must not be empty";
+    for (int i = 0; !why && i < o->stop.n; i++)
+        if (!o->stop.v[i][0]) id = TOPT_STOP, why = "must not be empty (an empty string would end every response at once)";
     if (!why) return 0;
     char v[64];
     opt_fail(err, errlen, "%s %s, found %s", opt_where(o, id, w, sizeof w), why, opt_value_text(o, id, v, sizeof v));

@@ -17,7 +17,8 @@
 /* the longest --collective-timeout: a week, in seconds */
 #define COLLECTIVE_TIMEOUT_MAX (7 * 24 * 3600)
 
-typedef enum { T_STR, T_INT, T_LONG, T_U64, T_DOUBLE, T_BOOL, T_SCHEDULE, T_DTYPE, T_PRECISION, T_DEVICE, T_OBJECTIVE, T_LOSS } OptType;
+/* T_STRS: OptStrings, every use of the flag appends a value */
+typedef enum { T_STR, T_STRS, T_INT, T_LONG, T_U64, T_DOUBLE, T_BOOL, T_SCHEDULE, T_DTYPE, T_PRECISION, T_DEVICE, T_OBJECTIVE, T_LOSS } OptType;
 
 /* sections of --help, in order */
 typedef enum { S_IO, S_OBJECTIVE, S_OPTIM, S_LORA, S_GENERATE, S_RUN, S_COUNT } OptSection;

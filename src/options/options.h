@@ -113,6 +113,10 @@ typedef enum {
     TOPT_TEMPERATURE,
     TOPT_TOP_P,
     TOPT_N,
+    TOPT_TOP_K,
+    TOPT_STOP,
+    TOPT_FORMAT,
+    TOPT_GENERATOR,
     TOPT_REWARD_INDEX,
     TOPT_JUDGE,
     TOPT_RAW,
@@ -155,6 +159,12 @@ typedef struct {
 } TrainOrigin;
 
 typedef enum { SAVE_F32, SAVE_BF16 } SaveDtype;
+
+/* the values of a repeatable option, in the order given (each owned) */
+typedef struct {
+    char **v;
+    int n;
+} OptStrings;
 typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA } DeviceChoice;
 
 typedef struct {
@@ -227,6 +237,10 @@ typedef struct {
     double temperature;     /* generate: 0 = greedy */
     double top_p;           /* generate: nucleus mass, 1 */
     int n_samples;          /* generate: responses per prompt, 1 */
+    int top_k;              /* generate: keep the k likeliest tokens before top-p; 0 = off */
+    OptStrings stop;        /* generate: --stop STRING, repeatable: texts that end a response */
+    char *format;           /* generate: auto (NULL) | jsonl | alpaca_eval | mt_bench: the output's format */
+    char *generator;        /* generate: the model's name in AlpacaEval and MT-Bench files; NULL = from --model */
     int reward_index;       /* reward, judge, winrate: the reward head's output used, 0 */
     char *judge;            /* judge, winrate: afinn | vader | reward-model | pair-model */
     int raw;                /* judge: the lexicon's own numbers */

@@ -38,6 +38,10 @@ static cJSON *value_json(const TrainOptions *o, TrainOptId id) {
         const char *s = *(char *const *)field;
         return s ? cJSON_CreateString(s) : cJSON_CreateNull();
     }
+    case T_STRS: {
+        const OptStrings *l = field;
+        return l->n ? cJSON_CreateStringArray((const char *const *)l->v, l->n) : cJSON_CreateArray();
+    }
     case T_INT: return cJSON_CreateNumber(*(const int *)field);
     case T_LONG: return cJSON_CreateNumber((double)*(const long *)field);
     case T_U64: return cJSON_CreateRaw(opt_value_text(o, id, text, sizeof text)); /* exact beyond 2^53 */

@@ -149,7 +149,7 @@ const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_ASSISTANT_ONLY_LOSS, "assistant_only_loss", "assistant-only-loss", T_BOOL, assistant_only_loss, CMD_SFT, 0,
       S_IO, NULL, "train on every assistant turn of a \"messages\" row, one row per turn (default: the last turn)"),
     F(TOPT_PROMPTS, "prompts", "prompts", T_STR, prompts, CMD_GENERATE, CMD_GENERATE, S_IO, "FILE.jsonl",
-      "prompts, one per line"),
+      "prompts: JSON Lines, or a JSON array (AlpacaEval's file)"),
     F(TOPT_MAX_NEW_TOKENS, "max_new_tokens", "max-new-tokens", T_INT, max_new_tokens, CMD_GENERATE, 0, S_GENERATE,
       "N", "at most N new tokens per response; the model's maximum length also ends one"),
     F(TOPT_TEMPERATURE, "temperature", "temperature", T_DOUBLE, temperature, CMD_GENERATE, 0, S_GENERATE, "T",
@@ -158,6 +158,16 @@ const OptSpec OPT[TOPT_COUNT] = {
       "nucleus sampling: the smallest set of likeliest tokens with mass >= P"),
     [TOPT_N] = {"n", "n", T_INT, offsetof(TrainOptions, n_samples), CMD_GENERATE, 0, S_GENERATE, "K",
                 "responses per prompt", "num-samples", 'n'},
+    F(TOPT_TOP_K, "top_k", "top-k", T_INT, top_k, CMD_GENERATE, 0, S_GENERATE, "K",
+      "sample from the K likeliest tokens only (before top-p, as transformers does); 0: all"),
+    F(TOPT_STOP, "stop", "stop", T_STRS, stop, CMD_GENERATE, 0, S_GENERATE, "STRING",
+      "end a response where its text first holds STRING, cut before it (repeatable: any of them)"),
+    F(TOPT_FORMAT, "format", "format", T_STR, format, CMD_GENERATE, 0, S_IO, "F",
+      "jsonl | alpaca_eval | mt_bench (default: alpaca_eval for a JSON array, mt_bench for \"turns\"\n"
+      "rows, else jsonl)"),
+    F(TOPT_GENERATOR, "generator", "generator", T_STR, generator, CMD_GENERATE, 0, S_IO, "NAME",
+      "the model's name in AlpacaEval's \"generator\" and MT-Bench's \"model_id\" (default: the\n"
+      "folder name of --adapter, else of --model)"),
     F(TOPT_REWARD_INDEX, "reward_index", "reward-index", T_INT, reward_index, CMD_REWARD | JUDGES, 0, S_IO, "N",
       "the reward head's output used, 0-based (ArmoRM's overall score: 5)"),
     F(TOPT_JUDGE, "judge", "judge", T_STR, judge, JUDGES, CMD_WINRATE, S_IO, "NAME",
@@ -189,6 +199,12 @@ const OptHelpOverride OPT_HELP_OVERRIDES[] = {
     {TOPT_OUT, CMD_SCORE, "CACHE", "the reference cache to write (never overwritten)"},
     {TOPT_OUT, CMD_GRAD, "FILE", "the gradients, safetensors under the Hugging Face names"},
     {TOPT_OUT, CMD_GENERATE, "FILE", "write the rows here, atomically (default: stdout)"},
+    {TOPT_MAX_NEW_TOKENS, CMD_GENERATE, "N",
+     "at most N new tokens per response, the model's maximum length permitting; unless given,\n"
+     "2048 for alpaca_eval and 1024 for mt_bench, as their generation scripts use"},
+    {TOPT_TEMPERATURE, CMD_GENERATE, "T",
+     "0: greedy; > 0: sample from softmax(logits / T); unless given, mt_bench takes\n"
+     "FastChat's per category"},
     {TOPT_REF, CMD_EVAL, "DIR", "the reference model"},
     {TOPT_REF, CMD_GRAD, "DIR", "reference model (default: the policy itself, so every s is 0)"},
     {TOPT_BATCH_SIZE, CMD_SFT, "N", "rows per optimizer step"},
@@ -267,8 +283,12 @@ void options_default(OptCommand cmd, TrainOptions *o) {
 void train_options_free(TrainOptions *o) {
     char **strs[] = {&o->model, &o->data, &o->out, &o->ref, &o->ref_cache, &o->resume, &o->log, &o->eval_data,
                      &o->template_name, &o->config, &o->prompts, &o->judge, &o->npm_cache, &o->reward_model,
-                     &o->pair_model, &o->pair_template, &o->a, &o->b, &o->lora_targets, &o->adapter, &o->report_to};
+                     &o->pair_model, &o->pair_template, &o->a, &o->b, &o->lora_targets, &o->adapter, &o->report_to,
+                     &o->format,    &o->generator};
     for (size_t i = 0; i < PPA_ARRAY_LEN(strs); i++) free(*strs[i]), *strs[i] = NULL;
+    for (int i = 0; i < o->stop.n; i++) free(o->stop.v[i]);
+    free(o->stop.v);
+    o->stop = (OptStrings){0};
     for (int i = 0; i < o->n_notes; i++) free(o->notes[i]);
     free(o->notes);
     o->notes = NULL;
@@ -346,6 +366,12 @@ int opt_set_text(TrainOptions *o, TrainOptId id, const char *s, char *msg, size_
         free(*(char **)field);
         *(char **)field = opt_strdup(s);
         return 0;
+    case T_STRS: {
+        OptStrings *l = field;
+        l->v = xrealloc(l->v, sizeof(char *) * (size_t)(l->n + 1));
+        l->v[l->n++] = opt_strdup(s);
+        return 0;
+    }
     case T_INT:
     case T_LONG:
         if (text_long(s, &v) || (OPT[id].type == T_INT && (v < INT_MIN || v > INT_MAX))) {
@@ -451,6 +477,10 @@ const char *opt_value_text(const TrainOptions *o, TrainOptId id, char *buf, size
     buf[0] = 0;
     switch (OPT[id].type) {
     case T_STR: snprintf(buf, len, "%s", *(char *const *)field ? *(char *const *)field : ""); break;
+    case T_STRS: /* the values, one after another, as the command line gives them */
+        for (int i = 0; i < ((const OptStrings *)field)->n && strlen(buf) + 1 < len; i++)
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? " " : "", ((const OptStrings *)field)->v[i]);
+        break;
     case T_INT: snprintf(buf, len, "%d", *(const int *)field); break;
     case T_LONG: snprintf(buf, len, "%ld", *(const long *)field); break;
     case T_U64: snprintf(buf, len, "%llu", *(const unsigned long long *)field); break;
