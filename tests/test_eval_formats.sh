@@ -200,9 +200,9 @@ refused() { # refused DESCRIPTION MESSAGE ARGS...: exit 2 with MESSAGE on stderr
 printf '{"instruction": "a",\n "dataset": "d"}\n' > object.json
 refused "not an array (an object over lines): the file and line" "object.json:1:" "${G[@]}" --prompts object.json --format alpaca_eval
 printf '[{"instruction": "a", "dataset": "d"},\n "b"]\n' > notobj.json
-refused "an element that is not an object: the file and element" "notobj.json: element 2: a prompt line must be a JSON object" "${G[@]}" --prompts notobj.json
+refused "an element that is not an object: the file and element" "notobj.json:element 2: a prompt line must be a JSON object" "${G[@]}" --prompts notobj.json
 printf '[{"instruction": "a"}, {"dataset": "d"}]\n' > noinstr.json
-refused "an element without an instruction: the file and element" "noinstr.json: element 2: no prompt" "${G[@]}" --prompts noinstr.json
+refused "an element without an instruction: the file and element" "noinstr.json:element 2: no prompt" "${G[@]}" --prompts noinstr.json
 printf '[{"instruction": "a"},\n {"instruction": "b",}]\n' > broken.json
 refused "a broken array: the file and line" "broken.json: line 2:" "${G[@]}" --prompts broken.json
 printf '%s\n' '{"question_id": 1, "turns": ["a"]}' '{"question_id": 2, "turns": ["a", 3]}' > badturn.jsonl
