@@ -119,7 +119,7 @@ for i in $(seq 1 16); do echo '{"text": "the cat sat on the mat and the dog sat 
 "$ppa" sft --model "$tmp/e" --data "$tmp/sft.jsonl" --out "$tmp/sft_out" --max-steps 12 --batch-size 4 --micro-batch 2 --lr 0.01 > "$tmp/log" 2> "$tmp/err"
 expect "ppa sft exits 0" test $? -eq 0
 first=$(head -1 "$tmp/log" | sed -E 's/.*"loss": ([0-9.]+).*/\1/')
-last=$(tail -1 "$tmp/log" | sed -E 's/.*"loss": ([0-9.]+).*/\1/')
+last=$(grep "^{\"step\"" "$tmp/log" | tail -1 | sed -E 's/.*"loss": ([0-9.]+).*/\1/')
 expect "ppa sft: the loss falls ($first -> $last)" awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.7 * a) }'
 "$ppa" inspect "$tmp/sft_out" > /dev/null 2>&1
 expect "ppa sft writes a model folder" test $? -eq 0
