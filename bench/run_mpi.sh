@@ -44,7 +44,7 @@ run() {
   /usr/bin/python3 - "$name" "$ranks" "$threads" "$tmp/out/train_log.jsonl" "$tmp/rss" "$tmp/err" >> "$tmp/all.jsonl" <<'PY'
 import json, re, sys
 name, ranks, threads, log_f, rss_f, err_f = sys.argv[1:]
-log = [json.loads(l) for l in open(log_f)]
+log = [x for x in map(json.loads, open(log_f)) if "step" in x]  # the step lines, not the summary
 timed = log[1:]
 sec = log[-1]["elapsed_s"] - log[0]["elapsed_s"]
 n = sum(x["lists"] for x in timed)

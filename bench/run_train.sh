@@ -53,7 +53,7 @@ engine = min(json.loads(l)["ms"] for l in open(step_f) if l.strip())
 peak_step = max(json.loads(l)["peak_rss_mb"] for l in open(step_f) if l.strip())
 best = None
 for f in open(logs_f).read().split():
-    log = [json.loads(l) for l in open(f)]
+    log = [x for x in map(json.loads, open(f)) if "step" in x]  # the step lines, not the summary
     for a, b in zip(log, log[1:]):  # every step after the first (which carries the warm-up)
         ms = 1000 * (b["elapsed_s"] - a["elapsed_s"]) / b["lists"]
         best = ms if best is None else min(best, ms)
