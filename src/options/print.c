@@ -128,6 +128,9 @@ void options_help(OptCommand cmd, FILE *f) {
             fprintf(f, "  %-22s  %s\n", "--list-objectives", "print the objective names and exit");
     }
     if (cmd == CMD_TRAIN) fprintf(f, "  %-22s  %s\n", "--config FILE.yaml", "an alignment-handbook recipe (see below)");
+    if (opt_takes(cmd, TOPT_DATA) || opt_takes(cmd, TOPT_PROMPTS))
+        fputs("A FILE.jsonl may also be a JSON array or a Parquet file (told by its bytes), a folder of one split's\n"
+              "shards, a quoted glob ('data/train-*.parquet') or a comma list (docs/commands.md, Data files).\n", f);
     fputs("On/off flags take an optional value: --verbose=false turns off a config's verbose: true.\n", f);
     train_options_free(&d);
 }
