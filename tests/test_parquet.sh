@@ -70,4 +70,11 @@ expect "a folder of two splits: refused (exit $st)" test $st -eq 2
 expect "... naming both ($(tail -1 err))" sh -c "grep -q \"several splits ('test' and 'train' files)\" err"
 "$ppa" logprobs --model mt --data "$ref/refused-brotli.parquet" > /dev/null 2> err; st=$?
 expect "Brotli pages: refused by name (exit $st: $(tail -1 err))" sh -c "test $st -eq 2 && grep -q 'Brotli compression is not read' err"
+# an output is never one of the files of a several-file input
+cp "$ref/prompts.jsonl" p1.jsonl && cp "$ref/prompts.jsonl" p2.jsonl
+"$ppa" generate --model mt --prompts p1.jsonl,p2.jsonl --out p2.jsonl --max-new-tokens 2 > /dev/null 2> err; st=$?
+expect "--out naming a file of a comma list: refused (exit $st: $(tail -1 err))" sh -c "test $st -eq 2 && grep -q 'is the same file as --prompts p2.jsonl' err"
+"$ppa" generate --model mt --prompts 'p*.jsonl' --out p1.jsonl --max-new-tokens 2 > /dev/null 2> err; st=$?
+expect "--out naming a file of a glob: refused (exit $st)" sh -c "test $st -eq 2 && grep -q 'is the same file as --prompts p1.jsonl' err"
+expect "... and both inputs unchanged" sh -c "cmp -s p1.jsonl '$ref/prompts.jsonl' && cmp -s p2.jsonl '$ref/prompts.jsonl'"
 report

@@ -404,3 +404,10 @@ int records_is_array(const char *input) {
     files_free(&f);
     return yes;
 }
+
+int records_files(const char *input, char ***files, int *n, char *err, size_t errlen) {
+    Files f;
+    if (expand(input, &f, err, errlen)) return -1;
+    *files = f.files, *n = f.n;
+    return 0;
+}

@@ -44,6 +44,10 @@ int records_read_all(const char *input, size_t size, RecordParseFn parse, void (
  * "INPUT:LOC" when it was not) into buf; returns buf. */
 const char *records_where(const char *input, long loc, char *buf, size_t n);
 
+/* The files of an input in reading order ("-" for stdin), malloc'd (free each and the array); -1 with "INPUT: why"
+ * in err when it names none (an empty glob, a folder without data files or of several splits). */
+int records_files(const char *input, char ***files, int *n, char *err, size_t errlen);
+
 /* 1 when the input is one regular file holding a JSON array (its first byte but blanks is '['): AlpacaEval's
  * files, which ppa generate answers in kind. */
 int records_is_array(const char *input);

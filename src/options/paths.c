@@ -2,10 +2,13 @@
  * for paths_check (io/paths.h): an output never replaces an input. */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/common.h"
 #include "hf/carry.h"
 #include "io/paths.h"
+#include "io/records.h"
 #include "options/internal.h"
 
 /* what a training command writes into --out: the model folder (model_save) with the files it carries from its input
@@ -36,11 +39,16 @@ static const struct {
     {TOPT_REF_CACHE, PATH_OUT_FILE}, /* read when it exists, written when not: checked as an output */
 };
 
+/* the row inputs, which may name several files (io/records.h: a folder of shards, a glob, a comma list) */
+static int several_files(TrainOptId id) {
+    return id == TOPT_DATA || id == TOPT_EVAL_DATA || id == TOPT_PROMPTS || id == TOPT_A || id == TOPT_B;
+}
+
 int options_check_paths(const TrainOptions *o, char *err, size_t errlen) {
     enum { N = PPA_ARRAY_LEN(ROLES) };
-    PathUse use[N + 2];
-    char flags[N][64];
-    int n = 0;
+    PathUse *use = xcalloc(N + 2, sizeof(PathUse));
+    char flags[N][64], **names[N] = {0};
+    int n = 0, cap = N + 2, n_names[N] = {0};
     for (size_t i = 0; i < N; i++) {
         TrainOptId id = ROLES[i].id;
         if (!opt_takes(o->cmd, id)) continue;
@@ -48,8 +56,20 @@ int options_check_paths(const TrainOptions *o, char *err, size_t errlen) {
                      ROLES[i].role, NULL};
         if (id == TOPT_OUT && (o->cmd & (CMD_TRAIN | CMD_REWARD | CMD_SFT))) u.role = PATH_OUT_DIR, u.writes = run_writes();
         use[n++] = u;
+        char why[512];
+        if (several_files(id) && u.path && !records_files(u.path, &names[i], &n_names[i], why, sizeof why) &&
+            (n_names[i] > 1 || strcmp(names[i][0], u.path))) { /* each file of the input is an input too */
+            use = xrealloc(use, sizeof(PathUse) * (size_t)(cap += n_names[i]));
+            for (int k = 0; k < n_names[i]; k++) use[n++] = (PathUse){u.option, names[i][k], PATH_IN_FILE, NULL};
+        }
     }
     if (o->cmd == CMD_TRAIN) use[n++] = (PathUse){"--config", o->config, PATH_IN_FILE, NULL};
     paths_add_stdout(use, &n);
-    return paths_check(use, n, err, errlen);
+    int rc = paths_check(use, n, err, errlen);
+    for (size_t i = 0; i < N; i++) {
+        for (int k = 0; k < n_names[i]; k++) free(names[i][k]);
+        free(names[i]);
+    }
+    free(use);
+    return rc;
 }
