@@ -216,13 +216,18 @@ int json_bool(const cJSON *obj, const char *field, int *out, char *err, size_t e
     return 0;
 }
 
+void json_number_text(double v, int is_float, char buf[40]) {
+    for (int digits = is_float ? 6 : 15; digits <= 17; digits++) { /* 17 always reads back */
+        snprintf(buf, 40, "%.*g", digits, v);
+        double back = strtod(buf, NULL);
+        if (is_float ? (float)back == (float)v : back == v) break;
+    }
+}
+
 cJSON *json_number_exact(double v) {
     if (!isfinite(v)) return cJSON_CreateNull();
     char buf[40];
-    for (int digits = 15; digits <= 17; digits++) { /* 17 always reads back */
-        snprintf(buf, sizeof buf, "%.*g", digits, v);
-        if (strtod(buf, NULL) == v) break;
-    }
+    json_number_text(v, 0, buf);
     return cJSON_CreateRaw(buf);
 }
 

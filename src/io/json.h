@@ -34,6 +34,9 @@ int json_bool(const cJSON *obj, const char *field, int *out, char *err, size_t e
  * v (Python's repr; cJSON's own printing may round to 15 digits and lose the
  * last bit); null for NaN and infinities, which JSON cannot hold. */
 cJSON *json_number_exact(double v);
+/* The text of that number (v finite) into buf: the shortest decimal reading back as v, or, when is_float, as the
+ * same float (a float32 value printed as the float's own shortest decimal). */
+void json_number_text(double v, int is_float, char buf[40]);
 
 /* The JSON file at path, parsed as json_parse does; NULL with "PATH: why"
  * (missing, unreadable, max_bytes or more, not JSON). */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "io/json.h"
 #include "io/jsonl.h"
 #include "io/parquet_internal.h"
 
@@ -127,12 +128,7 @@ static int leaf_value(ParquetReader *r, const PqNode *nd, PqColumn *c) {
     } else {
         if (isnan(v->d)) return outs(r, "null");
         if (isinf(v->d)) return bad(r, "column %s: an infinite value, which JSON cannot hold", nd->path);
-        /* the shortest decimal that reads back as the same value (a float: as the same float) */
-        for (int digits = as == PQ_AS_FLOAT ? 6 : 15; digits <= 17; digits++) {
-            snprintf(num, sizeof num, "%.*g", digits, v->d);
-            double back = strtod(num, NULL);
-            if (as == PQ_AS_FLOAT ? (float)back == (float)v->d : back == v->d) break;
-        }
+        json_number_text(v->d, as == PQ_AS_FLOAT, num);
     }
     return outs(r, num);
 }

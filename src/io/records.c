@@ -207,6 +207,14 @@ static int fail(RecordReader *r, int status, const char *fmt, ...) {
     return -1;
 }
 
+/* the first byte of f that is not a blank (EOF: none), the newlines before it into *newlines */
+static int first_byte(FILE *f, long *newlines) {
+    int c;
+    *newlines = 0;
+    while ((c = getc(f)) == ' ' || c == '\t' || c == '\r' || c == '\n') *newlines += c == '\n';
+    return c;
+}
+
 static int open_file(RecordReader *r) {
     const char *p = r->f.files[r->at];
     char err[1024];
@@ -218,9 +226,8 @@ static int open_file(RecordReader *r) {
     }
     r->fp = strcmp(p, "-") ? fopen(p, "r") : stdin;
     if (!r->fp) return fail(r, 2, "%s: cannot open: %s", p, strerror(errno));
-    int c;
-    long newlines = 0; /* blanks before the first record: a JSON Lines reader's line count goes on after them */
-    while ((c = getc(r->fp)) == ' ' || c == '\t' || c == '\r' || c == '\n') newlines += c == '\n';
+    long newlines; /* blanks before the first record: a JSON Lines reader's line count goes on after them */
+    int c = first_byte(r->fp, &newlines);
     if (c != EOF) ungetc(c, r->fp);
     if (c != '[') {
         r->kind = K_LINES;
@@ -396,10 +403,9 @@ int records_is_array(const char *input) {
     struct stat sb;
     if (f.n == 1 && strcmp(f.files[0], "-") && !stat(f.files[0], &sb) && S_ISREG(sb.st_mode)) {
         FILE *fp = fopen(f.files[0], "rb");
-        int c = EOF;
-        while (fp && ((c = getc(fp)) == ' ' || c == '\t' || c == '\r' || c == '\n')) {}
+        long newlines;
+        yes = fp && first_byte(fp, &newlines) == '[';
         if (fp) fclose(fp);
-        yes = c == '[';
     }
     files_free(&f);
     return yes;
