@@ -63,7 +63,9 @@ CUDA_ARCH ?= sm_90a
 NVCCFLAGS := -O3 -std=c++17 -arch=$(CUDA_ARCH) --cudart shared -Werror all-warnings \
              -Xcompiler -fPIC,-Wall,-Wextra,-Werror -Isrc
 CUDA_SRC  := $(sort $(wildcard src/cuda/*.cu))
-CUDA_OBJ  := $(CUDA_SRC:src/cuda/%.cu=$(BUILD)/cuda/%.o)
+# and the module's plain C (host code it shares with its CPU stand-in: the attention's plan, attn_sched.c)
+CUDA_CSRC := $(sort $(wildcard src/cuda/*.c))
+CUDA_OBJ  := $(CUDA_SRC:src/cuda/%.cu=$(BUILD)/cuda/%.o) $(CUDA_CSRC:src/cuda/%.c=$(BUILD)/cuda/%.c.o)
 CUDA_LIB  := $(BUILD)/libppa_cuda.so
 # the GPU tests: test_cuda is tests/cuda/test_cuda.c with the family files t_*.c; every test_*.c links the harness
 CUDA_TESTS   := $(patsubst tests/cuda/%.c,$(BUILD)/cuda-tests/%,$(sort $(wildcard tests/cuda/test_*.c)))
@@ -76,7 +78,7 @@ CUDA_SKIP := cuda: nvcc not found (looked on PATH and in /usr/local/cuda/bin; NV
 
 # the CPU stand-in of the CUDA module as a shared object (below, with the GPU engine's test)
 MOCK_LIB := $(BUILD)/cuda-mock/libppa_cuda_mock.so
-MOCK_SRC := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c $(sort $(wildcard src/kernels/*.c src/core/*.c src/optim/*.c))
+MOCK_SRC := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c $(sort $(wildcard src/kernels/*.c src/core/*.c src/optim/*.c src/cuda/*.c))
 
 all: $(BIN) $(BUILD)/ppa-hooks $(TESTS) $(MOCK_LIB) $(CUDA_ALL)
 
@@ -116,6 +118,11 @@ $(BUILD)/tests/test_gpu_engine: tests/test_gpu_engine.c $(GPU_MOCK) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPPA_MOCK_NO_CUDA_RUNTIME $< $(GPU_MOCK) $(LIB) -o $@ $(LDLIBS)
 
+# the attention's plan (src/cuda/attn_sched.c) and the backward it drives on the same stand-in
+$(BUILD)/tests/test_attn_sched: tests/test_attn_sched.c $(GPU_MOCK) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPPA_MOCK_NO_CUDA_RUNTIME -Itests $< $(GPU_MOCK) $(LIB) -o $@ $(LDLIBS)
+
 # the same stand-in as a shared object that ppa loads in place of libppa_cuda.so (PPA_CUDA_LIB=...): the commands'
 # GPU path (--device cuda) runs end to end in make test on any machine (tests/test_gpu_commands.sh). It carries its
 # own position-independent copies of the CPU kernels it computes with.
@@ -137,6 +144,10 @@ ifneq ($(NVCC),)
 $(BUILD)/cuda/%.o: src/cuda/%.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -MT $@ -MF $(@:.o=.d) -c $< -o $@
+
+$(BUILD)/cuda/%.c.o: src/cuda/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
 $(CUDA_LIB): $(CUDA_OBJ)
 	$(NVCC) -shared -arch=$(CUDA_ARCH) --cudart shared $^ -o $@ -L$(CUDA_HOME)/lib64 -lcublasLt

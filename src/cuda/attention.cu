@@ -27,13 +27,18 @@
  * bf16 backward, without atomics: D = rowsum(dout o out) first; then one
  * kernel per (64-query block, head) walks the key tiles as the forward does
  * and forms S, P = exp2(S - lse), dP = dO V^T, dS = P (dP - D) and dq +=
- * dS K in registers; one per (64-key block, kv head) walks the group's query
- * heads in order and, for each, the 64-query blocks listed for its keys,
- * with the keys as the mma's rows: S^T = K Q^T, P^T, dP^T = V dO^T, dS^T,
- * dv += P^T dO, dk += dS^T Q. Every output element is summed by one thread
- * in a fixed order: reruns give the same bits. Grids run the heads fastest
- * and the busiest blocks first (a causal row's last query blocks, its first
- * key blocks), so the longest CTAs do not end the kernel alone.
+ * dS K in registers; one per (item, query head) takes an item's 64 keys
+ * (attn_sched.h: a key block and a run of the 64-query blocks that see it,
+ * a shared prompt's long list cut into near-equal runs) with the keys as
+ * the mma's rows: S^T = K Q^T, P^T, dP^T = V dO^T, dS^T, dv += P^T dO, dk
+ * += dS^T Q, written to the item's own slot of partial sums; a last pass
+ * adds each key block's slots, the group's heads ascending and each head's
+ * items in list order, into dk and dv. Every output element is summed in a
+ * fixed order: reruns give the same bits. Grids run the heads fastest and
+ * the heaviest blocks first by the plan's count of their work (query blocks
+ * by the keys they see, items by their query blocks), so the longest CTAs
+ * do not end a kernel alone; tiles that every row of a warp sees whole skip
+ * the element mask.
  *
  * float32 (the oracle mode): a warp per query row (forward, dq) or key row
  * (dk, dv) and head, its lanes across the head's dimensions, keys in order,
@@ -54,6 +59,7 @@ struct FwdArgs {
     const int4 *mask;
     const int *toff;  /* the query blocks' intervals (of BM queries) */
     const int2 *tiv;
+    const int *qord;  /* the query blocks, most keys first */
     int T, NH, NKV, group;
     float sc2; /* 1 / sqrt(HS) log2(e) */
 };
@@ -73,7 +79,7 @@ __global__ void __launch_bounds__(128) fwd_bf16(FwdArgs a) {
     int4 *sM = (int4 *)(sV + 2 * BN * LDS); /* [BM] the rows' masks (registers are short) */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
     /* heads fastest, the last query blocks first: a causal row's longest blocks start first, not in the tail */
-    const int qt = gridDim.y - 1 - blockIdx.y, h = blockIdx.x, kvh = h / a.group, T = a.T;
+    const int qt = a.qord[blockIdx.y], h = blockIdx.x, kvh = h / a.group, T = a.T; /* heads fastest, heaviest first */
     const int ldq = a.NH * HS, ldk = a.NKV * HS, q0 = qt * BM, wr = warp * 16 * MT;
     const bf16_t *qg = a.q + (size_t)h * HS, *kg = a.k + (size_t)kvh * HS, *vg = a.v + (size_t)kvh * HS;
 
@@ -272,6 +278,7 @@ template <int HS, int MT, int BN> static int launch_fwd(FwdArgs a, const PcAttnP
     if (smem_limit(fwd_bf16<HS, MT, BN>, C::smem)) return -1;
     a.toff = C::BM == 128 ? p->off128 : p->off64;
     a.tiv = C::BM == 128 ? p->iv128 : p->iv64;
+    a.qord = C::BM == 128 ? p->qord128 : p->qord64;
     dim3 grid(a.NH, C::BM == 128 ? p->nq128 : p->nq64);
     PC_LAUNCH(grid, 128, C::smem, fwd_bf16<HS, MT, BN>)(a);
     LAUNCH_TRY();

@@ -61,15 +61,18 @@ long long pc_attn_plan_pairs(const PcAttnPlan *p);
 int pc_attention_forward(void *out, float *lse, const void *q, const void *k, const void *v, const PcAttnPlan *p,
                          int NH, int NKV, int HS, PcDtype dt);
 
-/* bytes of device scratch the backward needs (D = rowsum(dout o out), [T, NH] float32) */
-size_t pc_attention_work_bytes(int T, int NH);
+/* bytes of device scratch the backward needs for T tokens, whatever their mask (D = rowsum(dout o out), [T, NH]
+ * float32, and the partial dk and dv of the plan's work items, attn_sched.h): about 8 KB_HS (T / 64 + 128) NH */
+size_t pc_attention_work_bytes(int T, int NH, int HS);
 
 /* dq, dk, dv (float32, written, not added to) from dout, out and lse of the
  * forward and q, k, v; dout and out as q is (bf16 or float32). The scores are
- * recomputed from lse: one pass over each query block's key blocks gives dq,
- * one over each key block's query blocks gives dk and dv, summing the query
- * heads of a kv head in order (GQA). In bf16: P and dS rounded to bf16
- * before their products, float32 sums. work: [pc_attention_work_bytes]. */
+ * recomputed from lse: one pass over each query block's key blocks gives dq;
+ * in bf16, dk and dv come from the plan's items (a key block and a run of the
+ * query blocks that see it, for one query head) as partial sums, added per key
+ * in a fixed order (heads, then items); in float32, from one pass over each key
+ * block's query blocks, the group's heads in order. In bf16: P and dS rounded
+ * to bf16 before their products, float32 sums. work: [pc_attention_work_bytes]. */
 int pc_attention_backward(float *dq, float *dk, float *dv, const void *dout, const void *out, const float *lse,
                           const void *q, const void *k, const void *v, const PcAttnPlan *p, int NH, int NKV, int HS,
                           PcDtype dt, void *work);

@@ -1,17 +1,20 @@
 /* attention_bwd.cu: the fused attention's backward (attention.h; the design: the top of attention.cu):
- * D = rowsum(dout o out), then dq per query block and dk, dv per key block, without atomics. */
+ * D = rowsum(dout o out), then dq per query block, and dk, dv per item of the plan (attn_sched.h) into partial
+ * sums added in a fixed order, without atomics. */
 #include "cuda/attention_internal.cuh"
 
 /* ---- bf16 backward ---- */
 
 struct BwdArgs {
-    float *dq, *dk, *dv;
+    float *dq, *pk, *pv; /* pk, pv: the items' partial dk, dv [nitems NH][KB][HS] */
     const bf16_t *q, *k, *v, *dout;
     const float *lse, *D;
     const int4 *mask;
     const int *toff; /* 64-query blocks' intervals */
     const int2 *tiv;
-    const int *koff, *klist; /* 64-key blocks' query blocks */
+    const int *qord; /* the 64-query blocks, most keys first */
+    const int *klist; /* 64-key blocks' query blocks */
+    const int *items; /* [nitems][3] key block, first klist index, count */
     int T, NH, NKV, group;
     float sc2, scale;
 };
@@ -29,7 +32,7 @@ __global__ void __launch_bounds__(128) dq_bf16(BwdArgs a) {
     PC_DYNAMIC_SMEM(smem);
     bf16_t *sQ = (bf16_t *)smem, *sO = sQ + BM * LDS, *sK = sO + BM * LDS, *sV = sK + 2 * BN * LDS;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
-    const int qt = gridDim.y - 1 - blockIdx.y, h = blockIdx.x, kvh = h / a.group, T = a.T; /* as the forward's */
+    const int qt = a.qord[blockIdx.y], h = blockIdx.x, kvh = h / a.group, T = a.T; /* as the forward's */
     const int ldq = a.NH * HS, ldk = a.NKV * HS, q0 = qt * BM, wr = warp * 16;
     const bf16_t *kg = a.k + (size_t)kvh * HS, *vg = a.v + (size_t)kvh * HS;
 
@@ -155,8 +158,9 @@ template <int HS> struct DkvCfg {
     static constexpr size_t smem = sizeof(bf16_t) * (size_t)LDS * (2 * BK + 4 * BQ) + 2 * BQ * (sizeof(int4) + 2 * sizeof(float));
 };
 
-/* dk, dv for a block of 64 keys of kv head kvh: 4 warps of 16 keys, over the group's heads and the listed 64-query
- * blocks, QC queries at a time */
+/* the partial dk, dv of one item (64 keys, a run of the query blocks that see them) for query head h: 4 warps of 16
+ * keys, the run's query blocks QC queries at a time; written whole (rows past T as zeros) to slot item NH + h,
+ * unscaled (dkv_sum scales dk) */
 template <int HS, int QC>
 __global__ void __launch_bounds__(128) dkv_bf16(BwdArgs a) {
     typedef DkvCfg<HS> C;
@@ -167,7 +171,8 @@ __global__ void __launch_bounds__(128) dkv_bf16(BwdArgs a) {
     int4 *sM = (int4 *)(sO + 2 * BQ * LDS); /* [2][BQ] the queries' masks */
     float *sL = (float *)(sM + 2 * BQ), *sD = sL + 2 * BQ; /* [2][BQ] lse, D */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
-    const int kt = blockIdx.y, kvh = blockIdx.x, T = a.T; /* kv heads fastest, the first (causally busiest) keys first */
+    const int h = blockIdx.x, item = blockIdx.y, kvh = h / a.group, T = a.T; /* heads fastest, heaviest items first */
+    const int kt = a.items[3 * item], l0 = a.items[3 * item + 1], nl = a.items[3 * item + 2];
     const int ldq = a.NH * HS, ldk = a.NKV * HS, k0 = kt * BK, wr = warp * 16;
 
     for (int c = tid; c < BK * CH; c += NTH) {
@@ -177,9 +182,8 @@ __global__ void __launch_bounds__(128) dkv_bf16(BwdArgs a) {
         cp_async16(sV + r * LDS + cc * 8, a.v + o, j < T);
     }
     cp_async_commit();
-    const int l0 = a.koff[kt], nl = a.koff[kt + 1] - l0, npairs = a.group * nl;
     auto load_q = [&](int buf, int pi) {
-        int h = kvh * a.group + pi / nl, t0 = a.klist[l0 + pi % nl] * BQ;
+        int t0 = a.klist[l0 + pi] * BQ;
         for (int c = tid; c < BQ * CH; c += NTH) {
             int r = c / CH, cc = c % CH, t = t0 + r;
             size_t o = (size_t)(t < T ? t : 0) * ldq + (size_t)h * HS + cc * 8;
@@ -200,10 +204,10 @@ __global__ void __launch_bounds__(128) dkv_bf16(BwdArgs a) {
 #pragma unroll
         for (int e = 0; e < 4; e++) gk[dt][e] = gv[dt][e] = 0.0f;
 
-    if (npairs > 0) load_q(0, 0);
+    if (nl > 0) load_q(0, 0);
     cp_async_commit();
-    for (int pi = 0; pi < npairs; pi++) {
-        if (pi + 1 < npairs) {
+    for (int pi = 0; pi < nl; pi++) {
+        if (pi + 1 < nl) {
             load_q((pi + 1) & 1, pi + 1);
             cp_async_commit();
             cp_async_wait<1>();
@@ -211,20 +215,23 @@ __global__ void __launch_bounds__(128) dkv_bf16(BwdArgs a) {
             cp_async_wait<0>();
         }
         __syncthreads();
-        const int buf = pi & 1, t0 = a.klist[l0 + pi % nl] * BQ;
+        const int buf = pi & 1, t0 = a.klist[l0 + pi] * BQ;
         const bf16_t *Qb = sQ + buf * BQ * LDS, *Ob = sO + buf * BQ * LDS;
         const int4 *Mb = sM + buf * BQ;
         const float *Lb = sL + buf * BQ, *Db = sD + buf * BQ;
 #pragma unroll 1
         for (int qc = 0; qc < BQ / QC; qc++) {
-            /* does any of this chunk's queries see any of the warp's 16 keys? */
-            bool any = false;
+            /* does any of this chunk's queries see any of the warp's 16 keys; does every one see all of them? */
+            bool any = false, full = true;
+            const int ka = k0 + wr, kb = ka + 15;
             for (int i = lane; i < QC; i += 32) {
-                int t = t0 + qc * QC + i, ka = k0 + wr, kb = ka + 15;
+                int t = t0 + qc * QC + i;
                 int4 r = Mb[qc * QC + i];
                 any = any || (t < T && (max(ka, r.x) < min(kb + 1, r.y) || max(ka, r.z) <= min(kb, t)));
+                full = full && t < T && kb < T && ((ka >= r.x && kb < r.y) || (ka >= r.z && kb <= t));
             }
             if (!__any_sync(0xffffffffu, any)) continue;
+            full = __all_sync(0xffffffffu, full);
             float s[NQ][4], dp[NQ][4];
 #pragma unroll
             for (int nt = 0; nt < NQ; nt++)
@@ -257,7 +264,7 @@ __global__ void __launch_bounds__(128) dkv_bf16(BwdArgs a) {
 #pragma unroll
                     for (int hf = 0; hf < 2; hf++) {
                         int e = 2 * hf + e2;
-                        bool vis = t < T && sees(r, t, kr[hf]);
+                        bool vis = full || (t < T && sees(r, t, kr[hf]));
                         float p = vis ? exp2f(fmaf(s[nt][e], a.sc2, -lq)) : 0.0f;
                         s[nt][e] = p;
                         dp[nt][e] = p * (dp[nt][e] - dd);
@@ -283,17 +290,37 @@ __global__ void __launch_bounds__(128) dkv_bf16(BwdArgs a) {
         __syncthreads();
     }
     cp_async_wait<0>();
+    const size_t slot = (size_t)item * a.NH + h;
 #pragma unroll
     for (int hf = 0; hf < 2; hf++) {
-        int j = kr[hf];
-        if (j >= T) continue;
-        size_t o = (size_t)j * ldk + (size_t)kvh * HS + 2 * tq;
+        size_t o = (slot * BK + wr + g + 8 * hf) * HS + 2 * tq;
 #pragma unroll
         for (int dt = 0; dt < DT; dt++) {
-            *(float2 *)(a.dk + o + dt * 8) = make_float2(gk[dt][2 * hf] * a.scale, gk[dt][2 * hf + 1] * a.scale);
-            *(float2 *)(a.dv + o + dt * 8) = make_float2(gv[dt][2 * hf], gv[dt][2 * hf + 1]);
+            *(float2 *)(a.pk + o + dt * 8) = make_float2(gk[dt][2 * hf], gk[dt][2 * hf + 1]);
+            *(float2 *)(a.pv + o + dt * 8) = make_float2(gv[dt][2 * hf], gv[dt][2 * hf + 1]);
         }
     }
+}
+
+/* dk, dv [T, NKV HS] from the items' partial sums: a thread per (key, kv head, 4 dimensions) adds its key block's
+ * slots, the group's heads ascending and each head's items in list order (attn_sched.h), then scales dk */
+__global__ void dkv_sum(float *dk, float *dv, const float *pk, const float *pv, const int *kioff, const int *kitems,
+                        int T, int NH, int NKV, int HS, float scale) {
+    const long i = (long)blockIdx.x * blockDim.x + threadIdx.x, q4 = HS / 4;
+    if (i >= (long)T * NKV * q4) return;
+    const int d4 = (int)(i % q4), kvh = (int)(i / q4 % NKV), j = (int)(i / q4 / NKV), kt = j / KB, r = j % KB;
+    const int group = NH / NKV, i0 = kioff[kt], i1 = kioff[kt + 1];
+    float4 sk = make_float4(0.0f, 0.0f, 0.0f, 0.0f), sv = sk;
+    for (int h = kvh * group; h < (kvh + 1) * group; h++)
+        for (int ii = i0; ii < i1; ii++) {
+            size_t o = (((size_t)kitems[ii] * NH + h) * KB + r) * HS + 4 * d4;
+            float4 x = *(const float4 *)(pk + o), y = *(const float4 *)(pv + o);
+            sk.x += x.x, sk.y += x.y, sk.z += x.z, sk.w += x.w;
+            sv.x += y.x, sv.y += y.y, sv.z += y.z, sv.w += y.w;
+        }
+    size_t o = ((size_t)j * NKV + kvh) * HS + 4 * d4;
+    *(float4 *)(dk + o) = make_float4(sk.x * scale, sk.y * scale, sk.z * scale, sk.w * scale);
+    *(float4 *)(dv + o) = sv;
 }
 
 /* D[t, h] = dout . out over the head's HS dimensions, float32 sums in order (products of bf16 are exact) */
@@ -398,12 +425,12 @@ template <int HS, int BN, int QC> static int launch_bwd(BwdArgs a, const PcAttnP
     if (smem_limit(dq_bf16<HS, BN>, DqCfg<HS, BN>::smem) || smem_limit(dkv_bf16<HS, QC>, DkvCfg<HS>::smem)) return -1;
     PC_LAUNCH(dim3(a.NH, p->nq64), 128, (DqCfg<HS, BN>::smem), dq_bf16<HS, BN>)(a);
     LAUNCH_TRY();
-    PC_LAUNCH(dim3(a.NKV, p->nk64), 128, DkvCfg<HS>::smem, dkv_bf16<HS, QC>)(a);
+    PC_LAUNCH(dim3(a.NH, p->nitems), 128, DkvCfg<HS>::smem, dkv_bf16<HS, QC>)(a);
     LAUNCH_TRY();
     return 0;
 }
 
-extern "C" size_t pc_attention_work_bytes(int T, int NH) { return sizeof(float) * (size_t)(T > 0 ? T : 1) * NH; }
+extern "C" size_t pc_attention_work_bytes(int T, int NH, int HS) { return attn_work_bytes(T, NH, HS); }
 
 extern "C" int pc_attention_backward(float *dq, float *dk, float *dv, const void *dout, const void *out,
                                      const float *lse, const void *q, const void *k, const void *v,
@@ -438,9 +465,15 @@ extern "C" int pc_attention_backward(float *dq, float *dk, float *dv, const void
     PC_LAUNCH(rgrid, 256, 0, rowdot_bf16)(D, (const bf16_t *)dout, (const bf16_t *)out, rows, HS);
     LAUNCH_TRY();
     BwdArgs a = {};
-    a.dq = dq, a.dk = dk, a.dv = dv, a.q = (const bf16_t *)q, a.k = (const bf16_t *)k, a.v = (const bf16_t *)v;
+    a.dq = dq, a.q = (const bf16_t *)q, a.k = (const bf16_t *)k, a.v = (const bf16_t *)v;
+    a.pk = D + attn_work_d_floats(p->T, NH), a.pv = a.pk + attn_work_partial_floats(p->T, NH, HS);
     a.dout = (const bf16_t *)dout, a.lse = lse, a.D = D, a.mask = p->mask, a.toff = p->off64, a.tiv = p->iv64;
-    a.koff = p->koff, a.klist = p->klist, a.T = p->T, a.NH = NH, a.NKV = NKV, a.group = NH / NKV;
-    a.sc2 = scale * LOG2E, a.scale = scale;
-    return HS == 64 ? launch_bwd<64, 64, 64>(a, p) : launch_bwd<128, 64, 32>(a, p);
+    a.qord = p->qord64, a.klist = p->klist, a.items = p->items, a.T = p->T, a.NH = NH, a.NKV = NKV;
+    a.group = NH / NKV, a.sc2 = scale * LOG2E, a.scale = scale;
+    if (HS == 64 ? launch_bwd<64, 64, 64>(a, p) : launch_bwd<128, 64, 32>(a, p)) return -1;
+    const long n = (long)p->T * NKV * (HS / 4);
+    PC_LAUNCH((unsigned)((n + 255) / 256), 256, 0, dkv_sum)(dk, dv, a.pk, a.pv, p->kioff, p->kitems, p->T, NH, NKV, HS,
+                                                           scale);
+    LAUNCH_TRY();
+    return 0;
 }

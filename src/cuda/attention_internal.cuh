@@ -13,6 +13,7 @@
 
 #include "cuda/attention.h"
 #include "cuda/attention_ptx.cuh"
+#include "cuda/attn_sched.h"
 #include "cuda/check.cuh"
 
 typedef __nv_bfloat16 bf16_t;
@@ -20,17 +21,20 @@ typedef __nv_bfloat16 bf16_t;
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
 
-/* ---- the plan ---- */
+/* ---- the plan (attn_sched.h: what each table holds) ---- */
 
-enum { QB = 64, KB = 64 }; /* the plan's query and key blocks (the forward also uses 128-query blocks) */
+enum { QB = ATTN_QB, KB = ATTN_KB }; /* the plan's query and key blocks (the forward also uses 128-query blocks) */
 
 struct PcAttnPlan {
-    int T, window, nq64, nq128, nk64;
+    int T, window, nq64, nq128, nk64, nitems;
     long long pairs;
     int4 *mask;          /* [T] (pa, pb, sa, 0): token t sees [pa, pb) and [sa, t] */
     int *off64, *off128; /* [n + 1] offsets of each query block's intervals */
     int2 *iv64, *iv128;  /* the intervals [x, y) */
+    int *qord64, *qord128; /* the query blocks, most keys first */
     int *koff, *klist;   /* [nk64 + 1], the 64-query blocks seeing each 64-key block */
+    int *items;          /* [nitems][3] the dk/dv items: key block, first klist index, count; most work first */
+    int *kioff, *kitems; /* [nk64 + 1], each key block's items in list order */
     void *dev;           /* the one allocation holding them */
 };
 

@@ -43,7 +43,7 @@
     X(long long, pc_attn_plan_pairs, (const PcAttnPlan *p))                                                            \
     X(int, pc_attention_forward, (void *out, float *lse, const void *q, const void *k, const void *v,                  \
         const PcAttnPlan *p, int NH, int NKV, int HS, PcDtype dt))                                                     \
-    X(size_t, pc_attention_work_bytes, (int T, int NH))                                                                \
+    X(size_t, pc_attention_work_bytes, (int T, int NH, int HS))                                                        \
     X(int, pc_attention_backward, (float *dq, float *dk, float *dv, const void *dout, const void *out,                 \
         const float *lse, const void *q, const void *k, const void *v, const PcAttnPlan *p, int NH, int NKV, int HS,   \
         PcDtype dt, void *work))                                                                                       \

@@ -141,7 +141,7 @@ static size_t carve_scratch(const GpuTrain *t, const Dims *d, int reward, char *
     s->dgu = place(base, &off, T * 2 * d->I * f), s->dqkv = place(base, &off, T * (d->QD + 2 * d->KD) * f);
     s->datt = place(base, &off, T * d->QD * f);
     if (t->dt == PC_BF16) s->dyb = place(base, &off, T * wide * sizeof(PcBf16));
-    s->awork = place(base, &off, t->pc->pc_attention_work_bytes((int)T, (int)d->NH));
+    s->awork = place(base, &off, t->pc->pc_attention_work_bytes((int)T, (int)d->NH, (int)(d->QD / d->NH)));
     return off > end ? off : end;
 }
 

@@ -382,7 +382,7 @@ static int gpu_fwd(Run *r, const Mask *m) {
 static int gpu_bwd(Run *r, const Mask *m) {
     size_t nq = (size_t)m->T * r->s->NH * r->s->HS, nk = (size_t)m->T * r->s->NKV * r->s->HS;
     d_poison(r->d->dq, 4 * nq), d_poison(r->d->dk, 4 * nk), d_poison(r->d->dv, 4 * nk);
-    d_poison(r->d->work, pc_attention_work_bytes(m->T, r->s->NH));
+    d_poison(r->d->work, pc_attention_work_bytes(m->T, r->s->NH, r->s->HS));
     int rc = run_bwd(r);
     if (!rc) rc = pc_sync();
     H_CHECK(rc == 0, "pc_attention_backward: %s", rc ? pc_error() : "");
@@ -717,7 +717,7 @@ static void run_shape(const Shape *s) {
     d.q = d_alloc(4 * nq), d.k = d_alloc(4 * nk), d.v = d_alloc(4 * nk), d.dout = d_alloc(4 * nq);
     d.out = d_alloc(4 * nq), d.out_in = d_alloc(4 * nq);
     d.lse = d_alloc(4 * nl), d.lse_in = d_alloc(4 * nl), d.dq = d_alloc(4 * nq), d.dk = d_alloc(4 * nk);
-    d.dv = d_alloc(4 * nk), d.work = d_alloc(pc_attention_work_bytes(T, NH));
+    d.dv = d_alloc(4 * nk), d.work = d_alloc(pc_attention_work_bytes(T, NH, HS));
     d.r_out = d_alloc(4 * nq), d.r_lse = d_alloc(4 * nl), d.r_mo = d_alloc(4 * nq), d.r_dq = d_alloc(4 * nq);
     d.r_mq1 = d_alloc(4 * nq), d.r_mq2 = d_alloc(4 * nq), d.r_dk = d_alloc(4 * nk), d.r_dv = d_alloc(4 * nk);
     d.r_mk1 = d_alloc(4 * nk), d.r_mk2 = d_alloc(4 * nk), d.r_mv = d_alloc(4 * nk);
