@@ -12,6 +12,8 @@
 #define LM_VOCAB 8192           /* vocabulary columns per chunk at most: the backward's dx sums at most this many
                                  * products before adding them to the previous chunks' (float32 accuracy) */
 #define LM_WARPS 8              /* rows per block of the row kernels */
+#define LM_KEEP (1L << 33)      /* bytes of kept probabilities at most (8 GiB: 16,384 targets of a 151,936 vocabulary
+                                 * keep 5 GB) */
 
 static int g_rows, g_vocab; /* test hooks; 0: automatic */
 
@@ -59,6 +61,31 @@ extern "C" size_t pc_lmhead_work(int n, int H, int V, PcDtype wt) {
     return plan(&p, NULL, n, H, V, wt);
 }
 
+/* the kept probabilities (lmhead.h): q [n, ldq] bf16, then mc [n, nch] float32 */
+typedef struct {
+    uint16_t *q;
+    float *mc;
+    long ldq;
+    int nch;
+} Keep;
+
+static size_t keep_plan(Keep *k, char *base, int n, int V, PcDtype wt) {
+    Plan p;
+    plan(&p, NULL, n, 1, V, wt);
+    size_t nn = (size_t)(n > 0 ? n : 1);
+    k->ldq = (V + 7) / 8 * 8, k->nch = (V + p.Vc - 1) / p.Vc;
+    k->q = base ? (uint16_t *)base : NULL;
+    size_t qb = up256(nn * k->ldq * 2);
+    k->mc = base ? (float *)(base + qb) : NULL;
+    size_t total = qb + up256(nn * k->nch * 4);
+    return wt == PC_BF16 && total <= (size_t)LM_KEEP ? total : 0;
+}
+
+extern "C" size_t pc_lmhead_keep_bytes(int n, int V, PcDtype wt) {
+    Keep k;
+    return keep_plan(&k, NULL, n, V, wt);
+}
+
 /* xs[i, :] = x[src[i], :] (bf16: rounded) for i < m; grid (m, column blocks of 256 x 4) */
 template <typename T> __global__ void gather_kernel(T *xs, const float *x, const int *src, int H, int vec) {
     int i = blockIdx.x, c = (blockIdx.y * blockDim.x + threadIdx.x) * 4;
@@ -98,9 +125,10 @@ static __device__ __forceinline__ void lse_merge(float &m, float &s, float m2, f
 }
 
 /* One warp per row of a logits chunk [m, w] (row stride ldl): the chunk's max and sum of exp, merged into the
- * row's running (mx, sum) (first: set); the target's logit when it falls in [v0, v0 + w). */
+ * row's running (mx, sum) (first: set); the target's logit when it falls in [v0, v0 + w). With q: the chunk's
+ * exp(l - M) rounded to bf16 into q [m, ldq] and its max M into mc [m] (stride nch), for the backward. */
 __global__ void chunk_lse_kernel(float *mx, float *sum, float *lt, const float *logits, int ldl, const int *tgt, int m,
-                                 int v0, int w, int first) {
+                                 int v0, int w, int first, uint16_t *q, long ldq, float *mc, int nch) {
     int row = blockIdx.x * LM_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= m) return;
     const float *l = logits + (long)row * ldl;
@@ -120,6 +148,11 @@ __global__ void chunk_lse_kernel(float *mx, float *sum, float *lt, const float *
     for (int o = 16; o > 0; o >>= 1) { /* butterfly: every lane ends with the same (M, S) */
         float M2 = __shfl_xor_sync(0xffffffffu, M, o), S2 = __shfl_xor_sync(0xffffffffu, S, o);
         lse_merge(M, S, M2, S2);
+    }
+    if (q) { /* the row was just read: this pass finds it in the caches */
+        uint16_t *qr = q + row * ldq;
+        for (int k = lane; k < w; k += 32) qr[k] = pc_bf16_round(expf(l[k] - M));
+        if (!lane) mc[(long)row * nch] = M;
     }
     if (lane) return;
     if (first) mx[row] = M, sum[row] = S;
@@ -187,6 +220,21 @@ __global__ void dlogits_bf16_kernel(uint16_t *dl, const float *l, int ldl, const
     }
 }
 
+/* the same from the forward's kept q = bf16(exp(l - M)) (in place): p = bf16(q exp(M - lse)), dl = bf16(-g p); at the
+ * target as above. grid as above. */
+__global__ void dlogits_kept_kernel(uint16_t *q, long ldq, const float *mc, int nch, const double *g,
+                                    const double *logp, const float *lse, const int *tgt, int v0, int w) {
+    int r = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= w) return;
+    uint16_t *o = q + r * ldq + c;
+    if (c == tgt[r] - v0) {
+        *o = pc_bf16_round((float)(g[r] * -expm1(logp[r])));
+        return;
+    }
+    float sc = expf(mc[(long)r * nch] - lse[r]);
+    *o = pc_bf16_round(-(float)g[r] * pc_bf16_f32(pc_bf16_round(pc_bf16_f32(*o) * sc)));
+}
+
 #define TRY(x)                                                                                                         \
     do {                                                                                                               \
         if (x) return -1;                                                                                              \
@@ -204,10 +252,13 @@ static int chunk_logits(const Plan *p, const void *W, PcDtype wt, int m, int H, 
 }
 
 extern "C" int pc_lmhead_forward(double *logp, float *lse, const float *x, const void *W, PcDtype wt, const int *src,
-                                 const int *tgt, int n, int H, int V, void *work) {
+                                 const int *tgt, int n, int H, int V, void *work, void *keep) {
     TRY(check_args(n, H, V, wt));
+    ARG_TRY(!keep || pc_lmhead_keep_bytes(n, V, wt) > 0, "keep given where pc_lmhead_keep_bytes is 0");
     Plan p;
     plan(&p, (char *)work, n, H, V, wt);
+    Keep k;
+    keep_plan(&k, (char *)keep, n, V, wt);
     cudaStream_t s = pc_cuda_stream();
     for (int i0 = 0; i0 < n; i0 += p.R) {
         int m = n - i0 < p.R ? n - i0 : p.R;
@@ -215,8 +266,11 @@ extern "C" int pc_lmhead_forward(double *logp, float *lse, const float *x, const
         for (int v0 = 0; v0 < V; v0 += p.Vc) {
             int w = V - v0 < p.Vc ? V - v0 : p.Vc;
             TRY(chunk_logits(&p, W, wt, m, H, v0, w));
+            uint16_t *q = keep ? k.q + (size_t)i0 * k.ldq + v0 : NULL;
+            float *mc = keep ? k.mc + (size_t)i0 * k.nch + v0 / p.Vc : NULL;
             chunk_lse_kernel<<<pc_ceil_div(m, LM_WARPS), 32 * LM_WARPS, 0, s>>>(p.mx, p.sum, p.lt, p.logits, p.ldl,
-                                                                                 tgt + i0, m, v0, w, v0 == 0);
+                                                                                 tgt + i0, m, v0, w, v0 == 0, q, k.ldq,
+                                                                                 mc, k.nch);
             LAUNCH_TRY();
         }
         lse_final_kernel<<<pc_ceil_div(m, 256), 256, 0, s>>>(logp + i0, lse + i0, p.mx, p.sum, p.lt, m);
@@ -228,10 +282,13 @@ extern "C" int pc_lmhead_forward(double *logp, float *lse, const float *x, const
 extern "C" int pc_lmhead_backward(float *dx, float *dW, const double *g, const double *logp, const float *lse,
                                   const float *x, const void *W, PcDtype wt, const int *src, const int *tgt, int n,
                                   int H, int V, const int *order, const int *seg, const int *seg_key, int n_seg,
-                                  void *work) {
+                                  void *work, void *keep) {
     TRY(check_args(n, H, V, wt));
+    ARG_TRY(!keep || pc_lmhead_keep_bytes(n, V, wt) > 0, "keep given where pc_lmhead_keep_bytes is 0");
     Plan p;
     plan(&p, (char *)work, n, H, V, wt);
+    Keep k;
+    keep_plan(&k, (char *)keep, n, V, wt);
     cudaStream_t s = pc_cuda_stream();
     size_t e = wt == PC_BF16 ? 2 : 4;
     for (int i0 = 0; i0 < n; i0 += p.R) {
@@ -241,23 +298,31 @@ extern "C" int pc_lmhead_backward(float *dx, float *dW, const double *g, const d
         for (int v0 = 0; v0 < V; v0 += p.Vc) {
             int w = V - v0 < p.Vc ? V - v0 : p.Vc;
             dim3 blocks((unsigned)pc_ceil_div(pc_ceil_div(w, 4), 256), (unsigned)m);
-            TRY(chunk_logits(&p, W, wt, m, H, v0, w));
             const void *dl;
-            if (wt == PC_BF16) {
+            long ldd = p.ldl;
+            if (keep) { /* no logits product: d logits from the forward's kept probabilities, in place */
+                uint16_t *q = k.q + (size_t)i0 * k.ldq + v0;
+                dim3 b1((unsigned)pc_ceil_div(w, 256), (unsigned)m);
+                dlogits_kept_kernel<<<b1, 256, 0, s>>>(q, k.ldq, k.mc + (size_t)i0 * k.nch + v0 / p.Vc, k.nch, g + i0,
+                                                       logp + i0, lse + i0, tgt + i0, v0, w);
+                dl = q, ldd = k.ldq;
+            } else if (wt == PC_BF16) {
+                TRY(chunk_logits(&p, W, wt, m, H, v0, w));
                 dlogits_bf16_kernel<<<blocks, 256, 0, s>>>(p.dlb, p.logits, p.ldl, g + i0, logp + i0, lse + i0,
                                                            tgt + i0, v0, w);
                 dl = p.dlb;
             } else {
+                TRY(chunk_logits(&p, W, wt, m, H, v0, w));
                 dlogits_f32_kernel<<<blocks, 256, 0, s>>>(p.logits, p.ldl, g + i0, lse + i0, tgt + i0, v0, w);
                 dl = p.logits;
             }
             LAUNCH_TRY();
             const char *Wc = (const char *)W + (size_t)v0 * H * e;
             /* dxs [m, H] (+)= dl [m, w] W[v0:v0+w] [w, H] */
-            TRY(pc_gemm(0, 0, m, H, w, 1.0f, dl, p.ldl, Wc, H, v0 ? 1.0f : 0.0f, NULL, dxs, H, NULL, wt, PC_F32));
+            TRY(pc_gemm(0, 0, m, H, w, 1.0f, dl, (int)ldd, Wc, H, v0 ? 1.0f : 0.0f, NULL, dxs, H, NULL, wt, PC_F32));
             /* dW[v0:v0+w] [w, H] += dl^T [w, m] xs [m, H] */
             if (dW)
-                TRY(pc_gemm(1, 0, w, H, m, 1.0f, dl, p.ldl, p.xs, H, 1.0f, NULL, dW + (size_t)v0 * H, H, NULL, wt,
+                TRY(pc_gemm(1, 0, w, H, m, 1.0f, dl, (int)ldd, p.xs, H, 1.0f, NULL, dW + (size_t)v0 * H, H, NULL, wt,
                             PC_F32));
         }
     }

@@ -86,11 +86,12 @@
         const void *u, PcDtype gt, int ld_in, int rows, int cols))                                                     \
     /* cuda/lmhead.h: chunked log-probs of target tokens */                                                            \
     X(size_t, pc_lmhead_work, (int n, int H, int V, PcDtype wt))                                                       \
+    X(size_t, pc_lmhead_keep_bytes, (int n, int V, PcDtype wt))                                                        \
     X(int, pc_lmhead_forward, (double *logp, float *lse, const float *x, const void *W, PcDtype wt, const int *src,    \
-        const int *tgt, int n, int H, int V, void *work))                                                              \
+        const int *tgt, int n, int H, int V, void *work, void *keep))                                                  \
     X(int, pc_lmhead_backward, (float *dx, float *dW, const double *g, const double *logp, const float *lse,           \
         const float *x, const void *W, PcDtype wt, const int *src, const int *tgt, int n, int H, int V,                \
-        const int *order, const int *seg, const int *seg_key, int n_seg, void *work))                                  \
+        const int *order, const int *seg, const int *seg_key, int n_seg, void *work, void *keep))                      \
     X(void, pc_lmhead_set_chunks, (int rows, int vocab))                                                               \
     /* cuda/convert.h */                                                                                               \
     X(int, pc_f32_to_bf16, (PcBf16 * y, const float *x, size_t n))                                                     \

@@ -60,6 +60,7 @@ struct TrainBatch {
     float *xf, *rstdf;                              /* [T, H], [T] */
     double *logp, *dlogp;                           /* [n_tgt] */
     float *lse_t;                                   /* [n_tgt] */
+    void *lmkeep;                                   /* the LM head's kept probabilities (lmhead.h), or NULL */
     float *hl;                                      /* [n_resp, H] reward rows */
     float *dx, *dxf;                                /* [T, H] */
     char *scratch;                                  /* the shared region */
@@ -162,6 +163,7 @@ static size_t carve(const GpuTrain *t, TrainBatch *b, char *base) {
         b->src_key = place(base, &off, d.nt * ni);
         b->logp = place(base, &off, d.nt * sizeof(double)), b->dlogp = place(base, &off, d.nt * sizeof(double));
         b->lse_t = place(base, &off, d.nt * d.f);
+        b->lmkeep = place(base, &off, t->pc->pc_lmhead_keep_bytes((int)d.nt, t->c.vocab_size, t->dt));
     }
     b->xs = place(base, &off, (d.L + 1) * T * d.H * d.f);
     Slot s;
@@ -441,7 +443,7 @@ int gpu_train_forward(GpuTrain *t, const Row *rows, int n_rows, int keep, double
         Scratch sc = scratch_of(t, b);
         double *lp = xmalloc(sizeof(double) * (size_t)lay->n_tgt);
         if (pc->pc_lmhead_forward(b->logp, b->lse_t, b->xf, t->head, t->dt, b->src, b->tgt, lay->n_tgt,
-                                  H, c->vocab_size, sc.lmwork))
+                                  H, c->vocab_size, sc.lmwork, b->lmkeep))
             rc = fail(&r, "the LM head");
         else if (pc->pc_download(lp, b->logp, sizeof(double) * (size_t)lay->n_tgt) || pc->pc_sync())
             rc = fail(&r, "reading the log-probs back");
@@ -627,7 +629,7 @@ int gpu_train_backward(GpuTrain *t, const double *dout, char *err, size_t errlen
             pc->pc_memset(b->dxf, 0, sizeof(float) * TH) ||
             pc->pc_lmhead_backward(b->dxf, t->d_head, b->dlogp, b->logp, b->lse_t, b->xf,
                                    t->head, t->dt, b->src, b->tgt, lay->n_tgt, H, c->vocab_size,
-                                   b->src_order, b->src_seg, b->src_key, b->n_seg_src, sc.lmwork) ||
+                                   b->src_order, b->src_seg, b->src_key, b->n_seg_src, sc.lmwork, b->lmkeep) ||
             pc->pc_sync())
             rc = fail(&r, "the LM head's backward");
         free(g);

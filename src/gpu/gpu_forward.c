@@ -239,7 +239,7 @@ int gpu_forward_logps(GpuModel *g, const Row *rows, int n_rows, double *logps, i
     const ModelConfig *c = &g->c;
     rc = activations(&r, &lay, 0, &a) || rope_table_for(&r, lay.n_pos) || trunk_forward(&r, &lay, &a, 0) ? -1 : 0;
     if (!rc && g->pc->pc_lmhead_forward(a.logp, a.lse_t, a.xf, g->lm_head, g->dt, a.src, a.tgt, lay.n_tgt,
-                                        c->hidden_size, c->vocab_size, a.work))
+                                        c->hidden_size, c->vocab_size, a.work, NULL))
         rc = fail(&r, "the LM head");
     if (!rc && (g->pc->pc_download(lp, a.logp, sizeof(double) * (size_t)lay.n_tgt) || g->pc->pc_sync()))
         rc = fail(&r, "downloading the log-probs");

@@ -102,12 +102,18 @@ static int k_bias_bwd(void *c) { (void)c; return pc_bias_backward(B.db, B.dqkv, 
 static int k_to_bf16(void *c) { (void)c; return pc_f32_to_bf16(B.hb, B.dh, (size_t)B.T * B.I); }
 static int k_lm_fwd(void *c) {
     (void)c;
-    return pc_lmhead_forward(B.logp, B.lse, B.x, B.Wl, PC_BF16, B.src, B.tgt, B.n, B.H, B.V, B.work);
+    return pc_lmhead_forward(B.logp, B.lse, B.x, B.Wl, PC_BF16, B.src, B.tgt, B.n, B.H, B.V, B.work, NULL);
 }
 static int k_lm_bwd(void *c) {
     (void)c;
     return pc_lmhead_backward(B.dx, B.dWl, B.g, B.logp, B.lse, B.x, B.Wl, PC_BF16, B.src, B.tgt, B.n, B.H, B.V,
-                              B.lorder, B.lseg, B.lkey, B.ln_seg, B.work);
+                              B.lorder, B.lseg, B.lkey, B.ln_seg, B.work, NULL);
+}
+/* a training step's head, forward and backward, with the logits recomputed (keep NULL) or the probabilities kept */
+static int k_lm_step(void *keep) {
+    return pc_lmhead_forward(B.logp, B.lse, B.x, B.Wl, PC_BF16, B.src, B.tgt, B.n, B.H, B.V, B.work, keep) ||
+           pc_lmhead_backward(B.dx, B.dWl, B.g, B.logp, B.lse, B.x, B.Wl, PC_BF16, B.src, B.tgt, B.n, B.H, B.V,
+                              B.lorder, B.lseg, B.lkey, B.ln_seg, B.work, keep);
 }
 static int k_adamw(void *c) {
     (void)c;
@@ -235,6 +241,11 @@ static void bench_model(const Model *m, const char *dump, FILE *meta, int first)
     h_row("lmhead_fwd", shape, NULL, fwd, h_floor_flops(fl), "bf16 rate");
     double bwd = h_time(k_lm_bwd, NULL);
     h_row("lmhead_bwd", shape, NULL, bwd, h_floor_flops(3 * fl), "bf16 rate");
+    h_row("lmhead_step (fwd + bwd)", shape, NULL, h_time(k_lm_step, NULL), h_floor_flops(4 * fl), "bf16 rate");
+    size_t kb = pc_lmhead_keep_bytes(n, V, PC_BF16);
+    void *keep = kb ? dalloc(kb) : NULL;
+    if (keep) h_row("lmhead_step kept probs", shape, NULL, h_time(k_lm_step, keep), h_floor_flops(3 * fl), "bf16 rate");
+    d_free(keep);
     double *lp = h_malloc(sizeof(double) * n);
     H_TRY(k_lm_fwd(NULL));
     d_down(lp, B.logp, sizeof(double) * n);

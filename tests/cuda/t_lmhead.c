@@ -22,7 +22,11 @@
  *    |d dx_ik| <= sum_v D_iv |w_vk| + (gamma_{Vc+nc}(u_g) + gamma_V(u_c)) sum_v M_iv |w_vk|, M the magnitude of
  *    either side's dl (1.05 |g| p, or 1.05 |g| (1 - p) at the target, plus D); the rows then go to dx[src] in the
  *    same order on both sides: + 2 gamma_{K+1}(2^-24) (|dx0| + the rows' magnitudes);
- *    |d dW_vk| <= sum_i D_iv |x_ik| + (gamma_{2n+1}(u_g) + gamma_{2n+1}(u_c)) (sum_i M_iv |x_ik| + |dW0_vk|). */
+ *    |d dW_vk| <= sum_i D_iv |x_ik| + (gamma_{2n+1}(u_g) + gamma_{2n+1}(u_c)) (sum_i M_iv |x_ik| + |dW0_vk|).
+ * Kept probabilities (lmhead.h; bf16): the GPU's p = bf16(bf16(exp(l - M)) exp(M - lse)): one bf16 rounding more
+ * than the CPU's, one more exponential (e_g) and a float32 product (2^-24), so D_iv = 1.05 |g_i| p_iv (rho_iv + e_g +
+ * 2^-24 + 5 2^-8) off the target (the target's as above); the forward's log-probs are those without keep, bit for
+ * bit; the rest of the bounds as above. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,19 +46,19 @@ typedef struct {
 typedef struct {
     double *logp, *g;
     float *lse, *x, *dx, *dW;
-    void *W, *work;
+    void *W, *work, *keep; /* keep: NULL, or the kept probabilities (set by the kept-path check) */
     PcDtype wt;
     int *src, *tgt, *order, *seg, *key, n_seg, n, H, V;
 } Lm;
 
 static int lm_fwd(void *p) {
     Lm *l = p;
-    return pc_lmhead_forward(l->logp, l->lse, l->x, l->W, l->wt, l->src, l->tgt, l->n, l->H, l->V, l->work);
+    return pc_lmhead_forward(l->logp, l->lse, l->x, l->W, l->wt, l->src, l->tgt, l->n, l->H, l->V, l->work, l->keep);
 }
 static int lm_bwd(void *p) {
     Lm *l = p;
     return pc_lmhead_backward(l->dx, l->dW, l->g, l->logp, l->lse, l->x, l->W, l->wt, l->src, l->tgt, l->n, l->H,
-                              l->V, l->order, l->seg, l->key, l->n_seg, l->work);
+                              l->V, l->order, l->seg, l->key, l->n_seg, l->work, l->keep);
 }
 
 /* shared-prompt rows as batch_new lays them out: src, tgt of the n targets; returns T */
@@ -80,7 +84,7 @@ typedef struct {
 } Bounds;
 
 static Bounds bf16_bounds(const float *x, const float *Wf, const int *src, const int *tgt, const double *g,
-                          const float *dx0, const float *dW0, int T, int n, int H, int V, int Vc, int nc) {
+                          const float *dx0, const float *dW0, int T, int n, int H, int V, int Vc, int nc, int kept) {
     Bounds b;
     float *xs = h_malloc(sizeof(float) * n * H), *Wa = h_malloc(sizeof(float) * (size_t)V * H);
     for (int i = 0; i < n; i++)
@@ -114,7 +118,7 @@ static Bounds bf16_bounds(const float *x, const float *Wf, const int *src, const
                 d = 1.05 * gi * (p * Bi + 0x1p-7 * (1.0 - p));
                 m = 1.05 * gi * (1.0 - p);
             } else {
-                d = 1.05 * gi * p * (rho + 0x1p-6);
+                d = 1.05 * gi * p * (kept ? rho + eg + 0x1p-24 + 5 * 0x1p-8 : rho + 0x1p-6);
                 m = 1.05 * gi * p;
             }
             D[(size_t)i * V + v] = (float)(d * 1.001), M[(size_t)i * V + v] = (float)((m + d) * 1.001);
@@ -192,8 +196,8 @@ static void lm_case(const LmCase *c, PcDtype wt) {
     int *order = h_malloc(sizeof(int) * n), *seg = h_malloc(sizeof(int) * (n + 1)), *key = h_malloc(sizeof(int) * n);
     int ns = pc_scatter_plan(order, seg, key, src, n);
     Lm L = {d_alloc(n * 8), d_clone(g, n * 8), d_alloc(n * 4), d_clone(x, nx * 4), d_clone(dx0, nx * 4),
-            d_clone(dW0, nw * 4), wt == PC_BF16 ? d_clone(Wb, nw * 2) : d_clone(W, nw * 4), d_alloc(wbytes), wt,
-            d_clone(src, n * 4), d_clone(tgt, n * 4), d_clone(order, n * 4), d_clone(seg, (ns + 1) * 4),
+            d_clone(dW0, nw * 4), wt == PC_BF16 ? d_clone(Wb, nw * 2) : d_clone(W, nw * 4), d_alloc(wbytes), NULL,
+            wt, d_clone(src, n * 4), d_clone(tgt, n * 4), d_clone(order, n * 4), d_clone(seg, (ns + 1) * 4),
             d_clone(key, ns * 4), ns, n, H, V};
     d_poison(L.work, wbytes), d_poison(L.logp, n * 8), d_poison(L.lse, n * 4);
     H_TRY(lm_fwd(&L));
@@ -202,7 +206,7 @@ static void lm_case(const LmCase *c, PcDtype wt) {
     d_down(logp, L.logp, n * 8), d_down(lse, L.lse, n * 4);
     int Vc = c->vocab ? c->vocab : (V < 8192 ? V : 8192), nc = (V + Vc - 1) / Vc; /* lmhead.h's chunks */
     Bounds B = {0};
-    if (wt == PC_BF16) B = bf16_bounds(x, W, src, tgt, g, dx0, dW0, T, n, H, V, Vc, nc);
+    if (wt == PC_BF16) B = bf16_bounds(x, W, src, tgt, g, dx0, dW0, T, n, H, V, Vc, nc, 0);
     Cmp cl, cs;
     if (wt == PC_F32) {
         cl = cmp_norm_d(logp, logp_ref, n, 1e-5), cs = cmp_norm(lse, lse_ref, n, 1e-5);
@@ -240,6 +244,34 @@ static void lm_case(const LmCase *c, PcDtype wt) {
     h_row(name, shape, &cx, h_time(lm_bwd, &L), wt == PC_BF16 ? h_floor_flops(3 * fl) : 0, "bf16 rate");
     snprintf(name, sizeof name, "lmhead_bwd dW %s", wt == PC_BF16 ? "bf16" : "f32");
     h_row(name, shape, &cw, 0, 0, "");
+
+    /* the kept probabilities: the same log-probs, the backward without a logits product, within its bound */
+    size_t kb = pc_lmhead_keep_bytes(n, V, wt);
+    H_CHECK(wt == PC_F32 ? kb == 0 : kb >= (size_t)n * V * 2, "%s: pc_lmhead_keep_bytes %zu", shape, kb);
+    if (kb) {
+        Bounds K = bf16_bounds(x, W, src, tgt, g, dx0, dW0, T, n, H, V, Vc, nc, 1);
+        L.keep = d_alloc(kb);
+        d_poison(L.keep, kb), d_poison(L.work, wbytes), d_up(L.dx, dx0, nx * 4), d_up(L.dW, dW0, nw * 4);
+        H_TRY(lm_fwd(&L));
+        d_down(logp2, L.logp, n * 8), d_down(lse2, L.lse, n * 4);
+        H_CHECK(!memcmp(logp, logp2, n * 8) && !memcmp(lse, lse2, n * 4), "lmhead_fwd kept %s: other log-probs than "
+                "without keep", shape);
+        H_TRY(lm_bwd(&L));
+        d_down(gdx, L.dx, nx * 4), d_down(gdW, L.dW, nw * 4);
+        cx = cmp_elem(gdx, dx_ref, K.dx, nx), cw = cmp_elem(gdW, dW_ref, K.dW, nw);
+        d_up(L.dx, dx0, nx * 4), d_up(L.dW, dW0, nw * 4), d_poison(L.keep, kb), d_poison(L.work, wbytes);
+        H_TRY(lm_fwd(&L));
+        H_TRY(lm_bwd(&L));
+        d_down(gdx2, L.dx, nx * 4), d_down(gdW2, L.dW, nw * 4);
+        snprintf(name, sizeof name, "lmhead_bwd kept bf16");
+        H_CHECK(cx.ok, "%s %s: dx err %.3g > bound %.3g at %ld", name, shape, cx.err, cx.bound, cx.worst);
+        H_CHECK(cw.ok, "%s %s: dW err %.3g > bound %.3g at %ld", name, shape, cw.err, cw.bound, cw.worst);
+        H_CHECK(!memcmp(gdx, gdx2, nx * 4) && !memcmp(gdW, gdW2, nw * 4), "%s %s: a rerun differs", name, shape);
+        H_CHECK(d_guard_ok(L.keep) && d_guard_ok(L.work), "%s %s: wrote past keep or work", name, shape);
+        h_row(name, shape, &cx, 0, 0, "");
+        d_free(L.keep), L.keep = NULL;
+        free(K.logp), free(K.lse), free(K.dx), free(K.dW);
+    }
     pc_lmhead_set_chunks(0, 0);
 
     d_free(L.logp), d_free(L.g), d_free(L.lse), d_free(L.x), d_free(L.dx), d_free(L.dW), d_free(L.W), d_free(L.work);

@@ -449,13 +449,36 @@ size_t pc_lmhead_work(int n, int H, int V, PcDtype wt) {
     Plan p;
     return plan(&p, NULL, n, H, V, wt);
 }
+/* the kept probabilities, lmhead.cu's layout: q [n, ldq] bf16, mc [n, nch] */
+typedef struct {
+    uint16_t *q;
+    float *mc;
+    size_t ldq;
+    int nch;
+} Keep;
+static size_t keep_plan(Keep *k, char *base, int n, int V, PcDtype wt) {
+    Plan p;
+    plan(&p, NULL, n, 1, V, wt);
+    size_t nn = (size_t)(n > 0 ? n : 1), qb;
+    k->ldq = (size_t)(V + 7) / 8 * 8, k->nch = (V + p.Vc - 1) / p.Vc;
+    qb = up256(nn * k->ldq * 2);
+    k->q = base ? (uint16_t *)base : NULL, k->mc = base ? (float *)(base + qb) : NULL;
+    size_t total = qb + up256(nn * (size_t)k->nch * 4);
+    return wt == PC_BF16 && total <= ((size_t)1 << 33) ? total : 0;
+}
+size_t pc_lmhead_keep_bytes(int n, int V, PcDtype wt) {
+    MOCK_GUARD;
+    Keep k;
+    return keep_plan(&k, NULL, n, V, wt);
+}
 static void merge(float *m, float *s, float m2, float s2) {
     float M = fmaxf(*m, m2);
     if (M == -INFINITY) return;
     *s = *s * expf(*m - M) + s2 * expf(m2 - M);
     *m = M;
 }
-static void chunk_lse(const Plan *p, const int *tgt, int m, int v0, int w, int first) {
+static void chunk_lse(const Plan *p, const int *tgt, int m, int v0, int w, int first, uint16_t *q, size_t ldq,
+                      float *mc, int nch) {
     for (int row = 0; row < m; row++) {
         const float *l = p->logits + (size_t)row * p->ldl;
         float M[32], S[32];
@@ -478,6 +501,10 @@ static void chunk_lse(const Plan *p, const int *tgt, int m, int v0, int w, int f
             for (int lane = 0; lane < 32; lane++) M2[lane] = M[lane ^ o], S2[lane] = S[lane ^ o];
             for (int lane = 0; lane < 32; lane++) merge(&M[lane], &S[lane], M2[lane], S2[lane]);
         }
+        if (q) {
+            for (int k = 0; k < w; k++) q[(size_t)row * ldq + k] = rnd(expf(l[k] - M[0]));
+            mc[(size_t)row * nch] = M[0];
+        }
         if (first) p->mx[row] = M[0], p->sum[row] = S[0];
         else merge(&p->mx[row], &p->sum[row], M[0], S[0]);
         int t = tgt[row] - v0;
@@ -489,10 +516,13 @@ static void gather(const Plan *p, const float *x, const int *src, int m, int H, 
         for (int k = 0; k < H; k++) st(p->xs, wt, (size_t)i * H + k, x[(size_t)src[i] * H + k]);
 }
 int pc_lmhead_forward(double *logp, float *lse, const float *x, const void *W, PcDtype wt, const int *src,
-                      const int *tgt, int n, int H, int V, void *work) {
+                      const int *tgt, int n, int H, int V, void *work, void *keep) {
     MOCK_GUARD;
     Plan p;
+    Keep k;
+    if (keep && !keep_plan(&k, NULL, n, V, wt)) return mock_fail("pc_lmhead_forward: keep given where pc_lmhead_keep_bytes is 0");
     plan(&p, work, n, H, V, wt);
+    keep_plan(&k, keep, n, V, wt);
     size_t e = wt == PC_BF16 ? 2 : 4;
     for (int i0 = 0; i0 < n; i0 += p.R) {
         int m = n - i0 < p.R ? n - i0 : p.R;
@@ -502,7 +532,8 @@ int pc_lmhead_forward(double *logp, float *lse, const float *x, const void *W, P
             if (pc_gemm(0, 1, m, w, H, 1.0f, p.xs, H, (const char *)W + (size_t)v0 * H * e, H, 0.0f, NULL, p.logits,
                         p.ldl, NULL, wt, PC_F32))
                 return -1;
-            chunk_lse(&p, tgt + i0, m, v0, w, v0 == 0);
+            chunk_lse(&p, tgt + i0, m, v0, w, v0 == 0, keep ? k.q + (size_t)i0 * k.ldq + v0 : NULL, k.ldq,
+                      keep ? k.mc + (size_t)i0 * k.nch + v0 / p.Vc : NULL, k.nch);
         }
         for (int i = 0; i < m; i++) {
             double ls = (double)p.mx[i] + log((double)p.sum[i]);
@@ -514,10 +545,13 @@ int pc_lmhead_forward(double *logp, float *lse, const float *x, const void *W, P
 }
 int pc_lmhead_backward(float *dx, float *dW, const double *g, const double *logp, const float *lse, const float *x,
                        const void *W, PcDtype wt, const int *src, const int *tgt, int n, int H, int V,
-                       const int *order, const int *seg, const int *seg_key, int n_seg, void *work) {
+                       const int *order, const int *seg, const int *seg_key, int n_seg, void *work, void *keep) {
     MOCK_GUARD;
     Plan p;
+    Keep k;
+    if (keep && !keep_plan(&k, NULL, n, V, wt)) return mock_fail("pc_lmhead_backward: keep given where pc_lmhead_keep_bytes is 0");
     plan(&p, work, n, H, V, wt);
+    keep_plan(&k, keep, n, V, wt);
     size_t e = wt == PC_BF16 ? 2 : 4;
     for (int i0 = 0; i0 < n; i0 += p.R) {
         int m = n - i0 < p.R ? n - i0 : p.R;
@@ -526,23 +560,36 @@ int pc_lmhead_backward(float *dx, float *dW, const double *g, const double *logp
         for (int v0 = 0; v0 < V; v0 += p.Vc) {
             int w = V - v0 < p.Vc ? V - v0 : p.Vc;
             const char *Wc = (const char *)W + (size_t)v0 * H * e;
-            if (pc_gemm(0, 1, m, w, H, 1.0f, p.xs, H, Wc, H, 0.0f, NULL, p.logits, p.ldl, NULL, wt, PC_F32)) return -1;
-            for (int r = 0; r < m; r++)
-                for (int v = 0; v < w; v++) {
-                    size_t at = (size_t)r * p.ldl + v;
-                    float gi = (float)g[i0 + r];
-                    if (wt == PC_BF16) {
-                        if (v0 + v == tgt[i0 + r]) p.dlb[at] = rnd((float)(g[i0 + r] * -expm1(logp[i0 + r])));
-                        else p.dlb[at] = rnd(-gi * wid(rnd(expf(p.logits[at] - lse[i0 + r]))));
-                    } else {
-                        float d = -gi * expf(p.logits[at] - lse[i0 + r]);
-                        if (v0 + v == tgt[i0 + r]) d += gi;
-                        p.logits[at] = d;
-                    }
-                }
             const void *dl = wt == PC_BF16 ? (const void *)p.dlb : (const void *)p.logits;
-            if (pc_gemm(0, 0, m, H, w, 1.0f, dl, p.ldl, Wc, H, v0 ? 1.0f : 0.0f, NULL, dxs, H, NULL, wt, PC_F32)) return -1;
-            if (dW && pc_gemm(1, 0, w, H, m, 1.0f, dl, p.ldl, p.xs, H, 1.0f, NULL, dW + (size_t)v0 * H, H, NULL, wt, PC_F32))
+            int ldd = p.ldl;
+            if (keep) { /* from the kept q, in place, no logits product */
+                uint16_t *q = k.q + (size_t)i0 * k.ldq + v0;
+                const float *mc = k.mc + (size_t)i0 * k.nch + v0 / p.Vc;
+                for (int r = 0; r < m; r++)
+                    for (int v = 0; v < w; v++) {
+                        uint16_t *o = q + (size_t)r * k.ldq + v;
+                        if (v0 + v == tgt[i0 + r]) *o = rnd((float)(g[i0 + r] * -expm1(logp[i0 + r])));
+                        else *o = rnd(-(float)g[i0 + r] * wid(rnd(wid(*o) * expf(mc[(size_t)r * k.nch] - lse[i0 + r]))));
+                    }
+                dl = q, ldd = (int)k.ldq;
+            } else {
+                if (pc_gemm(0, 1, m, w, H, 1.0f, p.xs, H, Wc, H, 0.0f, NULL, p.logits, p.ldl, NULL, wt, PC_F32)) return -1;
+                for (int r = 0; r < m; r++)
+                    for (int v = 0; v < w; v++) {
+                        size_t at = (size_t)r * p.ldl + v;
+                        float gi = (float)g[i0 + r];
+                        if (wt == PC_BF16) {
+                            if (v0 + v == tgt[i0 + r]) p.dlb[at] = rnd((float)(g[i0 + r] * -expm1(logp[i0 + r])));
+                            else p.dlb[at] = rnd(-gi * wid(rnd(expf(p.logits[at] - lse[i0 + r]))));
+                        } else {
+                            float d = -gi * expf(p.logits[at] - lse[i0 + r]);
+                            if (v0 + v == tgt[i0 + r]) d += gi;
+                            p.logits[at] = d;
+                        }
+                    }
+            }
+            if (pc_gemm(0, 0, m, H, w, 1.0f, dl, ldd, Wc, H, v0 ? 1.0f : 0.0f, NULL, dxs, H, NULL, wt, PC_F32)) return -1;
+            if (dW && pc_gemm(1, 0, w, H, m, 1.0f, dl, ldd, p.xs, H, 1.0f, NULL, dW + (size_t)v0 * H, H, NULL, wt, PC_F32))
                 return -1;
         }
     }
