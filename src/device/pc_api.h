@@ -79,6 +79,10 @@
     /* cuda/rope.h: the CPU's cos/sin table, uploaded */                                                               \
     X(int, pc_rope_forward, (void *x, PcDtype xt, int ldx, const int *pos, const float *cs, int T, int NHx, int HS))   \
     X(int, pc_rope_backward, (void *dx, PcDtype xt, int ldx, const int *pos, const float *cs, int T, int NHx, int HS)) \
+    X(int, pc_rope_qkv_forward, (PcBf16 *out, const float *q, int ldq, const float *k, int ldk, const float *v,       \
+        int ldv, const int *pos, const float *cs, int T, int NH, int NKV, int HS))                                     \
+    X(int, pc_rope_qkv_backward, (PcBf16 *oq, int ldoq, PcBf16 *ok, int ldok, PcBf16 *ov, int ldov, float *dq,         \
+        float *dk, const float *dv, const int *pos, const float *cs, int T, int NH, int NKV, int HS))                  \
     /* cuda/swiglu.h */                                                                                                \
     X(int, pc_swiglu_forward, (void *h, PcDtype ht, PcBf16 *gb, PcBf16 *ub, const void *g, const void *u, PcDtype gt,  \
         int ld_in, int rows, int cols))                                                                                \

@@ -365,20 +365,27 @@ static int layer_forward(Run *r, const TrainBatch *b, int l) {
     size_t e = dt == PC_BF16 ? sizeof(PcBf16) : sizeof(float), TQ = (size_t)T * QD, TK = (size_t)T * KD;
     TRY(r, "input_layernorm", pc->pc_rmsnorm_forward(s.xn1, dt, s.rstd1, NULL, x, NULL, w->attn_norm,
                                                      T, H, eps));
-    float *q = dt == PC_BF16 ? sc.qkv32 : s.qkv, *k = q + TQ, *v = k + TK;
-    TRY(r, "q_proj", pc->pc_linear_forward(q, PC_F32, s.xn1, H, w->wq, w->bq, NULL, T, H,
-                                           QD, dt));
-    TRY(r, "k_proj", pc->pc_linear_forward(k, PC_F32, s.xn1, H, w->wk, w->bk, NULL, T, H,
-                                           KD, dt));
-    TRY(r, "v_proj", pc->pc_linear_forward(v, PC_F32, s.xn1, H, w->wv, w->bv, NULL, T, H,
-                                           KD, dt));
-    if (lora_forward(r, &sc, l, 0, q, QD, s.xn1, T) || lora_forward(r, &sc, l, 1, k, KD, s.xn1, T) ||
-        lora_forward(r, &sc, l, 2, v, KD, s.xn1, T))
+    /* q, k, v in float32: one product into [T, QD + 2 KD] rows (fused_qkv), or three packed arrays */
+    const int fq = t->fused_qkv, ldq = fq ? QD + 2 * KD : QD, ldk = fq ? QD + 2 * KD : KD;
+    float *q = dt == PC_BF16 ? sc.qkv32 : s.qkv, *k = fq ? q + QD : q + TQ, *v = fq ? k + KD : k + TK;
+    if (fq) {
+        TRY(r, "q_proj, k_proj and v_proj", pc->pc_linear_forward(q, PC_F32, s.xn1, H, w->wq, w->bq, NULL, T, H,
+                                                                  QD + 2 * KD, dt));
+    } else {
+        TRY(r, "q_proj", pc->pc_linear_forward(q, PC_F32, s.xn1, H, w->wq, w->bq, NULL, T, H, QD, dt));
+        TRY(r, "k_proj", pc->pc_linear_forward(k, PC_F32, s.xn1, H, w->wk, w->bk, NULL, T, H, KD, dt));
+        TRY(r, "v_proj", pc->pc_linear_forward(v, PC_F32, s.xn1, H, w->wv, w->bv, NULL, T, H, KD, dt));
+    }
+    if (lora_forward(r, &sc, l, 0, q, ldq, s.xn1, T) || lora_forward(r, &sc, l, 1, k, ldk, s.xn1, T) ||
+        lora_forward(r, &sc, l, 2, v, ldk, s.xn1, T))
         return -1;
-    TRY(r, "RoPE of q", pc->pc_rope_forward(q, PC_F32, QD, b->pos, t->cs, T, NH, HS));
-    TRY(r, "RoPE of k", pc->pc_rope_forward(k, PC_F32, KD, b->pos, t->cs, T, NKV, HS));
-    if (dt == PC_BF16) /* rounded once, after the bias and the rotation, as the CPU keeps them */
-        TRY(r, "q, k, v to bf16", pc->pc_f32_to_bf16(s.qkv, q, TQ + 2 * TK));
+    if (dt == PC_BF16) { /* rotated, then rounded once, after the bias, as the CPU keeps them: one pass */
+        TRY(r, "RoPE of q and k, and q, k, v to bf16", pc->pc_rope_qkv_forward(s.qkv, q, ldq, k, ldk, v, ldk, b->pos,
+                                                                              t->cs, T, NH, NKV, HS));
+    } else {
+        TRY(r, "RoPE of q", pc->pc_rope_forward(q, PC_F32, QD, b->pos, t->cs, T, NH, HS));
+        TRY(r, "RoPE of k", pc->pc_rope_forward(k, PC_F32, KD, b->pos, t->cs, T, NKV, HS));
+    }
     const char *qkv = s.qkv;
     TRY(r, "attention", pc->pc_attention_forward(s.att, s.lse, qkv, qkv + TQ * e, qkv + (TQ + TK) * e, b->plan, NH,
                                                  NKV, HS, dt));
@@ -551,19 +558,32 @@ static int layer_backward(Run *r, const TrainBatch *b, int l) {
     const char *qkv = s.qkv;
     TRY(r, "attention's backward", pc->pc_attention_backward(dq, dk, dv, op, s.att, s.lse, qkv, qkv + TQ * e,
                                                              qkv + (TQ + TK) * e, b->plan, NH, NKV, HS, dt, sc.awork));
-    TRY(r, "RoPE's backward of q", pc->pc_rope_backward(dq, PC_F32, QD, b->pos, t->cs, T, NH, HS));
-    TRY(r, "RoPE's backward of k", pc->pc_rope_backward(dk, PC_F32, KD, b->pos, t->cs, T, NKV, HS));
+    const char *o;
+    if (dt == PC_BF16) { /* rotated back in place (biases, adapters) and rounded for the products, in one pass */
+        const int ldo = t->fused_qkv ? QD + 2 * KD : 0;
+        PcBf16 *oq = (PcBf16 *)sc.dyb, *ok = ldo ? oq + QD : oq + TQ, *ov = ldo ? ok + KD : ok + TK;
+        TRY(r, "RoPE's backward of q and k, and dq, dk, dv to bf16",
+            pc->pc_rope_qkv_backward(oq, ldo ? ldo : QD, ok, ldo ? ldo : KD, ov, ldo ? ldo : KD, dq, dk, dv, b->pos,
+                                     t->cs, T, NH, NKV, HS));
+        o = (const char *)sc.dyb;
+    } else {
+        TRY(r, "RoPE's backward of q", pc->pc_rope_backward(dq, PC_F32, QD, b->pos, t->cs, T, NH, HS));
+        TRY(r, "RoPE's backward of k", pc->pc_rope_backward(dk, PC_F32, KD, b->pos, t->cs, T, NKV, HS));
+        o = (const char *)dq;
+    }
     if (w->d_bq) TRY(r, "q_proj's bias", pc->pc_bias_backward(w->d_bq, dq, T, QD));
     if (w->d_bk) TRY(r, "k_proj's bias", pc->pc_bias_backward(w->d_bk, dk, T, KD));
     if (w->d_bv) TRY(r, "v_proj's bias", pc->pc_bias_backward(w->d_bv, dv, T, KD));
-    if (operand(r, &op, sc.dyb, dq, TQ + 2 * TK)) return -1;
-    const char *o = op;
-    TRY(r, "q_proj's backward", pc->pc_linear_backward(sc.dxn, 0.0f, w->d_wq, o, s.xn1, H,
-                                                       w->wq, T, H, QD, dt));
-    TRY(r, "k_proj's backward", pc->pc_linear_backward(sc.dxn, 1.0f, w->d_wk, o + TQ * e, s.xn1, H,
-                                                       w->wk, T, H, KD, dt));
-    TRY(r, "v_proj's backward", pc->pc_linear_backward(sc.dxn, 1.0f, w->d_wv, o + (TQ + TK) * e, s.xn1,
-                                                       H, w->wv, T, H, KD, dt));
+    if (t->fused_qkv) { /* [T, QD + 2 KD] rows against the stacked weights (and gradients) */
+        TRY(r, "q_proj, k_proj and v_proj's backward", pc->pc_linear_backward(sc.dxn, 0.0f, w->d_wq, o, s.xn1, H,
+                                                                              w->wq, T, H, QD + 2 * KD, dt));
+    } else {
+        TRY(r, "q_proj's backward", pc->pc_linear_backward(sc.dxn, 0.0f, w->d_wq, o, s.xn1, H, w->wq, T, H, QD, dt));
+        TRY(r, "k_proj's backward", pc->pc_linear_backward(sc.dxn, 1.0f, w->d_wk, o + TQ * e, s.xn1, H, w->wk, T, H,
+                                                           KD, dt));
+        TRY(r, "v_proj's backward", pc->pc_linear_backward(sc.dxn, 1.0f, w->d_wv, o + (TQ + TK) * e, s.xn1, H, w->wv,
+                                                           T, H, KD, dt));
+    }
     if (lora_backward(r, &sc, l, 0, sc.dxn, dq, QD, s.xn1, T) || lora_backward(r, &sc, l, 1, sc.dxn, dk, KD, s.xn1, T) ||
         lora_backward(r, &sc, l, 2, sc.dxn, dv, KD, s.xn1, T))
         return -1;

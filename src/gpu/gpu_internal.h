@@ -80,7 +80,9 @@ int gpu_layer_forward(const GpuModel *g, const Acts *a, const GpuLayer *w, const
 
 /* One layer's tensors as the training passes read them (device pointers): the weights in the products' dtype, the
  * vectors in float32, and their gradients (float32, NULL: frozen, or absent). When gate and up are adjacent
- * ([2I, H], GpuTrain.fused_gu) wu is wg + I H and a stacked bias is bgu ([2I], frozen bases only), bg and bu NULL. */
+ * ([2I, H], GpuTrain.fused_gu) wu is wg + I H and a stacked bias is bgu ([2I], frozen bases only), bg and bu NULL.
+ * When q, k and v are adjacent ([QD + 2 KD, H], GpuTrain.fused_qkv) wk is wq + QD H, wv wk + KD H, and bq (when
+ * present) is their stacked bias ([QD + 2 KD], frozen bases only). */
 typedef struct {
     const void *wq, *wk, *wv, *wo, *wg, *wu, *wd;
     const float *attn_norm, *mlp_norm, *bq, *bk, *bv, *bo, *bg, *bu, *bd, *bgu;
@@ -120,6 +122,8 @@ struct GpuTrain {
     float *d_embed, *d_final_norm, *d_head; /* their gradients, or NULL (frozen; a tied head's is d_embed) */
     long head_off;            /* a reward model's head [num_labels, H] in p and g (its gradient on the host) */
     int fused_gu;             /* gate_proj and up_proj adjacent ([2I, H]): one product each way */
+    int fused_qkv;            /* q_proj, k_proj and v_proj adjacent ([QD + 2 KD, H]) and bf16 products: one product
+                                 each way, its rows rotated and rounded by one pass (pc_rope_qkv_*) */
     /* LoRA (gpu_train_new of a model with an adapter): the frozen base uploaded as the scoring engine does (base),
      * the adapter's A and B the trainable buffers; host: the model, read for the adapter's switch and dropout */
     GpuModel *base;

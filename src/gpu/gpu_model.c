@@ -52,21 +52,27 @@ static void put_values(Layout *L, void *dst, Weight W, size_t n) {
 
 static size_t dt_size(PcDtype dt) { return dt == PC_BF16 ? sizeof(bf16) : sizeof(float); }
 
-/* One matrix [rows, cols], or two stacked ([rows + rows2, cols]: gate and up), in dt; NULL when counting */
-static const void *put_matrix(Layout *L, Weight W, Weight W2, size_t rows, size_t rows2, size_t cols) {
-    size_t e = dt_size(L->g->dt);
-    char *p = place(L, (rows + rows2) * cols * e);
-    if (p) put_values(L, p, W, rows * cols);
-    if (p && rows2) put_values(L, p + rows * cols * e, W2, rows2 * cols);
+/* np matrices stacked ([rows[0] + ... , cols]: q, k, v; gate and up) in dt; NULL when counting */
+static const void *put_matrix(Layout *L, const Weight *W, const size_t *rows, int np, size_t cols) {
+    size_t e = dt_size(L->g->dt), all = 0;
+    for (int i = 0; i < np; i++) all += rows[i];
+    char *p = place(L, all * cols * e), *at = p;
+    for (int i = 0; p && i < np; at += rows[i] * cols * e, i++) put_values(L, at, W[i], rows[i] * cols);
     return p;
 }
 
-/* A float32 vector of n (and n2 after it), or NULL when absent */
-static const float *put_vector(Layout *L, const float *v, const float *v2, size_t n, size_t n2) {
-    if (!v) return NULL;
-    float *p = place(L, (n + n2) * sizeof(float));
-    put(L, p, v, n * sizeof(float));
-    if (p && v2) put(L, p + n, v2, n2 * sizeof(float));
+/* np float32 vectors stacked (biases), zeros for an absent one; NULL when all are absent (or counting) */
+static const float *put_vector(Layout *L, const float *const *v, const size_t *n, int np) {
+    size_t all = 0;
+    int any = 0;
+    for (int i = 0; i < np; i++) all += n[i], any |= v[i] != NULL;
+    if (!any) return NULL;
+    float *p = place(L, all * sizeof(float)), *at = p;
+    for (int i = 0; p && i < np; at += n[i], i++) {
+        float *z = v[i] ? NULL : xcalloc(n[i] ? n[i] : 1, sizeof(float));
+        put(L, at, v[i] ? v[i] : z, n[i] * sizeof(float));
+        free(z);
+    }
     return p;
 }
 
@@ -133,31 +139,37 @@ static void layout(Layout *L, const Model *m, int share) {
     const ModelConfig *c = &g->c;
     size_t H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size, V = (size_t)c->vocab_size;
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
-    Weight none = {NULL, NULL};
     void *embed = place(L, V * H * dt_size(g->embed_dt));
     put_embed(L, m, embed, g->embed_dt);
     g->embed = embed;
     for (int l = 0; l < c->num_hidden_layers; l++) {
         GpuLayer *w = &g->layers[l];
-        w->attn_norm = put_vector(L, layer_weight(m, l, "input_layernorm.weight").f, NULL, H, 0);
-        w->wq = put_matrix(L, layer_weight(m, l, "self_attn.q_proj.weight"), none, QD, 0, H);
-        w->wk = put_matrix(L, layer_weight(m, l, "self_attn.k_proj.weight"), none, KD, 0, H);
-        w->wv = put_matrix(L, layer_weight(m, l, "self_attn.v_proj.weight"), none, KD, 0, H);
-        w->wo = put_matrix(L, layer_weight(m, l, "self_attn.o_proj.weight"), none, H, 0, QD);
-        w->bq = put_vector(L, layer_weight(m, l, "self_attn.q_proj.bias").f, NULL, QD, 0);
-        w->bk = put_vector(L, layer_weight(m, l, "self_attn.k_proj.bias").f, NULL, KD, 0);
-        w->bv = put_vector(L, layer_weight(m, l, "self_attn.v_proj.bias").f, NULL, KD, 0);
-        w->bo = put_vector(L, layer_weight(m, l, "self_attn.o_proj.bias").f, NULL, H, 0);
-        w->mlp_norm = put_vector(L, layer_weight(m, l, "post_attention_layernorm.weight").f, NULL, H, 0);
-        w->wgu = put_matrix(L, layer_weight(m, l, "mlp.gate_proj.weight"), layer_weight(m, l, "mlp.up_proj.weight"), I,
-                            I, H);
-        w->wd = put_matrix(L, layer_weight(m, l, "mlp.down_proj.weight"), none, H, 0, I);
-        w->bgu = put_vector(L, layer_weight(m, l, "mlp.gate_proj.bias").f, layer_weight(m, l, "mlp.up_proj.bias").f, I,
-                            I);
-        w->bd = put_vector(L, layer_weight(m, l, "mlp.down_proj.bias").f, NULL, H, 0);
+#define W1(suffix) ((Weight[]){layer_weight(m, l, suffix)})
+#define V1(suffix) ((const float *[]){layer_weight(m, l, suffix).f})
+        w->attn_norm = put_vector(L, V1("input_layernorm.weight"), &H, 1);
+        /* q, k and v stacked ([QD + 2 KD, H], their biases likewise): one product where the engine fuses them */
+        size_t qkv[3] = {QD, KD, KD}, gu[2] = {I, I};
+        w->wq = put_matrix(L, (Weight[]){layer_weight(m, l, "self_attn.q_proj.weight"), layer_weight(m, l,
+                              "self_attn.k_proj.weight"), layer_weight(m, l, "self_attn.v_proj.weight")}, qkv, 3, H);
+        w->wk = w->wq ? (const char *)w->wq + QD * H * dt_size(g->dt) : NULL;
+        w->wv = w->wk ? (const char *)w->wk + KD * H * dt_size(g->dt) : NULL;
+        w->wo = put_matrix(L, W1("self_attn.o_proj.weight"), &H, 1, QD);
+        w->bq = put_vector(L, (const float *[]){layer_weight(m, l, "self_attn.q_proj.bias").f, layer_weight(m, l,
+                               "self_attn.k_proj.bias").f, layer_weight(m, l, "self_attn.v_proj.bias").f}, qkv, 3);
+        w->bk = w->bq ? w->bq + QD : NULL, w->bv = w->bk ? w->bk + KD : NULL;
+        w->bo = put_vector(L, V1("self_attn.o_proj.bias"), &H, 1);
+        w->mlp_norm = put_vector(L, V1("post_attention_layernorm.weight"), &H, 1);
+        w->wgu = put_matrix(L, (Weight[]){layer_weight(m, l, "mlp.gate_proj.weight"), layer_weight(m, l,
+                               "mlp.up_proj.weight")}, gu, 2, H);
+        w->wd = put_matrix(L, W1("mlp.down_proj.weight"), &H, 1, I);
+        w->bgu = put_vector(L, (const float *[]){layer_weight(m, l, "mlp.gate_proj.bias").f, layer_weight(m, l,
+                                "mlp.up_proj.bias").f}, gu, 2);
+        w->bd = put_vector(L, V1("mlp.down_proj.bias"), &H, 1);
+#undef W1
+#undef V1
     }
-    g->final_norm = put_vector(L, model_weight(m, "model.norm.weight").f, NULL, H, 0);
-    if (c->head == HEAD_LM) g->lm_head = share ? g->embed : put_matrix(L, model_lm_weight(m), none, V, 0, H);
+    g->final_norm = put_vector(L, (const float *[]){model_weight(m, "model.norm.weight").f}, &H, 1);
+    if (c->head == HEAD_LM) g->lm_head = share ? g->embed : put_matrix(L, (Weight[]){model_lm_weight(m)}, &V, 1, H);
 }
 
 const char *gpu_config_refusal(const ModelConfig *c, char *buf, size_t n) {

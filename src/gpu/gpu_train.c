@@ -78,6 +78,15 @@ static void full_layout(GpuTrain *t, const Model *m) {
     for (int l = 0; l < L; l++)
         t->fused_gu &= layer_offset(m, l, "mlp.up_proj.weight") == layer_offset(m, l, "mlp.gate_proj.weight") + IH &&
                        !t->layers[l].bg;
+    /* q's rows, then k's, then v's, no biases (Llama, Mistral; Qwen2's biases lie between): [QD + 2 KD, H] */
+    long QH = (long)c->num_attention_heads * c->head_dim * c->hidden_size;
+    long KH = (long)c->num_key_value_heads * c->head_dim * c->hidden_size;
+    t->fused_qkv = L > 0 && t->dt == PC_BF16;
+    for (int l = 0; l < L; l++) {
+        long oq = layer_offset(m, l, "self_attn.q_proj.weight"), ok = layer_offset(m, l, "self_attn.k_proj.weight");
+        t->fused_qkv &= ok == oq + QH && layer_offset(m, l, "self_attn.v_proj.weight") == ok + KH &&
+                        !t->layers[l].bq && !t->layers[l].bk && !t->layers[l].bv;
+    }
     long e = model_param_offset(m, "model.embed_tokens.weight"), f = model_param_offset(m, "model.norm.weight");
     long h = model_lm_offset(m);
     t->embed = t->p + e, t->embed_dt = PC_F32, t->d_embed = t->g + e; /* the master rows: model_embed's */
@@ -105,6 +114,7 @@ static int lora_layout(GpuTrain *t, Model *m, char *err, size_t errlen) {
                                     .bd = g->bd, .bgu = g->bgu};
     }
     t->fused_gu = 1;
+    t->fused_qkv = b->dt == PC_BF16; /* the base stacks q, k, v and their biases (gpu_model.c) */
     t->embed = b->embed, t->embed_dt = b->embed_dt, t->final_norm = b->final_norm, t->head = b->lm_head;
     t->host = m, t->head_off = -1;
     t->lora = xcalloc((size_t)(7 * (L ? L : 1)), sizeof(TrainLora));

@@ -387,6 +387,49 @@ int pc_rope_backward(void *dx, PcDtype xt, int ldx, const int *pos, const float 
     MOCK_GUARD;
     return rope(dx, xt, ldx, pos, cs, T, NHx, HS, -1.0f);
 }
+/* rope.cu's one pass: rotated in float32 (s: the rotated copy, or the source itself in the backward), then rounded */
+static int rope_qkv(const float *src[3], const int lds[3], PcBf16 *dst[3], const int ldd[3], int back,
+                    const int *pos, const float *cs, int T, int NH, int NKV, int HS, float sgn) {
+    if (T < 0 || NH < 1 || NKV < 1 || HS < 2 || HS % 2 || lds[0] < NH * HS || lds[1] < NKV * HS ||
+        lds[2] < NKV * HS || ldd[0] < NH * HS || ldd[1] < NKV * HS || ldd[2] < NKV * HS)
+        return mock_fail("pc_rope_qkv: bad shape or row strides");
+    const int half = HS / 2, heads[3] = {NH, NKV, NKV};
+    for (int part = 0; part < 3; part++)
+        for (int t = 0; t < T; t++) {
+            const float *s = src[part] + (size_t)t * lds[part];
+            PcBf16 *d = dst[part] + (size_t)t * ldd[part];
+            for (int h = 0; h < heads[part]; h++)
+                for (int j = 0; j < half; j++) {
+                    int c0 = h * HS + j, c1 = c0 + half;
+                    float o0 = s[c0], o1 = s[c1];
+                    if (part < 2) {
+                        const float *c = cs + ((size_t)pos[t] * half + j) * 2;
+                        float co = c[0], si = c[1] * sgn, x = s[c0], y = s[c1];
+                        o0 = x * co - y * si, o1 = y * co + x * si;
+                        if (back) ((float *)s)[c0] = o0, ((float *)s)[c1] = o1;
+                    }
+                    d[c0] = rnd(o0), d[c1] = rnd(o1);
+                }
+        }
+    return 0;
+}
+int pc_rope_qkv_forward(PcBf16 *out, const float *q, int ldq, const float *k, int ldk, const float *v, int ldv,
+                        const int *pos, const float *cs, int T, int NH, int NKV, int HS) {
+    MOCK_GUARD;
+    size_t TQ = (size_t)T * NH * HS, TK = (size_t)T * NKV * HS;
+    const float *src[3] = {q, k, v};
+    const int lds[3] = {ldq, ldk, ldv}, ldd[3] = {NH * HS, NKV * HS, NKV * HS};
+    PcBf16 *dst[3] = {out, out + TQ, out + TQ + TK};
+    return rope_qkv(src, lds, dst, ldd, 0, pos, cs, T, NH, NKV, HS, 1.0f);
+}
+int pc_rope_qkv_backward(PcBf16 *oq, int ldoq, PcBf16 *ok, int ldok, PcBf16 *ov, int ldov, float *dq, float *dk,
+                         const float *dv, const int *pos, const float *cs, int T, int NH, int NKV, int HS) {
+    MOCK_GUARD;
+    const float *src[3] = {dq, dk, dv};
+    const int lds[3] = {NH * HS, NKV * HS, NKV * HS}, ldd[3] = {ldoq, ldok, ldov};
+    PcBf16 *dst[3] = {oq, ok, ov};
+    return rope_qkv(src, lds, dst, ldd, 1, pos, cs, T, NH, NKV, HS, -1.0f);
+}
 
 /* ---- swiglu.h ---- */
 int pc_swiglu_forward(void *h, PcDtype ht, PcBf16 *gb, PcBf16 *ub, const void *g, const void *u, PcDtype gt,
