@@ -7,7 +7,7 @@
 # test_gpu_decode 7 s, test_gpu_forward 5 s, the commands 60 s; memcheck and the benchmark not yet timed:
 #   1. every test binary (test_cuda: every kernel family against the CPU engine; test_attention, ...): one table
 #      of kernel, shape, error, bound, median time and its floor;
-#   2. the same binaries with --small (small shapes, untimed) under compute-sanitizer --tool memcheck;
+#   2. the same binaries with --small (small shapes, untimed) under compute-sanitizer, each tool of SANITIZERS;
 #   3. test_cuda --bench: the kernels on Qwen2-0.5B and Llama-3.1-8B shapes against their floors;
 #   4. bench/cuda_lmhead_torch.py: PyTorch's log_softmax + gather on the same LM-head inputs, and
 #      bench/attention_torch.py: its scaled_dot_product_attention on the causal shapes test_attention times (both
@@ -15,8 +15,10 @@
 # Output: stdout, and $OUT/test-cuda.txt when OUT is set. The closing line "test_cuda_all: N passed, N failed"
 # adds up the binaries' own summary lines (a step that fails without one counts as one failure); the exit status
 # is 1 on any failure. Without a usable GPU the tests say SKIP and the script exits 0, unless PPA_CUDA_REQUIRE=1.
-# Environment: LIMIT (seconds for each test binary, 150), FULL (1: test_gpu_train without --small), MEMCHECK (1; 0 skips step 2, for a short loan: it is the
-# slowest step), BENCH (1; 0 skips steps 3 and 4).
+# Environment: LIMIT (seconds for each test binary, 150), FULL (1: test_gpu_train without --small), SANITIZERS
+# (compute-sanitizer's tools for step 2, default "memcheck"; "memcheck racecheck synccheck initcheck" runs all four:
+# shared-memory races of the attention's and the reductions' tiles, barriers, reads of memory never written),
+# MEMCHECK (1; 0 skips step 2, for a short loan: it is the slowest step), BENCH (1; 0 skips steps 3 and 4).
 set -u
 cd "$(dirname "$0")/.."
 dir=${1:-build}
@@ -95,9 +97,11 @@ if [ "$nogpu" = 0 ]; then
   if [ "${MEMCHECK:-1}" = 0 ]; then
     echo "memcheck: SKIP (MEMCHECK=0)"
   elif [ -n "$cs" ]; then
-    for t in "${tests[@]}"; do
-      small=--small; [ "$(basename "$t")" = test_gpu_train ] && small=--tiny # every launch is slow under memcheck
-      run 240 "memcheck $(basename "$t")" "$cs" --tool memcheck --error-exitcode 3 "$t" $small
+    for tool in ${SANITIZERS:-memcheck}; do
+      for t in "${tests[@]}"; do
+        small=--small; [ "$(basename "$t")" = test_gpu_train ] && small=--tiny # every launch is slow under memcheck
+        run 240 "$tool $(basename "$t")" "$cs" --tool "$tool" --error-exitcode 3 "$t" $small
+      done
     done
   else
     echo "memcheck: SKIP (no compute-sanitizer on PATH or in /usr/local/cuda/bin)"
