@@ -48,7 +48,7 @@ typedef struct {
 
 struct TrainBatch {
     BatchLayout lay;
-    int reward, slots, n_seg_tok, n_seg_src, n_seg_last;
+    int reward, keep, slots, n_seg_tok, n_seg_src, n_seg_last; /* keep: a training forward (the backward follows) */
     PcAttnPlan *plan;
     int *tokens, *pos, *src, *tgt, *last;          /* device */
     int *tok_order, *tok_seg, *tok_key;             /* device: the scatter plan of the tokens (embedding) */
@@ -163,7 +163,8 @@ static size_t carve(const GpuTrain *t, TrainBatch *b, char *base) {
         b->src_key = place(base, &off, d.nt * ni);
         b->logp = place(base, &off, d.nt * sizeof(double)), b->dlogp = place(base, &off, d.nt * sizeof(double));
         b->lse_t = place(base, &off, d.nt * d.f);
-        b->lmkeep = place(base, &off, t->pc->pc_lmhead_keep_bytes((int)d.nt, t->c.vocab_size, t->dt));
+        if (b->keep) /* a scoring forward has no backward to keep them for */
+            b->lmkeep = place(base, &off, t->pc->pc_lmhead_keep_bytes((int)d.nt, t->c.vocab_size, t->dt));
     }
     b->xs = place(base, &off, (d.L + 1) * T * d.H * d.f);
     Slot s;
@@ -240,7 +241,7 @@ static int batch_open(Run *r, const Row *rows, int n_rows, int keep) {
     TrainBatch *b = xcalloc(1, sizeof *b);
     t->batch = b;
     b->reward = t->c.head != HEAD_LM;
-    b->slots = keep && !t->gc ? t->c.num_hidden_layers : 1;
+    b->keep = keep, b->slots = keep && !t->gc ? t->c.num_hidden_layers : 1;
     if (batch_layout_count(&t->c, rows, n_rows, &b->lay, r->err, r->errlen)) return -1;
     if (!b->lay.n_resp) return 0;
     batch_layout_fill(&t->c, rows, n_rows, &b->lay);
