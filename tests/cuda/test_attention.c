@@ -48,7 +48,8 @@
  * Shapes: one token; a prompt-only row; P = 37 with K = 1 and K = 16 responses of 5..70 tokens; three lists in one
  * batch; responses of one token; tile-aligned lengths; GQA groups 1, 2 and 7 (NH 4/NKV 4, 14/2 is 7, 7/1); head
  * size 64 and 128; sliding windows smaller than the prompt (and one at least the longest sequence: the same bits as
- * none); peaked scores; then, timed, the Qwen2-0.5B (NH 14, NKV 2, HS 64) and Llama-3.1-8B (NH 32, NKV 8, HS 128)
+ * none); peaked scores; a long list (K = 24 responses of 64 after a 64-token prompt), whose prompt key block the
+ * backward cuts into several items (attn_sched.h: their partial sums added in a fixed order); then, timed, the Qwen2-0.5B (NH 14, NKV 2, HS 64) and Llama-3.1-8B (NH 32, NKV 8, HS 128)
  * heads on 8 lists of K = 8, P = R = 256 (T = 18,432), and in bf16 on one plain causal row of T = 2048 and 4096
  * (beside bench/attention_torch.py's PyTorch SDPA on the same shapes). FLOPs are counted from the mask: 4 HS NH pairs for
  * the forward, 10 HS NH pairs for the backward (the usual 2.5x; the kernels form S and dP twice, 14 HS NH pairs).
@@ -101,6 +102,7 @@ static const Shape SHAPES[] = {
     {"window 1 (itself)", 4, 2, 64, 1, 3, 1, {9}, {3}, 1, 9, SMALL, 0},
     {"peaked scores (aq 8)", 14, 2, 128, 0, 8, 1, {37}, {4}, 5, 70, SMALL, 0},
     {"plain causal T300", 14, 2, 64, 0, 3, 1, {300}, {0}, 1, 1, SMALL, 0},
+    {"long list P64 K24 R64", 4, 2, 64, 0, 3, 1, {64}, {24}, 64, 64, SMALL, 0},
     {"qwen2-0.5b 8 lists K8 P=R=256", 14, 2, 64, 0, 3, 8, {256, 256, 256, 256}, {8, 8, 8, 8}, 256, 256, BIG, 0},
     {"llama-3.1-8b 8 lists K8 P=R=256", 32, 8, 128, 0, 3, 8, {256, 256, 256, 256}, {8, 8, 8, 8}, 256, 256, BIG, 0},
     {"qwen2-0.5b causal T2048", 14, 2, 64, 0, 3, 1, {2048}, {0}, 1, 1, PLAIN, 0},
