@@ -12,7 +12,9 @@
  *
  * Precision: as gpu_model.h says for the forward, and in the backward at the CPU bf16 engine's rounding points
  * (gpu_backward.c lists them): float32 gradients everywhere, a gradient rounded to bf16 only as a product's
- * operand, where the CPU's bf16 products round it. MODEL_FP32: float32 throughout, the oracle mode.
+ * operand, where the CPU's bf16 products round it; one exception, the LM head's probabilities, which a training
+ * forward keeps in bf16 for its backward (cuda/lmhead.h: one rounding more than the CPU's). MODEL_FP32: float32
+ * throughout, the oracle mode.
  *
  * LoRA (a model with an adapter, lora.h): the base is uploaded frozen as gpu_model_new does (in the model's
  * precision), the trainable buffers are the adapter's (model_params: A and B of every target), whose terms run in
