@@ -7,7 +7,7 @@
  *   xmid = x + att Wo^T (+ bo) (float32); xn2 (dt), rstd2; gate and up (bf16 models: rounded to bf16 after h is
  *   computed from their float32 values, as llama.c's mlp_hidden keeps them; float32 models: float32);
  * and every layer's input x (float32 [L + 1, T, H], the last residual after the last layer). Then the final norm
- * (xf, rstdf) and the LM head's log-probs (logp, lse per target), or a reward model's rows of xf at each response's
+ * (xf, rstdf) and the LM head's log-probs (logp, lse per target; and its bf16 probabilities, lmkeep), or a reward model's rows of xf at each response's
  * last token (downloaded: its head runs in double on the host, as model_forward_rewards).
  *
  * The backward, as llama.c's layer_backward, point for point in bf16 (a gradient is float32 everywhere and rounded
@@ -17,8 +17,10 @@
  *   else float32 (the biases' sums), rounded for the products; dxn = d[gate|up] W[gate|up] (one product when the
  *   two matrices are adjacent in the layout, as they are without MLP biases); RMSNorm's backward adds into dx;
  *   datt = dx Wo; the attention's backward (datt rounded to bf16 as its operand: cuda/attention.h takes dout as
- *   it takes q); RoPE's inverse rotation; dxn = dq Wq + dk Wk + dv Wv; RMSNorm's backward into dx;
- * the LM head's backward first (its weight gradient, the tied embedding's, added before the embeddings' own, as
+ *   it takes q); RoPE's inverse rotation (with the rounding of dq, dk, dv as operands: one pass in bf16); dxn = dq
+ *   Wq + dk Wk + dv Wv (one product when q, k, v are adjacent, fused_qkv, as q, k, v are one in the forward);
+ *   RMSNorm's backward into dx;
+ * the LM head's backward first, from the probabilities its forward kept (bf16: cuda/lmhead.h) when it could (its weight gradient, the tied embedding's, added before the embeddings' own, as
  * llama.c does), the embeddings' scatter-add last, in token order. Every reduction is in a fixed order (no float
  * atomics in the module): a rerun gives the same bits.
  *
