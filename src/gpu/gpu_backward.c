@@ -7,8 +7,9 @@
  *   xmid = x + att Wo^T (+ bo) (float32); xn2 (dt), rstd2; gate and up (bf16 models: rounded to bf16 after h is
  *   computed from their float32 values, as llama.c's mlp_hidden keeps them; float32 models: float32);
  * and every layer's input x (float32 [L + 1, T, H], the last residual after the last layer). Then the final norm
- * (xf, rstdf) and the LM head's log-probs (logp, lse per target; and its bf16 probabilities, lmkeep), or a reward model's rows of xf at each response's
- * last token (downloaded: its head runs in double on the host, as model_forward_rewards).
+ * (xf, rstdf) and the LM head's log-probs (logp, lse per target; and its bf16 probabilities, lmkeep), or a reward
+ * model's rows of xf at each response's last token (downloaded: its head runs in double on the host, as
+ * model_forward_rewards).
  *
  * The backward, as llama.c's layer_backward, point for point in bf16 (a gradient is float32 everywhere and rounded
  * to bf16 only as a bf16 product's operand, where llama.c's mm_backward rounds it):
@@ -20,9 +21,10 @@
  *   it takes q); RoPE's inverse rotation (with the rounding of dq, dk, dv as operands: one pass in bf16); dxn = dq
  *   Wq + dk Wk + dv Wv (one product when q, k, v are adjacent, fused_qkv, as q, k, v are one in the forward);
  *   RMSNorm's backward into dx;
- * the LM head's backward first, from the probabilities its forward kept (bf16: cuda/lmhead.h) when it could (its weight gradient, the tied embedding's, added before the embeddings' own, as
- * llama.c does), the embeddings' scatter-add last, in token order. Every reduction is in a fixed order (no float
- * atomics in the module): a rerun gives the same bits.
+ * the LM head's backward first, from the probabilities its forward kept (bf16: cuda/lmhead.h) when it could (its
+ * weight gradient, the tied embedding's, added before the embeddings' own, as llama.c does), the embeddings'
+ * scatter-add last, in token order. Every reduction is in a fixed order (no float atomics in the module): a rerun
+ * gives the same bits.
  *
  * Memory (one device allocation, GpuTrain.act, grown when a batch needs more): the batch's index arrays and
  * scatter plans; x [L + 1, T, H]; the layers' slots; the head's (xf, rstdf, log-probs, or the reward rows); dx and
