@@ -10,6 +10,9 @@
  *     that every visible (query, key) pair falls in exactly one item; the items are ordered by their query blocks,
  *     most first; their count is within the scratch bound pc_attention_work_bytes sizes from T alone;
  *   - a shared prompt's key blocks are actually split when their lists are long (not vacuous);
+ *   - the kernels' tile tests (attn_sees_some, attn_sees_all) on every token against tiles of 16, 32 and 64 keys
+ *     and unaligned ranges: "some" exactly the brute force, "all" never true where a key is hidden (and true
+ *     somewhere: the fast path runs);
  *   - two builds give the same tables; bad arrays are refused with the token named.
  * Then the backward the plan drives, on the CPU stand-in of the module (tests/cuda/mock/mock_attention.c: dk, dv
  * through the items' partial sums in the module's scratch layout and order), against the CPU engine's
@@ -171,6 +174,24 @@ static void check_plan(const char *name, const Batch *b, int W) {
     CHECK(attn_work_bytes(T, 14, 64) >= sizeof(float) * (attn_work_d_floats(T, 14) +
                                                          2 * (size_t)s.nitems * 14 * ATTN_KB * 64),
           "%s: the scratch bound is below the plan's %d items", name, s.nitems);
+
+    /* the kernels' tile tests */
+    int some_bad = 0, all_bad = 0, all_true = 0;
+    for (int t = 0; t < T; t++) {
+        const int *m = s.mask + 4 * t;
+        for (int size = 3; size <= 64; size = size == 3 ? 16 : 2 * size)
+            for (int a = size == 3 ? t % 5 : 0; a < T; a += size) {
+                int b2 = a + size < T ? a + size : T, some = 0, all = 1;
+                for (int j = a; j < b2; j++) {
+                    int v = visible(b, W, t, j);
+                    some |= v, all &= v;
+                }
+                int gs = attn_sees_some(m[0], m[1], m[2], t, a, b2), ga = attn_sees_all(m[0], m[1], m[2], t, a, b2);
+                some_bad += gs != some, all_bad += ga && !all, all_true += ga;
+            }
+    }
+    CHECK(some_bad == 0 && all_bad == 0 && all_true > 0, "%s: tile tests: %d wrong \"some\", %d \"all\" over a hidden "
+          "key, %d \"all\"", name, some_bad, all_bad, all_true);
 
     /* the same tables again */
     if (attn_sched_build(&s2, b->pstart, b->plen, b->sstart, T, W, why, sizeof why) == 0) {

@@ -133,8 +133,8 @@ __global__ void __launch_bounds__(128) fwd_bf16(FwdArgs a) {
             for (int hf = 0; hf < 2; hf++) {
                 const int rr = wr + mt * 16 + g + 8 * hf, t = q0 + rr;
                 const int4 r = sM[rr];
-                any = any || max(ks, r.x) < min(ke, r.y) || max(ks, r.z) <= min(ke - 1, t);
-                full = full && ((ks >= r.x && ke <= r.y) || (ks >= r.z && ke - 1 <= t));
+                any = any || attn_sees_some(r.x, r.y, r.z, t, ks, ke);
+                full = full && attn_sees_all(r.x, r.y, r.z, t, ks, ke);
             }
         any = __any_sync(0xffffffffu, any);
         full = __all_sync(0xffffffffu, full);

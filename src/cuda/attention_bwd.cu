@@ -89,8 +89,8 @@ __global__ void __launch_bounds__(128) dq_bf16(BwdArgs a) {
         for (int hf = 0; hf < 2; hf++) {
             int4 r = rm[hf];
             int t = rt[hf];
-            any = any || max(ks, r.x) < min(ke, r.y) || max(ks, r.z) <= min(ke - 1, t);
-            full = full && ((ks >= r.x && ke <= r.y) || (ks >= r.z && ke - 1 <= t));
+            any = any || attn_sees_some(r.x, r.y, r.z, t, ks, ke);
+            full = full && attn_sees_all(r.x, r.y, r.z, t, ks, ke);
         }
         any = __any_sync(0xffffffffu, any);
         full = __all_sync(0xffffffffu, full);
@@ -227,8 +227,8 @@ __global__ void __launch_bounds__(128) dkv_bf16(BwdArgs a) {
             for (int i = lane; i < QC; i += 32) {
                 int t = t0 + qc * QC + i;
                 int4 r = Mb[qc * QC + i];
-                any = any || (t < T && (max(ka, r.x) < min(kb + 1, r.y) || max(ka, r.z) <= min(kb, t)));
-                full = full && t < T && kb < T && ((ka >= r.x && kb < r.y) || (ka >= r.z && kb <= t));
+                any = any || (t < T && attn_sees_some(r.x, r.y, r.z, t, ka, kb + 1));
+                full = full && t < T && kb < T && attn_sees_all(r.x, r.y, r.z, t, ka, kb + 1);
             }
             if (!__any_sync(0xffffffffu, any)) continue;
             full = __all_sync(0xffffffffu, full);

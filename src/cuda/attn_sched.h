@@ -55,6 +55,22 @@ size_t attn_work_bytes(int T, int NH, int HS);
 size_t attn_work_d_floats(int T, int NH);
 size_t attn_work_partial_floats(int T, int NH, int HS); /* each of the two partial arrays */
 
+/* The kernels' tile tests, here so that the host can check them (tests/test_attn_sched.c): token t with key ranges
+ * [pa, pb) and [sa, t] sees some key of [a, b) (exactly: a tile or a warp's keys no row sees are skipped), or every
+ * key of it (a sufficient test: a range that needs both of t's ranges is not called whole, and takes the masked path,
+ * which is right, only slower). a < b. */
+#ifdef __CUDACC__
+#define ATTN_HD static __host__ __device__ __forceinline__
+#else
+#define ATTN_HD static inline
+#endif
+ATTN_HD int attn_sees_some(int pa, int pb, int sa, int t, int a, int b) {
+    return (a > pa ? a : pa) < (b < pb ? b : pb) || (a > sa ? a : sa) <= (b - 1 < t ? b - 1 : t);
+}
+ATTN_HD int attn_sees_all(int pa, int pb, int sa, int t, int a, int b) {
+    return (a >= pa && b <= pb) || (a >= sa && b - 1 <= t);
+}
+
 #ifdef __cplusplus
 }
 #endif
