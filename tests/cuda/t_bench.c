@@ -246,6 +246,21 @@ static void bench_model(const Model *m, const char *dump, FILE *meta, int first)
     void *keep = kb ? dalloc(kb) : NULL;
     if (keep) h_row("lmhead_step kept probs", shape, NULL, h_time(k_lm_step, keep), h_floor_flops(3 * fl), "bf16 rate");
     d_free(keep);
+    /* the chunks' shape: the default (up to 512 MB of float32 logits a chunk, through memory) against chunks whose
+     * logits can stay in the L2 cache (64 and 16 MB) */
+    static const int chunk[][2] = {{4096, 4096}, {2048, 2048}};
+    const size_t wdef = pc_lmhead_work(n, H, V, PC_BF16); /* B.work's size */
+    for (size_t c = 0; c < sizeof chunk / sizeof chunk[0]; c++) {
+        pc_lmhead_set_chunks(chunk[c][0], chunk[c][1]);
+        size_t kc = pc_lmhead_keep_bytes(n, V, PC_BF16);
+        void *kp = kc ? dalloc(kc) : NULL;
+        char name[64];
+        snprintf(name, sizeof name, "lmhead_step kept %dx%d", chunk[c][0], chunk[c][1]);
+        if (kp && pc_lmhead_work(n, H, V, PC_BF16) <= wdef)
+            h_row(name, shape, NULL, h_time(k_lm_step, kp), h_floor_flops(3 * fl), "bf16 rate");
+        d_free(kp);
+    }
+    pc_lmhead_set_chunks(0, 0);
     double *lp = h_malloc(sizeof(double) * n);
     H_TRY(k_lm_fwd(NULL));
     d_down(lp, B.logp, sizeof(double) * n);
