@@ -4,7 +4,8 @@
  * order unlike the CPU engine's), lse = max + log(sum); the probabilities P = exp(s - lse), rounded to bf16 before
  * P V in bf16; the output rounded once to its dtype. The backward recomputes P from lse (P and dS rounded to bf16 in
  * bf16) and writes dq, dk, dv (float32), dk and dv through the plan's work items and their partial sums in the
- * module's scratch layout and order, so that a split that drops or repeats a query block fails the GPU engine's tests
+ * module's scratch layout and order (the module's bf16 split; its float32 oracle mode walks each key's query blocks
+ * instead: the same function), so that a split that drops or repeats a query block fails the GPU engine's tests
  * here. The module's argument checks (HS 64 or 128, NH a multiple of NKV, 16-byte alignment) are made too, so that
  * the engine meets the module's rules here. */
 #include <math.h>
