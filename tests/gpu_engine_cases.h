@@ -23,6 +23,7 @@
 #include "cuda/embedding.h"
 #include "cuda/global_norm.h"
 #include "cuda/lmhead.h"
+#include "cuda/sample.h"
 #include "cuda/matmul.h"
 #include "cuda/rmsnorm.h"
 #include "cuda/rope.h"

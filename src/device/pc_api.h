@@ -97,6 +97,10 @@
         const float *x, const void *W, PcDtype wt, const int *src, const int *tgt, int n, int H, int V,                \
         const int *order, const int *seg, const int *seg_key, int n_seg, void *work, void *keep))                      \
     X(void, pc_lmhead_set_chunks, (int rows, int vocab))                                                               \
+    /* cuda/sample.h: the next token drawn on the device */                                                            \
+    X(size_t, pc_sample_work, (int n, int V))                                                                          \
+    X(int, pc_sample, (int *ids, const float *logits, int ld, int n, int V, const uint64_t *keys, const int *steps,    \
+        PcSampling s, void *work))                                                                                     \
     /* cuda/convert.h */                                                                                               \
     X(int, pc_f32_to_bf16, (PcBf16 * y, const float *x, size_t n))                                                     \
     X(int, pc_bf16_to_f32, (float *y, const PcBf16 *x, size_t n))                                                      \

@@ -22,6 +22,13 @@ typedef struct {
 /* the bytes of NCCL's communicator id (cuda/nccl.h: ncclUniqueId), sent from rank 0 to every rank */
 #define PC_NCCL_ID_BYTES 128
 
+/* a draw's settings (cuda/sample.h): temperature <= 0 greedy; top_k 0 or >= V and top_p >= 1 keep every id */
+typedef struct {
+    float temperature;
+    int top_k;
+    float top_p;
+} PcSampling;
+
 /* one AdamW step's hyperparameters (cuda/adamw.h) */
 typedef struct {
     long step;                                  /* t >= 1: the step being taken (the CPU's a->step after ++) */

@@ -8,7 +8,7 @@
  *   test_cuda --bench [DIR]   the kernel benchmark on Qwen2-0.5B and Llama-3.1-8B shapes (DIR: where to leave the
  *                             LM head's inputs and times for bench/cuda_lmhead_torch.py)
  *   --seed N  repeat a run's inputs;  --reps N  timed runs per kernel (median; 7)
- *   --only NAME  one family: convert matmul embedding rmsnorm rope swiglu lmhead adamw
+ *   --only NAME  one family: convert matmul embedding rmsnorm rope swiglu lmhead sample adamw
  *   --no-limits  no bandwidth and bf16-rate measurement first (no floors)
  *   --bench-tiny the benchmark's code on toy shapes (with --bench; the CPU stand-in runs it)
  * Exit status: 0 all passed, 1 a failure, 77 no usable GPU. */
@@ -50,8 +50,8 @@ int main(int argc, char **argv) {
             const char *name;
             void (*fn)(void);
         } fam[] = {{"convert", t_convert}, {"matmul", t_matmul}, {"embedding", t_embedding}, {"rmsnorm", t_rmsnorm},
-                   {"rope", t_rope},       {"swiglu", t_swiglu}, {"lmhead", t_lmhead},       {"adamw", t_adamw},
-                   {"adamw", t_global_norm}};
+                   {"rope", t_rope},       {"swiglu", t_swiglu}, {"lmhead", t_lmhead},       {"sample", t_sample},
+                   {"adamw", t_adamw},     {"adamw", t_global_norm}};
         h_table_header(h_small ? "tests (small shapes, untimed)" : "tests");
         for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++)
             if (!only || !strcmp(only, fam[i].name)) fam[i].fn();

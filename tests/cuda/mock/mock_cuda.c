@@ -22,6 +22,7 @@
 #include "cuda/embedding.h"
 #include "cuda/global_norm.h"
 #include "cuda/lmhead.h"
+#include "cuda/sample.h"
 #include "cuda/lora.h"
 #include "cuda/nccl.h"
 #include "cuda/matmul.h"
@@ -637,6 +638,78 @@ int pc_lmhead_backward(float *dx, float *dW, const double *g, const double *logp
         }
     }
     return n ? pc_scatter_add_rows(dx, H, p.dxs, H, order, seg, seg_key, n_seg, H) : 0;
+}
+
+/* ---- sample.h: sample.cu's thresholds, ties and draw, its sums in plain order ---- */
+size_t pc_sample_work(int n, int V) { MOCK_GUARD; return sizeof(float) * (size_t)(n > 0 ? n : 1) * (size_t)(V > 0 ? V : 1); }
+static float bits_f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static uint32_t f_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static int sample_row(const float *l, int V, const PcSampling *s, uint64_t key, int step, float *w) {
+    int bi = -1;
+    float bv = -INFINITY;
+    const int greedy = !(s->temperature > 0.0f);
+    for (int v = 0; v < V; v++) {
+        float x = greedy ? l[v] : l[v] / s->temperature;
+        if (!isnan(x) && (bi < 0 || x > bv)) bv = x, bi = v;
+    }
+    if (greedy || !isfinite(bv)) {
+        bi = -1;
+        for (int v = 0; v < V; v++)
+            if (!isnan(l[v]) && (bi < 0 || l[v] > l[bi])) bi = v;
+        return bi >= 0 ? bi : V - 1;
+    }
+    for (int v = 0; v < V; v++) w[v] = isnan(l[v]) ? 0.0f : expf(l[v] / s->temperature - bv);
+    float th = 0.0f;
+    if (s->top_k > 0 && s->top_k < V) {
+        uint32_t lo = 0, hi = 0x3f800001u;
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            int c = 0;
+            for (int v = 0; v < V; v++) c += w[v] >= bits_f(mid);
+            if (c >= s->top_k) lo = mid;
+            else hi = mid;
+        }
+        th = bits_f(lo);
+    }
+    float S = 0.0f, tau = th, total;
+    for (int v = 0; v < V; v++) S += w[v] >= th ? w[v] : 0.0f;
+    total = S;
+    int c = 1 << 30;
+    if (s->top_p < 1.0f) {
+        float need = s->top_p * S, A = 0.0f;
+        uint32_t lo = f_bits(th), hi = 0x3f800001u;
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            float m = 0.0f;
+            for (int v = 0; v < V; v++) m += w[v] >= bits_f(mid) && w[v] >= th ? w[v] : 0.0f;
+            if (m >= need) lo = mid;
+            else hi = mid;
+        }
+        tau = bits_f(lo);
+        int nt = 0;
+        for (int v = 0; v < V; v++) A += w[v] > tau ? w[v] : 0.0f, nt += w[v] == tau;
+        c = tau > 0.0f ? (int)ceilf((need - A) / tau) : nt;
+        c = c < 1 ? 1 : c > nt ? nt : c;
+        total = A + (float)c * tau;
+    }
+    float target = (float)(draw_uniform(key, (uint64_t)step) * (double)total), cum = 0.0f;
+    int last = -1;
+    for (int v = 0, rank = 0; v < V; v++) {
+        int tie = w[v] == tau, kept = w[v] > tau || (tie && rank < c);
+        rank += tie;
+        if (!kept || !(w[v] > 0.0f)) continue;
+        cum += w[v], last = v;
+        if (cum > target) return v;
+    }
+    return last;
+}
+int pc_sample(int *ids, const float *logits, int ld, int n, int V, const uint64_t *keys, const int *steps,
+              PcSampling s, void *work) {
+    MOCK_GUARD;
+    if (n < 0 || V < 1 || ld < V || s.top_k < 0 || isnan(s.top_p) || isnan(s.temperature))
+        return mock_fail("pc_sample: n >= 0, V >= 1, ld >= V, top_k >= 0, numbers");
+    for (int r = 0; r < n; r++) ids[r] = sample_row(logits + (size_t)r * ld, V, &s, keys[r], steps[r], (float *)work + (size_t)r * V);
+    return 0;
 }
 
 /* ---- decode.h ---- */
