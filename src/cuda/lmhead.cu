@@ -5,84 +5,32 @@
 #include "cuda/check.cuh"
 #include "cuda/embedding.h"
 #include "cuda/lmhead.h"
+#include "cuda/lmhead_plan.h"
 #include "cuda/matmul.h"
 
-#define LM_ROWS 16384           /* rows per chunk */
-#define LM_LOGITS (1L << 27)    /* floats of one logits chunk (512 MB) */
-#define LM_VOCAB 8192           /* vocabulary columns per chunk at most: the backward's dx sums at most this many
-                                 * products before adding them to the previous chunks' (float32 accuracy) */
-#define LM_WARPS 8              /* rows per block of the row kernels */
-#define LM_KEEP (1L << 33)      /* bytes of kept probabilities at most (8 GiB: 16,384 targets of a 151,936 vocabulary
-                                 * keep 5 GB) */
+#define LM_WARPS 8 /* rows per block of the row kernels */
 
 static int g_rows, g_vocab; /* test hooks; 0: automatic */
 
 extern "C" void pc_lmhead_set_chunks(int rows, int vocab) {
-    g_rows = rows > 0 ? (rows < 65535 ? rows : 65535) : 0; /* a chunk's rows are a grid dimension */
+    g_rows = lm_hook_rows(rows);
     g_vocab = vocab > 0 ? vocab : 0;
 }
 
-typedef struct {
-    int R, Vc, ldl;                 /* rows, vocabulary columns per chunk; the logits' row stride */
-    float *logits;                  /* [R, ldl] */
-    uint16_t *dlb;                  /* [R, ldl] bf16 d logits (bf16 products) */
-    void *xs;                       /* [R, H] gathered rows (`wt` elements) */
-    float *dxs;                     /* [n, H] d xs */
-    float *mx, *sum, *lt;           /* [R] running max and sum, target logit */
-} Plan;
-
-static size_t up256(size_t b) { return (b + 255) & ~(size_t)255; }
-
-/* the chunking and the work's layout (base NULL: only sizes); returns the bytes */
-static size_t plan(Plan *p, char *base, int n, int H, int V, PcDtype wt) {
-    long R = g_rows ? g_rows : LM_ROWS;
-    R = n < R ? (n > 0 ? n : 1) : R;
-    long Vc = g_vocab ? g_vocab : LM_LOGITS / R / 256 * 256;
-    Vc = Vc < 256 && !g_vocab ? 256 : Vc > LM_VOCAB && !g_vocab ? LM_VOCAB : Vc;
-    Vc = Vc > V ? V : Vc;
-    p->R = (int)R, p->Vc = (int)Vc, p->ldl = (int)((Vc + 7) / 8 * 8); /* rows 32 bytes apart (16 in bf16) */
-    size_t off = 0, e = wt == PC_BF16 ? 2 : 4, nn = (size_t)(n > 0 ? n : 1);
-#define PLACE(field, type, bytes)                                                                                      \
-    p->field = base ? (type)(base + off) : NULL;                                                                        \
-    off += up256(bytes);
-    PLACE(logits, float *, (size_t)R * p->ldl * 4);
-    PLACE(dlb, uint16_t *, wt == PC_BF16 ? (size_t)R * p->ldl * 2 : 0);
-    PLACE(xs, void *, (size_t)R * H * e);
-    PLACE(dxs, float *, nn * H * 4);
-    PLACE(mx, float *, (size_t)R * 4);
-    PLACE(sum, float *, (size_t)R * 4);
-    PLACE(lt, float *, (size_t)R * 4);
-#undef PLACE
-    return off;
+static size_t plan(LmPlan *p, char *base, int n, int H, int V, PcDtype wt) {
+    return lm_plan(p, base, n, H, V, wt, g_rows, g_vocab);
+}
+static size_t keep_plan(LmKept *k, char *base, int n, int V, PcDtype wt) {
+    return lm_keep_plan(k, base, n, V, wt, g_rows, g_vocab);
 }
 
 extern "C" size_t pc_lmhead_work(int n, int H, int V, PcDtype wt) {
-    Plan p;
+    LmPlan p;
     return plan(&p, NULL, n, H, V, wt);
 }
 
-/* the kept probabilities (lmhead.h): q [n, ldq] bf16, then mc [n, nch] float32 */
-typedef struct {
-    uint16_t *q;
-    float *mc;
-    long ldq;
-    int nch;
-} Keep;
-
-static size_t keep_plan(Keep *k, char *base, int n, int V, PcDtype wt) {
-    Plan p;
-    plan(&p, NULL, n, 1, V, wt);
-    size_t nn = (size_t)(n > 0 ? n : 1);
-    k->ldq = (V + 7) / 8 * 8, k->nch = (V + p.Vc - 1) / p.Vc;
-    k->q = base ? (uint16_t *)base : NULL;
-    size_t qb = up256(nn * k->ldq * 2);
-    k->mc = base ? (float *)(base + qb) : NULL;
-    size_t total = qb + up256(nn * k->nch * 4);
-    return wt == PC_BF16 && total <= (size_t)LM_KEEP ? total : 0;
-}
-
 extern "C" size_t pc_lmhead_keep_bytes(int n, int V, PcDtype wt) {
-    Keep k;
+    LmKept k;
     return keep_plan(&k, NULL, n, V, wt);
 }
 
@@ -107,7 +55,7 @@ template <typename T> __global__ void gather_kernel(T *xs, const float *x, const
     }
 }
 
-static int gather(const Plan *p, const float *x, const int *src, int m, int H, PcDtype wt) {
+static int gather(const LmPlan *p, const float *x, const int *src, int m, int H, PcDtype wt) {
     int vec = H % 4 == 0 && pc_aligned(x, 16) && pc_aligned(p->xs, 16);
     dim3 grid(m, pc_ceil_div(pc_ceil_div(H, 4), 256));
     if (wt == PC_BF16) gather_kernel<uint16_t><<<grid, 256, 0, pc_cuda_stream()>>>((uint16_t *)p->xs, x, src, H, vec);
@@ -246,7 +194,7 @@ static int check_args(int n, int H, int V, PcDtype wt) {
 }
 
 /* logits of rows [0, m) of the plan's xs for vocabulary [v0, v0 + w) */
-static int chunk_logits(const Plan *p, const void *W, PcDtype wt, int m, int H, int v0, int w) {
+static int chunk_logits(const LmPlan *p, const void *W, PcDtype wt, int m, int H, int v0, int w) {
     const char *Wc = (const char *)W + (size_t)v0 * H * (wt == PC_BF16 ? 2 : 4);
     return pc_gemm(0, 1, m, w, H, 1.0f, p->xs, H, Wc, H, 0.0f, NULL, p->logits, p->ldl, NULL, wt, PC_F32);
 }
@@ -255,9 +203,9 @@ extern "C" int pc_lmhead_forward(double *logp, float *lse, const float *x, const
                                  const int *tgt, int n, int H, int V, void *work, void *keep) {
     TRY(check_args(n, H, V, wt));
     ARG_TRY(!keep || pc_lmhead_keep_bytes(n, V, wt) > 0, "keep given where pc_lmhead_keep_bytes is 0");
-    Plan p;
+    LmPlan p;
     plan(&p, (char *)work, n, H, V, wt);
-    Keep k;
+    LmKept k;
     keep_plan(&k, (char *)keep, n, V, wt);
     cudaStream_t s = pc_cuda_stream();
     for (int i0 = 0; i0 < n; i0 += p.R) {
@@ -285,16 +233,16 @@ extern "C" int pc_lmhead_backward(float *dx, float *dW, const double *g, const d
                                   void *work, void *keep) {
     TRY(check_args(n, H, V, wt));
     ARG_TRY(!keep || pc_lmhead_keep_bytes(n, V, wt) > 0, "keep given where pc_lmhead_keep_bytes is 0");
-    Plan p;
+    LmPlan p;
     plan(&p, (char *)work, n, H, V, wt);
-    Keep k;
+    LmKept k;
     keep_plan(&k, (char *)keep, n, V, wt);
     cudaStream_t s = pc_cuda_stream();
     size_t e = wt == PC_BF16 ? 2 : 4;
     for (int i0 = 0; i0 < n; i0 += p.R) {
         int m = n - i0 < p.R ? n - i0 : p.R;
         float *dxs = p.dxs + (size_t)i0 * H;
-        TRY(gather(&p, x, src + i0, m, H, wt));
+        if (dW || !keep) TRY(gather(&p, x, src + i0, m, H, wt)); /* kept: the rows only for dW */
         for (int v0 = 0; v0 < V; v0 += p.Vc) {
             int w = V - v0 < p.Vc ? V - v0 : p.Vc;
             dim3 blocks((unsigned)pc_ceil_div(pc_ceil_div(w, 4), 256), (unsigned)m);

@@ -22,6 +22,7 @@
 #include "cuda/embedding.h"
 #include "cuda/global_norm.h"
 #include "cuda/lmhead.h"
+#include "cuda/lmhead_plan.h"
 #include "cuda/sample.h"
 #include "cuda/lora.h"
 #include "cuda/nccl.h"
@@ -460,59 +461,21 @@ int pc_swiglu_backward(void *dg, void *du, PcDtype dt, int ld_out, const float *
 
 /* ---- lmhead.h: lmhead.cu's plan, chunks and 32-lane online log-sum-exp ---- */
 static int g_rows, g_vocab;
-void pc_lmhead_set_chunks(int rows, int vocab) { MOCK_GUARD; g_rows = rows > 0 ? rows : 0, g_vocab = vocab > 0 ? vocab : 0; }
-typedef struct {
-    int R, Vc, ldl;
-    float *logits;
-    uint16_t *dlb;
-    void *xs;
-    float *dxs, *mx, *sum, *lt;
-} Plan;
-static size_t up256(size_t b) { return (b + 255) & ~(size_t)255; }
-static size_t plan(Plan *p, char *base, int n, int H, int V, PcDtype wt) {
-    long R = g_rows ? g_rows : 16384;
-    R = n < R ? (n > 0 ? n : 1) : R;
-    long Vc = g_vocab ? g_vocab : (1L << 27) / R / 256 * 256;
-    Vc = Vc < 256 && !g_vocab ? 256 : Vc > 8192 && !g_vocab ? 8192 : Vc;
-    Vc = Vc > V ? V : Vc;
-    p->R = (int)R, p->Vc = (int)Vc, p->ldl = (int)((Vc + 7) / 8 * 8);
-    size_t off = 0, e = wt == PC_BF16 ? 2 : 4, nn = (size_t)(n > 0 ? n : 1);
-#define PLACE(field, type, bytes) p->field = base ? (type)(base + off) : NULL, off += up256(bytes);
-    PLACE(logits, float *, (size_t)R * p->ldl * 4);
-    PLACE(dlb, uint16_t *, wt == PC_BF16 ? (size_t)R * p->ldl * 2 : 0);
-    PLACE(xs, void *, (size_t)R * H * e);
-    PLACE(dxs, float *, nn * H * 4);
-    PLACE(mx, float *, (size_t)R * 4);
-    PLACE(sum, float *, (size_t)R * 4);
-    PLACE(lt, float *, (size_t)R * 4);
-#undef PLACE
-    return off;
+void pc_lmhead_set_chunks(int rows, int vocab) { MOCK_GUARD; g_rows = lm_hook_rows(rows), g_vocab = vocab > 0 ? vocab : 0; }
+static size_t plan(LmPlan *p, char *base, int n, int H, int V, PcDtype wt) {
+    return lm_plan(p, base, n, H, V, wt, g_rows, g_vocab);
+}
+static size_t keep_plan(LmKept *k, char *base, int n, int V, PcDtype wt) {
+    return lm_keep_plan(k, base, n, V, wt, g_rows, g_vocab);
 }
 size_t pc_lmhead_work(int n, int H, int V, PcDtype wt) {
     MOCK_GUARD;
-    Plan p;
+    LmPlan p;
     return plan(&p, NULL, n, H, V, wt);
-}
-/* the kept probabilities, lmhead.cu's layout: q [n, ldq] bf16, mc [n, nch] */
-typedef struct {
-    uint16_t *q;
-    float *mc;
-    size_t ldq;
-    int nch;
-} Keep;
-static size_t keep_plan(Keep *k, char *base, int n, int V, PcDtype wt) {
-    Plan p;
-    plan(&p, NULL, n, 1, V, wt);
-    size_t nn = (size_t)(n > 0 ? n : 1), qb;
-    k->ldq = (size_t)(V + 7) / 8 * 8, k->nch = (V + p.Vc - 1) / p.Vc;
-    qb = up256(nn * k->ldq * 2);
-    k->q = base ? (uint16_t *)base : NULL, k->mc = base ? (float *)(base + qb) : NULL;
-    size_t total = qb + up256(nn * (size_t)k->nch * 4);
-    return wt == PC_BF16 && total <= ((size_t)1 << 33) ? total : 0;
 }
 size_t pc_lmhead_keep_bytes(int n, int V, PcDtype wt) {
     MOCK_GUARD;
-    Keep k;
+    LmKept k;
     return keep_plan(&k, NULL, n, V, wt);
 }
 static void merge(float *m, float *s, float m2, float s2) {
@@ -521,7 +484,7 @@ static void merge(float *m, float *s, float m2, float s2) {
     *s = *s * expf(*m - M) + s2 * expf(m2 - M);
     *m = M;
 }
-static void chunk_lse(const Plan *p, const int *tgt, int m, int v0, int w, int first, uint16_t *q, size_t ldq,
+static void chunk_lse(const LmPlan *p, const int *tgt, int m, int v0, int w, int first, uint16_t *q, size_t ldq,
                       float *mc, int nch) {
     for (int row = 0; row < m; row++) {
         const float *l = p->logits + (size_t)row * p->ldl;
@@ -555,15 +518,15 @@ static void chunk_lse(const Plan *p, const int *tgt, int m, int v0, int w, int f
         if (t >= 0 && t < w) p->lt[row] = l[t];
     }
 }
-static void gather(const Plan *p, const float *x, const int *src, int m, int H, PcDtype wt) {
+static void gather(const LmPlan *p, const float *x, const int *src, int m, int H, PcDtype wt) {
     for (int i = 0; i < m; i++)
         for (int k = 0; k < H; k++) st(p->xs, wt, (size_t)i * H + k, x[(size_t)src[i] * H + k]);
 }
 int pc_lmhead_forward(double *logp, float *lse, const float *x, const void *W, PcDtype wt, const int *src,
                       const int *tgt, int n, int H, int V, void *work, void *keep) {
     MOCK_GUARD;
-    Plan p;
-    Keep k;
+    LmPlan p;
+    LmKept k;
     if (keep && !keep_plan(&k, NULL, n, V, wt)) return mock_fail("pc_lmhead_forward: keep given where pc_lmhead_keep_bytes is 0");
     plan(&p, work, n, H, V, wt);
     keep_plan(&k, keep, n, V, wt);
@@ -591,8 +554,8 @@ int pc_lmhead_backward(float *dx, float *dW, const double *g, const double *logp
                        const void *W, PcDtype wt, const int *src, const int *tgt, int n, int H, int V,
                        const int *order, const int *seg, const int *seg_key, int n_seg, void *work, void *keep) {
     MOCK_GUARD;
-    Plan p;
-    Keep k;
+    LmPlan p;
+    LmKept k;
     if (keep && !keep_plan(&k, NULL, n, V, wt)) return mock_fail("pc_lmhead_backward: keep given where pc_lmhead_keep_bytes is 0");
     plan(&p, work, n, H, V, wt);
     keep_plan(&k, keep, n, V, wt);
@@ -600,7 +563,7 @@ int pc_lmhead_backward(float *dx, float *dW, const double *g, const double *logp
     for (int i0 = 0; i0 < n; i0 += p.R) {
         int m = n - i0 < p.R ? n - i0 : p.R;
         float *dxs = p.dxs + (size_t)i0 * H;
-        gather(&p, x, src + i0, m, H, wt);
+        if (dW || !keep) gather(&p, x, src + i0, m, H, wt); /* kept: the rows only for dW */
         for (int v0 = 0; v0 < V; v0 += p.Vc) {
             int w = V - v0 < p.Vc ? V - v0 : p.Vc;
             const char *Wc = (const char *)W + (size_t)v0 * H * e;
