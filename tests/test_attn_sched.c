@@ -165,7 +165,8 @@ static void check_plan(const char *name, const Batch *b, int W) {
         for (int l = it[1]; l < it[1] + it[2]; l++) cover[(size_t)it[0] * s.nq64 + s.klist[l]]++;
     }
     for (int t = 0; t < T; t++)
-        for (int j = 0; j < T; j++) errs += visible(b, W, t, j) && cover[(size_t)(j / ATTN_KB) * s.nq64 + t / ATTN_QB] != 1;
+        for (int j = 0; j < T; j++)
+            errs += visible(b, W, t, j) && cover[(size_t)(j / ATTN_KB) * s.nq64 + t / ATTN_QB] != 1;
     free(cover);
     CHECK(errs == 0, "%s: %d item errors (runs, order, or a visible pair not in exactly one item)", name, errs);
     if (strstr(name, "long"))
@@ -252,7 +253,8 @@ static void check_backward(const char *name, const Batch *b, int NH, int NKV, in
     for (int i = 0; i < 3; i++) {
         float scale = maxabs(want[i], n[i]), worst = 0.0f;
         for (size_t e = 0; e < n[i]; e++) worst = fmaxf(worst, fabsf(got[i][e] - want[i][e]));
-        CHECK(scale > 0 && worst <= 1e-5f * scale, "%s: %s through the plan's items: %g from the CPU engine's (scale %g)",
+        CHECK(scale > 0 && worst <= 1e-5f * scale,
+              "%s: %s through the plan's items: %g from the CPU engine's (scale %g)",
               name, what[i], worst, scale);
     }
     for (int i = 0; i < 10; i++) pc_free(d[i]);

@@ -148,7 +148,8 @@ int attn_sched_build(AttnSched *s, const int *pstart, const int *plen, const int
         return -1;
     }
     s->T = T, s->window = window;
-    s->nq64 = (T + ATTN_QB - 1) / ATTN_QB, s->nq128 = (T + ATTN_QB2 - 1) / ATTN_QB2, s->nk64 = (T + ATTN_KB - 1) / ATTN_KB;
+    s->nq64 = (T + ATTN_QB - 1) / ATTN_QB, s->nq128 = (T + ATTN_QB2 - 1) / ATTN_QB2;
+    s->nk64 = (T + ATTN_KB - 1) / ATTN_KB;
     if (!(s->mask = malloc(sizeof(int) * 4 * (size_t)T))) goto nomem;
     for (int t = 0; t < T; t++) {
         long ps = pstart[t], pl = plen[t], ss = sstart[t];
@@ -171,7 +172,8 @@ int attn_sched_build(AttnSched *s, const int *pstart, const int *plen, const int
     }
     if (block_intervals(ATTN_QB, s->mask, T, &s->off64, &s->iv64, &s->niv64) ||
         block_intervals(ATTN_QB2, s->mask, T, &s->off128, &s->iv128, &s->niv128) ||
-        query_order(s->nq64, s->off64, s->iv64, &s->qord64) || query_order(s->nq128, s->off128, s->iv128, &s->qord128) ||
+        query_order(s->nq64, s->off64, s->iv64, &s->qord64) ||
+        query_order(s->nq128, s->off128, s->iv128, &s->qord128) ||
         key_lists(s) || dkv_items(s))
         goto nomem;
     return 0;

@@ -165,7 +165,9 @@ __global__ void __launch_bounds__(SB) sample_kernel(int *ids, const float *logit
     if (tid == 0) ids[r] = pick < INT_MAX ? pick : last; /* none: the target rounded past the total */
 }
 
-extern "C" size_t pc_sample_work(int n, int V) { return sizeof(float) * (size_t)(n > 0 ? n : 1) * (size_t)(V > 0 ? V : 1); }
+extern "C" size_t pc_sample_work(int n, int V) {
+    return sizeof(float) * (size_t)(n > 0 ? n : 1) * (size_t)(V > 0 ? V : 1);
+}
 
 extern "C" int pc_sample(int *ids, const float *logits, int ld, int n, int V, const uint64_t *keys, const int *steps,
                          PcSampling s, void *work) {

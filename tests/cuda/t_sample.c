@@ -131,7 +131,8 @@ static void rows_case(int n, int V) {
     }
     for (int r = 0; r < 4 && r < n; r++) /* rows with no number: greedy's lowest id of -inf, or the last of NaN */
         for (int v = 0; v < V; v++) l[(size_t)r * V + v] = r % 2 ? NAN : -INFINITY;
-    PcSampling greedy = {0.0f, 0, 1.0f}, mixed[] = {{1.0f, 0, 1.0f}, {0.8f, 40, 1.0f}, {1.2f, 0, 0.9f}, {1.0f, 50, 0.7f}};
+    PcSampling greedy = {0.0f, 0, 1.0f};
+    PcSampling mixed[] = {{1.0f, 0, 1.0f}, {0.8f, 40, 1.0f}, {1.2f, 0, 0.9f}, {1.0f, 50, 0.7f}};
     H_TRY(draw(ids, l, n, V, keys, steps, greedy));
     int bad = 0;
     for (int r = 0; r < n; r++) bad += ids[r] != sample_greedy(l + (size_t)r * V, V);
