@@ -305,16 +305,34 @@ expect "generate on the GPU path: exit 0, the first line says cuda" \
   sh -c "test $? -eq 0 && head -1 err.txt | grep -q 'device: cuda' && test \$(wc -l < gen_g.jsonl) -eq 3"
 cpu generate --model m --prompts P.jsonl --template none --max-new-tokens 8 --precision fp32 > gen_c.jsonl 2> /dev/null
 expect "greedy generation (fp32) on the GPU path = the CPU's" cmp -s gen_g.jsonl gen_c.jsonl
-G=(--model m --template none --max-new-tokens 8 --temperature 1 --top-p 0.9 --n-samples 3 --seed 4)
+G=(--model m --template none --max-new-tokens 8 --temperature 1 --top-p 0.9 --num-samples 3 --seed 4)
 gpu generate "${G[@]}" --prompts P.jsonl > gs_all.jsonl 2> /dev/null
-tail -1 P.jsonl > P1.jsonl
+expect "sampling on the GPU path: exit 0, a line a prompt with its 3 responses" \
+  sh -c "test $? -eq 0 && test \$(wc -l < gs_all.jsonl) -eq 3 && tail -1 gs_all.jsonl | grep -q '\"n_tokens\": \[[0-9]*, [0-9]*, [0-9]*\]'"
+# a prompt's stream is its line: the first line alone is the same prompt with the same stream
+head -1 P.jsonl > P1.jsonl
 gpu generate "${G[@]}" --prompts P1.jsonl > gs_one.jsonl 2> /dev/null
 expect "sampling on the GPU path: a prompt's samples are the same alone and beside others" \
-  sh -c "tail -1 gs_all.jsonl | cmp -s - gs_one.jsonl"
+  sh -c "test -s gs_one.jsonl && head -1 gs_all.jsonl | cmp -s - gs_one.jsonl"
 gpu generate "${G[@]}" --prompts P.jsonl > gs_again.jsonl 2> /dev/null
 expect "sampling on the GPU path: a rerun gives the same bytes" cmp -s gs_all.jsonl gs_again.jsonl
-gpu generate --model m --adapter cl_bf16 --prompts P.jsonl --template none > /dev/null 2> err.txt
-expect "generate --adapter on the GPU path: refused naming why" sh -c "test $? -eq 2 && grep -q 'with an --adapter' err.txt"
+gpu generate "${G[@]}" --prompts P1.jsonl > /dev/null 2> err.txt
+expect "sampling on the GPU path: the device's sampler by default, said in the settings line" grep -q 'sampler device' err.txt
+gpu generate "${G[@]}" --prompts P.jsonl --sampler exact > gx_all.jsonl 2> err.txt
+expect "--sampler exact on the GPU path: the host's draws (other streams than the device's), said" \
+  sh -c "test $? -eq 0 && grep -q 'sampler exact' err.txt && ! cmp -s gx_all.jsonl gs_all.jsonl"
+gpu generate --model m --prompts P.jsonl --template none --max-new-tokens 8 --precision fp32 --sampler exact > gen_x.jsonl 2> /dev/null
+expect "greedy: --sampler exact = the device's sampler, byte for byte" cmp -s gen_x.jsonl gen_g.jsonl
+"$ppa" generate --model m --prompts P.jsonl --template none --sampler device --device cpu > /dev/null 2> err.txt
+expect "--sampler device on the CPU: refused naming why" sh -c "test $? -eq 2 && grep -q 'draws on the GPU' err.txt"
+# sampling from an adapter on the GPU: merged into the base at upload, as ppa merge writes it
+gpu generate --model m --adapter cl_bf16 --prompts P.jsonl --template none --max-new-tokens 8 --precision fp32 > ga.jsonl 2> err.txt
+expect "generate --adapter on the GPU path: exit 0 on cuda" sh -c "test $? -eq 0 && head -1 err.txt | grep -q 'device: cuda'"
+"$ppa" merge --model m --adapter cl_bf16 --out merged_cl --save-dtype f32 > /dev/null 2>&1
+gpu generate --model merged_cl --prompts P.jsonl --template none --max-new-tokens 8 --precision fp32 > gm.jsonl 2> /dev/null
+expect "generate --adapter on the GPU path = the merged folder's (ppa merge), byte for byte" cmp -s ga.jsonl gm.jsonl
+cpu generate --model m --adapter cl_bf16 --prompts P.jsonl --template none --max-new-tokens 8 --precision fp32 > ca.jsonl 2> /dev/null
+expect "generate --adapter (greedy, fp32) on the GPU path = the CPU's unmerged adapter" cmp -s ga.jsonl ca.jsonl
 "${lib[@]}" "$ppa" train --model m8 --data D.jsonl --template none --list-size 3 --batch-size 2 --max-steps 1 --warmup-ratio 0 --out a8 > /dev/null 2> err.txt
 expect "auto with a model the GPU engine cannot run: the CPU, saying why" \
   sh -c "test $? -eq 0 && head -1 err.txt | grep -q 'device: cpu (--device auto: the GPU engine cannot run the model: head_dim 8'"

@@ -170,7 +170,8 @@ static int run_groups(Run *r, const GenPrompt *gp, int np, int K, GroupDone done
     GenOptions go = {.max_new_tokens = a->max_new_tokens, .temperature = a->temperature, .top_p = a->top_p,
                      .top_k = a->top_k, .n_samples = K, .seed = a->seed, .stop = r->stop, .n_stop = r->n_stop,
                      .banned = r->banned, .n_banned = r->n_banned, .stop_strings = (const char *const *)o->stop.v,
-                     .n_stop_strings = o->stop.n, .tok = r->tok, .on_tokens = progress, .ctx = r};
+                     .n_stop_strings = o->stop.n, .tok = r->tok, .on_tokens = progress, .ctx = r,
+                     .device_sampler = o->device == DEVICE_CUDA && (!o->sampler || !strcmp(o->sampler, "device"))};
     for (int p0 = 0; p0 < np;) {
         int p1 = group_end(r, gp, np, K, p0), n = p1 - p0;
         GenSample *s = xmalloc(sizeof(GenSample) * (size_t)n * K);
@@ -452,9 +453,10 @@ static void resolve_format(Run *r, GenArgs *a) {
         fprintf(stderr, "], %d stop strings, ", o->stop.n);
         if (r->category_temperature) fprintf(stderr, "temperature FastChat's per category");
         else fprintf(stderr, "temperature %g%s", a->temperature, a->temperature > 0 ? "" : " (greedy)");
-        fprintf(stderr, ", top-k %d, top-p %g, n %d, max-new-tokens %d, seed %llu%s%s\n", a->top_k, a->top_p, a->n,
-                a->max_new_tokens, (unsigned long long)a->seed, r->generator ? ", generator " : "",
-                r->generator ? r->generator : "");
+        fprintf(stderr, ", top-k %d, top-p %g, n %d, max-new-tokens %d, seed %llu, sampler %s%s%s\n", a->top_k,
+                a->top_p, a->n, a->max_new_tokens, (unsigned long long)a->seed,
+                o->device == DEVICE_CUDA && (!o->sampler || !strcmp(o->sampler, "device")) ? "device" : "exact",
+                r->generator ? ", generator " : "", r->generator ? r->generator : "");
     }
 }
 
@@ -486,6 +488,9 @@ int cmd_generate(int argc, char **argv) {
     TrainOptions opts;
     setup_options(CMD_GENERATE, USAGE, argc, argv, &opts);
     GenArgs a = gen_args(&opts);
+    if (opts.sampler && !strcmp(opts.sampler, "device") && opts.device != DEVICE_CUDA)
+        ppa_die(2, "generate: --sampler device draws on the GPU and this run is on the CPU: --device cuda, or --sampler "
+                   "exact");
     gemm_init();
     Run r = {.a = &a};
     load(&r, &a);

@@ -63,12 +63,15 @@ static void train_on_device(const TrainOptions *o, Model *m, int trains) {
 
 void load_on_device(const TrainOptions *o, Model *m) {
     if (o->device != DEVICE_CUDA) return;
-    if (model_lora(m)) { /* the base frozen, its adapter on top: the training engine's forward runs it */
+    /* sampling from an adapter: merged into its base on the device (the decoder runs a GpuModel) */
+    int merged = o->cmd == CMD_GENERATE && model_lora(m) && model_lora_enabled(m);
+    if (model_lora(m) && !merged) { /* the base frozen, its adapter on top: the training engine's forward runs it */
         train_on_device(o, m, 0);
         return;
     }
     char err[4096];
-    GpuModel *g = gpu_model_new(device_cuda_api(), m, model_precision(m), err, sizeof err);
+    GpuModel *g = merged ? gpu_model_merged(device_cuda_api(), m, model_precision(m), err, sizeof err)
+                         : gpu_model_new(device_cuda_api(), m, model_precision(m), err, sizeof err);
     if (!g) {
         ppa_die(device_status(m), "%s: --device cuda: %s", options_command_name(o->cmd), err);
     }

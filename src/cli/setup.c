@@ -57,11 +57,6 @@ static int runs_on_gpu(const TrainOptions *o) {
            (o->cmd == CMD_JUDGE && o->reward_model && !o->pair_model) || trains(o);
 }
 
-/* why this run of a GPU command stays on the CPU (several processes training), or NULL */
-static const char *cpu_only(const TrainOptions *o) {
-    if (o->cmd == CMD_GENERATE && o->adapter) return "with an --adapter (sampling from an adapter)";
-    return NULL;
-}
 
 /* Where the command computes, resolved once (o->device becomes DEVICE_CPU or DEVICE_CUDA) and said in its first log
  * line. The scoring commands (logprobs, score, eval, judge --reward-model) run on a usable GPU with --device cuda,
@@ -76,7 +71,7 @@ void setup_device(TrainOptions *o) {
         if (lead) fprintf(stderr, "ppa %s: device: cpu\n", who);
         return;
     }
-    const char *cpu = cpu_only(o);
+    const char *cpu = NULL; /* a reason this run stays on the CPU */
     char cfg_why[512];
     /* auto: a model whose shape the GPU engine cannot run stays on the CPU (--device cuda refuses it when loaded) */
     const char *dir = o->cmd == CMD_JUDGE ? o->reward_model : o->model;

@@ -130,6 +130,24 @@ extern "C" int pc_memset(void *p, int byte, size_t bytes) {
     return 0;
 }
 
+extern "C" int pc_copy(void *dst, const void *src, size_t bytes) {
+    CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, G.stream));
+    return 0;
+}
+
+extern "C" void *pc_host_alloc(size_t bytes) {
+    void *p = NULL;
+    cudaError_t e = cudaMallocHost(&p, bytes ? bytes : 1);
+    if (e == cudaSuccess) return p;
+    cudaGetLastError();
+    snprintf(G.error, sizeof G.error, "pinned host memory: %zu bytes refused: %s", bytes, cudaGetErrorString(e));
+    return NULL;
+}
+
+extern "C" void pc_host_free(void *p) {
+    if (p) cudaFreeHost(p);
+}
+
 extern "C" int pc_sync(void) {
     CUDA_TRY(cudaStreamSynchronize(G.stream));
     CUDA_TRY(cudaGetLastError());

@@ -48,6 +48,12 @@ int pc_mem_info(size_t *free_bytes, size_t *total_bytes);
 int pc_upload(void *dst_device, const void *src_host, size_t bytes);
 int pc_download(void *dst_host, const void *src_device, size_t bytes);
 int pc_memset(void *p, int byte, size_t bytes);
+/* Device to device, on the stream. */
+int pc_copy(void *dst_device, const void *src_device, size_t bytes);
+/* Pinned (page-locked) host memory: copies from and to it do not stage through the driver's buffers, so a
+ * download into it costs its bytes only. NULL with pc_error() when the host refuses it. */
+void *pc_host_alloc(size_t bytes);
+void pc_host_free(void *p);
 /* Waits for the stream; reports an error any earlier launch left. */
 int pc_sync(void);
 /* The stream (a cudaStream_t) for the families' launches. */

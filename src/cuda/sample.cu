@@ -60,12 +60,14 @@ static __device__ void block_best(float &val, int &id, float *shv, int *shi) {
         if (shi[w] >= 0 && (id < 0 || shv[w] > val || (shv[w] == val && shi[w] < id))) val = shv[w], id = shi[w];
 }
 
-__global__ void __launch_bounds__(SB) sample_kernel(int *ids, const float *logits, int ld, int V, const uint64_t *keys,
-                                                    const int *steps, PcSampling s, float *work) {
+__global__ void __launch_bounds__(SB) sample_kernel(int *ids, const float *logits, int ld, const int *rows, int V,
+                                                    const uint64_t *keys, const int *steps, const float *temps,
+                                                    PcSampling s, float *work) {
     __shared__ float shf[SB / 32], segm[SB];
     __shared__ int shi[SB / 32], segt[SB];
     const int r = blockIdx.x, tid = threadIdx.x;
-    const float *l = logits + (size_t)r * ld;
+    const float *l = logits + (size_t)(rows ? rows[r] : r) * ld;
+    if (temps) s.temperature = temps[r];
     float *w = work + (size_t)r * V;
     /* the greedy id (sample_greedy: the lowest id of the largest number; none: V - 1), and the scaled max */
     const int greedy = !(s.temperature > 0.0f);
@@ -169,12 +171,26 @@ extern "C" size_t pc_sample_work(int n, int V) {
     return sizeof(float) * (size_t)(n > 0 ? n : 1) * (size_t)(V > 0 ? V : 1);
 }
 
-extern "C" int pc_sample(int *ids, const float *logits, int ld, int n, int V, const uint64_t *keys, const int *steps,
-                         PcSampling s, void *work) {
+extern "C" int pc_sample(int *ids, const float *logits, int ld, const int *rows, int n, int V, const uint64_t *keys,
+                         const int *steps, const float *temps, PcSampling s, void *work) {
     ARG_TRY(n >= 0 && V >= 1 && ld >= V && s.top_k >= 0 && !isnan(s.top_p) && !isnan(s.temperature),
             "n >= 0, V >= 1, ld >= V, top_k >= 0, numbers");
     if (n == 0) return 0;
-    sample_kernel<<<n, SB, 0, pc_cuda_stream()>>>(ids, logits, ld, V, keys, steps, s, (float *)work);
+    sample_kernel<<<n, SB, 0, pc_cuda_stream()>>>(ids, logits, ld, rows, V, keys, steps, temps, s, (float *)work);
+    LAUNCH_TRY();
+    return 0;
+}
+
+__global__ void ban_kernel(float *logits, int ld, const int *rows, int V, const int *banned, int n_banned) {
+    float *l = logits + (size_t)(rows ? rows[blockIdx.x] : blockIdx.x) * ld;
+    for (int b = threadIdx.x; b < n_banned; b += blockDim.x)
+        if (banned[b] >= 0 && banned[b] < V) l[banned[b]] = -INFINITY;
+}
+
+extern "C" int pc_logits_ban(float *logits, int ld, const int *rows, int n, int V, const int *banned, int n_banned) {
+    ARG_TRY(n >= 0 && V >= 1 && ld >= V && n_banned >= 0, "n >= 0, V >= 1, ld >= V, n_banned >= 0");
+    if (n == 0 || n_banned == 0) return 0;
+    ban_kernel<<<n, 128, 0, pc_cuda_stream()>>>(logits, ld, rows, V, banned, n_banned);
     LAUNCH_TRY();
     return 0;
 }

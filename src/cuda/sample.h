@@ -19,14 +19,19 @@
 extern "C" {
 #endif
 
-/* bytes of device work memory pc_sample needs for n rows of V logits */
+/* bytes of device work memory pc_sample needs for n draws from rows of V logits */
 size_t pc_sample_work(int n, int V);
 
-/* ids [n] (device, written): row r's token from logits [n, V] (float32, rows ld apart); keys [n] (device): each
- * sequence's stream (e.g. sample_stream's seed for prompt i, sample j); steps [n] (device): its step. 0, or -1
- * with pc_error(). */
-int pc_sample(int *ids, const float *logits, int ld, int n, int V, const uint64_t *keys, const int *steps,
-              PcSampling s, void *work);
+/* ids [n] (device, written): draw r's token from logits row rows[r] (rows NULL: row r) of logits [*, V] (float32,
+ * rows ld apart; several draws may share a row: a prompt's K first tokens); keys [n] (device): each sequence's
+ * stream; steps [n] (device): its step; temps [n] (device): each draw's temperature, or NULL: s.temperature for
+ * all. 0, or -1 with pc_error(). */
+int pc_sample(int *ids, const float *logits, int ld, const int *rows, int n, int V, const uint64_t *keys,
+              const int *steps, const float *temps, PcSampling s, void *work);
+
+/* logits[rows[r], banned[b]] = -inf for r < n, b < n_banned (rows NULL: row r; ids outside [0, V) ignored): tokens
+ * never drawn (device arrays) */
+int pc_logits_ban(float *logits, int ld, const int *rows, int n, int V, const int *banned, int n_banned);
 
 /* the uniform draw in [0, 1) of (key, step), 53 bits, as the kernel takes it (for the host's twin and tests) */
 #ifdef __CUDACC__

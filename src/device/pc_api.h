@@ -34,6 +34,9 @@
     X(int, pc_upload, (void *dst_device, const void *src_host, size_t bytes))                                          \
     X(int, pc_download, (void *dst_host, const void *src_device, size_t bytes))                                        \
     X(int, pc_memset, (void *p, int byte, size_t bytes))                                                               \
+    X(int, pc_copy, (void *dst_device, const void *src_device, size_t bytes))                                          \
+    X(void *, pc_host_alloc, (size_t bytes))                                                                           \
+    X(void, pc_host_free, (void *p))                                                                                   \
     X(int, pc_sync, (void))                                                                                            \
     X(void *, pc_stream, (void))                                                                                       \
     /* cuda/attention.h: fused attention on shared-prompt rows (plan: HOST arrays pstart, plen, sstart [T]) */         \
@@ -99,8 +102,9 @@
     X(void, pc_lmhead_set_chunks, (int rows, int vocab))                                                               \
     /* cuda/sample.h: the next token drawn on the device */                                                            \
     X(size_t, pc_sample_work, (int n, int V))                                                                          \
-    X(int, pc_sample, (int *ids, const float *logits, int ld, int n, int V, const uint64_t *keys, const int *steps,    \
-        PcSampling s, void *work))                                                                                     \
+    X(int, pc_sample, (int *ids, const float *logits, int ld, const int *rows, int n, int V, const uint64_t *keys,    \
+        const int *steps, const float *temps, PcSampling s, void *work))                                               \
+    X(int, pc_logits_ban, (float *logits, int ld, const int *rows, int n, int V, const int *banned, int n_banned))     \
     /* cuda/convert.h */                                                                                               \
     X(int, pc_f32_to_bf16, (PcBf16 * y, const float *x, size_t n))                                                     \
     X(int, pc_bf16_to_f32, (float *y, const PcBf16 *x, size_t n))                                                      \
@@ -108,8 +112,11 @@
     /* cuda/decode.h: the key/value cache and one query's attention over it */                                         \
     X(int, pc_kv_store, (void *cache, PcDtype ct, int max_len, int D, const float *x, int ldx, const int *slot,        \
         const int *pos, int n))                                                                                        \
+    X(size_t, pc_decode_work, (int n, int NH, int HS, int bound))                                                      \
     X(int, pc_decode_attention, (void *out, const float *q, const void *kc, const void *vc, PcDtype ct,                \
-        const int *slot, const int *len, int n, int max_len, int NH, int NKV, int HS))                                 \
+        const int *slot, const int *len, const int *pslot, const int *plen, int n, int max_len, int bound, int NH,     \
+        int NKV, int HS, void *work))                                                                                  \
+    X(int, pc_ids_move, (int *dst, const int *dst_at, const int *src, const int *src_at, int n))                       \
     /* cuda/nccl.h: several processes' gradients summed GPU to GPU (NCCL, loaded at run time) */                       \
     X(int, pc_nccl_id, (void *id))                                                                                     \
     X(int, pc_nccl_init, (const void *id, int rank, int size))                                                         \

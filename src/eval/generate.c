@@ -33,6 +33,18 @@ void generate_free(GenSample *s, int n) {
     for (int i = 0; i < n; i++) free(s[i].ids);
 }
 
+uint64_t generate_key(uint64_t seed, uint64_t stream, uint64_t sample) {
+    uint64_t z = seed; /* three rounds of splitmix64's finaliser, one a coordinate */
+    const uint64_t in[3] = {stream, sample, 0x70706121ULL};
+    for (int i = 0; i < 3; i++) {
+        z += 0x9e3779b97f4a7c15ULL + in[i];
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+    }
+    return z;
+}
+
 static int check_options(const GenOptions *o, char *err, size_t errlen) {
     if (o->max_new_tokens < 1) return snprintf(err, errlen, "max-new-tokens must be >= 1"), -1;
     if (o->n_samples < 1) return snprintf(err, errlen, "the number of samples must be >= 1"), -1;
@@ -141,28 +153,45 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
     int S = n * K;
     Decoder *d = decoder_new(m, S, max_len, err, errlen);
     if (!d) return -1;
-    float *logits = xmalloc(sizeof(float) * (size_t)S * V);
+    const int dev = o->device_sampler && decoder_samples(d);
+    float *logits = dev ? NULL : xmalloc(sizeof(float) * (size_t)S * V);
     PpaRng *rng = xmalloc(sizeof(PpaRng) * (size_t)S);
     int *tok = xmalloc(sizeof(int) * (size_t)S), *row = xmalloc(sizeof(int) * (size_t)S);
     int *slot = xmalloc(sizeof(int) * (size_t)S), *feed = xmalloc(sizeof(int) * (size_t)S);
-    int rc = 0;
+    int *steps = xmalloc(sizeof(int) * (size_t)S), *seq0 = xmalloc(sizeof(int) * (size_t)n);
+    int *lens = xmalloc(sizeof(int) * (size_t)n), own = 0;
+    uint64_t *key = xmalloc(sizeof(uint64_t) * (size_t)S), *keys = xmalloc(sizeof(uint64_t) * (size_t)S);
+    float *temps = xmalloc(sizeof(float) * (size_t)S);
+    const int **ids = xmalloc(sizeof(int *) * (size_t)n);
     memset(out, 0, sizeof(GenSample) * (size_t)S);
+    for (int i = 0; i < n; i++) seq0[i] = i * K, ids[i] = p[i].ids, lens[i] = p[i].len, own |= p[i].own_temperature;
+    int rc = dev ? decoder_sampler(d, o->temperature, o->top_k, o->top_p, o->banned, o->n_banned, err, errlen) : 0;
+    /* every prompt at once (an engine packs them), then its K samples start from its cache and its one row of logits */
+    if (!rc) rc = decoder_prefill_many(d, seq0, ids, lens, n, logits, err, errlen);
     for (int i = 0; i < n && !rc; i++) {
-        rc = decoder_prefill(d, i * K, p[i].ids, p[i].len, logits + (size_t)i * K * V, err, errlen);
-        if (rc) break;
         decoder_fork(d, i * K, i * K, K);
         int room = generate_room(c, p[i].len, o->max_new_tokens);
         for (int j = 0; j < K; j++) {
             int s = i * K + j;
             sample_stream(&rng[s], o->seed, p[i].stream, p[i].sample0 + (uint64_t)j);
+            key[s] = generate_key(o->seed, p[i].stream, p[i].sample0 + (uint64_t)j);
             out[s].ids = xmalloc(sizeof(int) * (size_t)(room + 1));
-            row[s] = i * K, slot[s] = s; /* the K samples start from the prompt's one row of logits */
+            row[s] = i, slot[s] = s;
         }
     }
     int n_active = rc ? 0 : S;
     while (n_active > 0) {
-        ban_tokens(logits, row, n_active, V, o);
-        sample_rows(tok, logits, row, slot, n_active, V, K, p, o, rng);
+        if (dev) { /* drawn on the device from each slot's kept logits; only the ids come back */
+            for (int a = 0; a < n_active; a++) {
+                const GenPrompt *q = &p[slot[a] / K];
+                keys[a] = key[slot[a]], steps[a] = out[slot[a]].len;
+                temps[a] = (float)(q->own_temperature ? q->temperature : o->temperature);
+            }
+            if ((rc = decoder_sample(d, slot, keys, steps, own ? temps : NULL, n_active, tok, err, errlen))) break;
+        } else {
+            ban_tokens(logits, row, n_active, V, o);
+            sample_rows(tok, logits, row, slot, n_active, V, K, p, o, rng);
+        }
         int n_feed = 0, unused = 0;
         for (int a = 0; a < n_active; a++) {
             int s = slot[a];
@@ -171,12 +200,13 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
         }
         if (o->on_tokens) o->on_tokens(o->ctx, n_active, unused);
         if (!n_feed) break;
-        if ((rc = decoder_step(d, feed, slot, n_feed, logits, err, errlen))) break;
+        if ((rc = decoder_step(d, dev ? NULL : feed, slot, n_feed, logits, err, errlen))) break;
         for (int a = 0; a < n_feed; a++) row[a] = a;
         n_active = n_feed;
     }
     if (rc) generate_free(out, S), memset(out, 0, sizeof(GenSample) * (size_t)S);
-    free(logits), free(rng), free(tok), free(row), free(slot), free(feed);
+    free(logits), free(rng), free(tok), free(row), free(slot), free(feed), free(steps), free(seq0), free(lens);
+    free(key), free(keys), free(temps), free(ids);
     decoder_free(d);
     return rc ? -1 : 0;
 }

@@ -12,7 +12,15 @@
  * Determinism: sample j of a prompt draws from the stream
  * sample_stream(seed, stream, j); with batch-invariant matrix products
  * (gemm_rows_invariant()) its tokens do not depend on which prompts share
- * the call. */
+ * the call.
+ *
+ * Two samplers: the exact one (model/sample.h on the host, the logits read
+ * back every step: the CPU's bits) and, where the decoder can draw where its
+ * logits are (a GPU: decoder_samples), the device's (GenOptions.device_sampler):
+ * the same rules in float32, and draw t of sample j of prompt i a pure
+ * function of its logits, generate_key(seed, stream, sample0 + j) and t (the
+ * response's tokens so far), so that it too does not depend on the batch;
+ * only the ids come back. Greedy is the same on both. */
 #ifndef PPA_GENERATE_H
 #define PPA_GENERATE_H
 
@@ -44,6 +52,7 @@ typedef struct {
      * over a call is the sum of its responses' rooms */
     void (*on_tokens)(void *ctx, int sampled, int unused);
     void *ctx;
+    int device_sampler; /* 1: draw on the device when the decoder can (decoder_samples), else the exact sampler */
 } GenOptions;
 
 typedef struct {
@@ -81,6 +90,9 @@ int generate_max_len(const ModelConfig *c, int len, int max_new_tokens);
 int generate_room(const ModelConfig *c, int len, int max_new_tokens);
 
 void generate_free(GenSample *s, int n);
+
+/* The device sampler's stream of sample j of prompt stream i under seed */
+uint64_t generate_key(uint64_t seed, uint64_t stream, uint64_t sample);
 
 /* The text that response ids add to their prompt: decode(prompt + ids) after
  * decode(prompt), special tokens skipped (malloc'd, length in *len). Decoding

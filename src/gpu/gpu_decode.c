@@ -1,8 +1,9 @@
 /* gpu_decode.c: incremental decoding on the GPU (gpu_decode.h), model/decode.c's steps on a GpuModel's weights:
- * a prompt's layers over its tokens (the fused attention on one causal segment), its keys and values into the
- * sequence's cache; then a step appends one token to each active sequence, the projections batched across them,
- * each new query attending to its own cache (cuda/decode.h); the next-token logits of the last positions through
- * the LM head's product, read back for the host's sampler. Rounding in bf16 as gpu_forward.c's layer. */
+ * prompts' layers over their tokens packed (the fused attention, one causal segment a prompt), their keys and
+ * values into their slots' cache; then a step appends one token to each active sequence, the projections batched
+ * across them, each new query attending to its own cache and its borrowed prefix (cuda/decode.h); the next-token
+ * logits of the last positions through the LM head's product, read back for the host's sampler or drawn from on
+ * the device. Rounding in bf16 as gpu_forward.c's layer. */
 #include "gpu/gpu_decode.h"
 
 #include <stdio.h>
@@ -18,14 +19,31 @@ struct GpuDecoder {
     int n_seq, max_len, cap; /* cap: the rows the activations hold (max(max_len, n_seq)) */
     size_t e;                /* bytes of a cache element (the products' dtype) */
     void *kc, *vc;           /* device [L, n_seq, max_len, KD] keys (after RoPE) and values */
-    void *act;               /* device: the activations below */
-    int *tokens, *pos, *slot, *len; /* [cap] */
-    float *x, *q, *gu, *xf, *logits; /* [cap, H], [cap, QD + 2 KD], [cap, 2I], [cap, H], [n_seq, V] */
-    void *xn, *att, *h, *xfb; /* dt: [cap, H], [cap, QD], [cap, I], [n_seq, H] */
-    PcBf16 *qkvb;            /* [cap, QD + 2 KD] q, k, v rounded for the prompt's attention (bf16 models) */
-    float *lse, *rstd;       /* [cap, NH], [cap] */
-    void *host;              /* a host buffer for fork's copies, [max_len, KD] elements */
+    void *act;               /* device: the activations and arrays below */
+    size_t act_bytes, cache_bytes;
+    int *tokens, *pos, *slot, *len;  /* [cap] a pass's rows */
+    int *pslot, *plen;               /* [n_seq] each slot's borrowed prefix (cuda/decode.h) */
+    int *next, *ids, *rows, *steps;  /* [n_seq] the slots' drawn tokens; a draw's ids, logits rows and steps */
+    uint64_t *keys;                  /* [n_seq] a draw's streams */
+    float *temps;                    /* [n_seq] a draw's temperatures */
+    int *banned;                     /* [n_banned] */
+    float *x, *q, *gu, *xf, *logits; /* [cap, H], [cap, QD + 2 KD], [cap, 2I], [cap, H], [2 n_seq, V] */
+    void *xn, *att, *h, *xfb;        /* dt: [cap, H], [cap, QD], [cap, I], [n_seq, H] */
+    float *xg;                       /* [n_seq, H] the prompts' last rows */
+    PcBf16 *qkvb;                    /* [cap, QD + 2 KD] q, k, v rounded for the prompt's attention (bf16 models) */
+    float *lse, *rstd;               /* [cap, NH], [cap] */
+    void *dwork, *swork;             /* the decode attention's and the sampler's work */
+    /* host */
+    int *h_pslot, *h_plen, *h_lrow;  /* [n_seq] mirrors; lrow: the row of logits holding the slot's latest */
+    int n_banned;
+    PcSampling s;
+    char *pin;                       /* pinned: two staging halves of half bytes (a pass's arrays up), then the ids
+                                        down [n_seq] */
+    size_t half;
+    int flip, pending[2];            /* the half written last; a half's uploads may still be in flight */
 };
+
+/* Logits rows: [0, n_seq) a pass's product (a step's rows in order), [n_seq, 2 n_seq) slot s's prefill at n_seq + s */
 
 #define ALIGN 256
 static void *place(char *base, size_t *off, size_t bytes) {
@@ -38,15 +56,22 @@ static size_t carve(GpuDecoder *d, char *base) {
     const ModelConfig *c = &d->g->c;
     size_t T = (size_t)d->cap, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size, f = sizeof(float);
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
-    size_t S = (size_t)d->n_seq, off = 0, e = d->e, ni = sizeof(int);
+    size_t S = (size_t)d->n_seq, off = 0, e = d->e, ni = sizeof(int), V = (size_t)c->vocab_size;
     d->tokens = place(base, &off, T * ni), d->pos = place(base, &off, T * ni);
     d->slot = place(base, &off, T * ni), d->len = place(base, &off, T * ni);
+    d->pslot = place(base, &off, S * ni), d->plen = place(base, &off, S * ni);
+    d->next = place(base, &off, S * ni), d->ids = place(base, &off, S * ni);
+    d->rows = place(base, &off, S * ni), d->steps = place(base, &off, S * ni);
+    d->keys = place(base, &off, S * sizeof(uint64_t)), d->temps = place(base, &off, S * f);
+    d->banned = place(base, &off, V * ni);
     d->x = place(base, &off, T * H * f), d->xn = place(base, &off, T * H * e), d->rstd = place(base, &off, T * f);
     d->q = place(base, &off, T * (QD + 2 * KD) * f), d->qkvb = place(base, &off, T * (QD + 2 * KD) * e);
     d->att = place(base, &off, T * QD * e), d->lse = place(base, &off, T * (size_t)c->num_attention_heads * f);
     d->gu = place(base, &off, T * 2 * I * f), d->h = place(base, &off, T * I * e);
-    d->xf = place(base, &off, T * H * f), d->xfb = place(base, &off, S * H * e);
-    d->logits = place(base, &off, S * (size_t)c->vocab_size * f);
+    d->xf = place(base, &off, T * H * f), d->xfb = place(base, &off, S * H * e), d->xg = place(base, &off, S * H * f);
+    d->logits = place(base, &off, 2 * S * V * f);
+    d->dwork = place(base, &off, d->pc->pc_decode_work(d->n_seq, c->num_attention_heads, c->head_dim, d->max_len));
+    d->swork = place(base, &off, d->pc->pc_sample_work(d->n_seq, c->vocab_size));
     return off;
 }
 
@@ -55,14 +80,42 @@ static int fail(const GpuDecoder *d, const char *what, char *err, size_t errlen)
     return -1;
 }
 
+#define TRY(what, call)                                                                                                \
+    do {                                                                                                               \
+        if (call) return fail(d, what, err, errlen);                                                                   \
+    } while (0)
+
+/* the stream waited for: no staged upload is in flight */
+static int synced(GpuDecoder *d, int rc) {
+    if (!rc) d->pending[0] = d->pending[1] = 0;
+    return rc;
+}
+
+/* the host arrays a[i] (bytes[i] each) into a staging half (the other one than last time, so that a step's
+ * uploads and the next draw's need no wait), then to the device arrays dst[i], one copy each */
+static int stage_up(GpuDecoder *d, int **dst, const int *const *a, const size_t *bytes, int k) {
+    int h = d->flip ^= 1;
+    if (d->pending[h] && synced(d, d->pc->pc_sync())) return -1; /* its last uploads may still be reading it */
+    char *base = d->pin + (size_t)h * d->half;
+    size_t off = 0;
+    for (int i = 0; i < k; i++) {
+        if (off + bytes[i] > d->half) return -1; /* sized by gpu_decoder_new: not reached */
+        memcpy(base + off, a[i], bytes[i]);
+        if (bytes[i] && d->pc->pc_upload(dst[i], base + off, bytes[i])) return -1;
+        off += (bytes[i] + 15) / 16 * 16;
+    }
+    d->pending[h] = 1;
+    return 0;
+}
+
 GpuDecoder *gpu_decoder_new(GpuModel *g, int n_seq, int max_len, char *err, size_t errlen) {
     const ModelConfig *c = &g->c;
     if (c->head != HEAD_LM) {
         snprintf(err, errlen, "gpu decode: a reward model has no language-model head to decode with");
         return NULL;
     }
-    if (max_len > 8192) {
-        snprintf(err, errlen, "gpu decode: sequences of %d tokens: the GPU's decode attention holds at most 8192",
+    if (max_len > (1 << 17)) {
+        snprintf(err, errlen, "gpu decode: sequences of %d tokens: the GPU's decode attention holds at most 131072",
                  max_len);
         return NULL;
     }
@@ -71,20 +124,34 @@ GpuDecoder *gpu_decoder_new(GpuModel *g, int n_seq, int max_len, char *err, size
     d->e = g->dt == PC_BF16 ? 2 : 4;
     size_t KD = (size_t)c->num_key_value_heads * c->head_dim;
     size_t cache = (size_t)c->num_hidden_layers * n_seq * max_len * KD * d->e, act = carve(d, NULL);
+    d->cache_bytes = 2 * cache, d->act_bytes = act;
     d->kc = g->pc->pc_alloc(cache ? cache : 1);
     d->vc = d->kc ? g->pc->pc_alloc(cache ? cache : 1) : NULL;
     d->act = d->vc ? g->pc->pc_alloc(act) : NULL;
     if (!d->act) {
         snprintf(err, errlen, "gpu decode: %d sequences of %d tokens need %.2f GB of key/value cache and %.2f GB of "
-                 "activations: %s (fewer prompts at once, or shorter ones)", n_seq, max_len, 2.0 * (double)cache / 1e9,
-                 (double)act / 1e9, g->pc->pc_error());
+                 "activations and logits: %s (fewer prompts at once, or shorter ones)", n_seq, max_len,
+                 2.0 * (double)cache / 1e9, (double)act / 1e9, g->pc->pc_error());
         gpu_decoder_free(d);
         return NULL;
     }
     carve(d, d->act);
-    d->host = xmalloc((size_t)max_len * KD * d->e);
-    if (gpu_rope_table(g->pc, c, g->inv_freq, max_len, &g->cs, &g->cs_pos)) {
-        fail(d, "the RoPE table", err, errlen);
+    /* staging: a pass's four row arrays, or a draw's five, or the banned ids */
+    size_t rows = 4 * sizeof(int) * (size_t)d->cap + 64, draws = 32 * (size_t)n_seq + 96;
+    size_t ban = sizeof(int) * (size_t)c->vocab_size + 16;
+    d->half = rows > draws ? rows : draws;
+    d->half = (d->half > ban ? d->half : ban + 15) / 16 * 16;
+    d->pin = g->pc->pc_host_alloc(2 * d->half + sizeof(int) * (size_t)n_seq);
+    d->h_pslot = xmalloc(sizeof(int) * (size_t)n_seq), d->h_plen = xcalloc((size_t)n_seq, sizeof(int));
+    d->h_lrow = xmalloc(sizeof(int) * (size_t)n_seq);
+    for (int s = 0; s < n_seq; s++) d->h_pslot[s] = s, d->h_lrow[s] = -1;
+    d->s = (PcSampling){0.0f, 0, 1.0f};
+    char e2[256];
+    if (!d->pin || d->pc->pc_upload(d->pslot, d->h_pslot, sizeof(int) * (size_t)n_seq) ||
+        d->pc->pc_upload(d->plen, d->h_plen, sizeof(int) * (size_t)n_seq) || d->pc->pc_sync() ||
+        gpu_rope_table(g->pc, c, g->inv_freq, max_len, &g->cs, &g->cs_pos)) {
+        fail(d, d->pin ? "the RoPE table and the slots' arrays" : "the pinned staging", e2, sizeof e2);
+        snprintf(err, errlen, "%s", e2);
         gpu_decoder_free(d);
         return NULL;
     }
@@ -94,18 +161,16 @@ GpuDecoder *gpu_decoder_new(GpuModel *g, int n_seq, int max_len, char *err, size
 void gpu_decoder_free(GpuDecoder *d) {
     if (!d) return;
     d->pc->pc_free(d->kc), d->pc->pc_free(d->vc), d->pc->pc_free(d->act);
-    free(d->host);
+    d->pc->pc_host_free(d->pin);
+    free(d->h_pslot), free(d->h_plen), free(d->h_lrow);
     free(d);
 }
 
-#define TRY(what, call)                                                                                                \
-    do {                                                                                                               \
-        if (call) return fail(d, what, err, errlen);                                                                   \
-    } while (0)
+size_t gpu_decoder_bytes(const GpuDecoder *d) { return d->cache_bytes + d->act_bytes; }
 
-/* layer l over T rows (their positions, slots and, for a step, lengths after it uploaded): gpu_forward.c's layer,
- * the keys and values into the cache; plan: the prompt's causal attention (prefill), or NULL (a step) */
-static int layer(GpuDecoder *d, int l, int T, const PcAttnPlan *plan, char *err, size_t errlen) {
+/* layer l over T rows (their positions, slots and, for a step, lengths uploaded): gpu_forward.c's layer, the keys
+ * and values into the cache; plan: the prompts' causal attention (prefill), or NULL (a step; bound: its longest) */
+static int layer(GpuDecoder *d, int l, int T, const PcAttnPlan *plan, int bound, char *err, size_t errlen) {
     const ModelConfig *c = &d->g->c;
     size_t QD = (size_t)c->num_attention_heads * c->head_dim, KD = (size_t)c->num_key_value_heads * c->head_dim;
     size_t layer_cache = (size_t)d->n_seq * d->max_len * KD * d->e;
@@ -113,13 +178,13 @@ static int layer(GpuDecoder *d, int l, int T, const PcAttnPlan *plan, char *err,
               .att = d->att, .gu = d->gu, .h = d->h};
     a.k = a.q + (size_t)T * QD, a.v = a.k + (size_t)T * KD;
     GpuKv kv = {(char *)d->kc + (size_t)l * layer_cache, (char *)d->vc + (size_t)l * layer_cache, d->max_len, d->slot,
-                d->len};
+                d->len, d->pslot, d->plen, bound, d->dwork};
     return gpu_layer_forward(d->g, &a, &d->g->layers[l], plan, &kv, T, err, errlen);
 }
 
-/* the rows' tokens through the layers and the final norm, then the logits of rows [r0, r0 + nr) into logits
- * [nr, V] (host) */
-static int run(GpuDecoder *d, int T, const PcAttnPlan *plan, int r0, int nr, float *logits, char *err,
+/* the rows' tokens through the layers and the final norm; then the LM head over n_out rows of xs [n_out, H]
+ * (float32, device; NULL: xf's first n_out rows) into logits rows [0, n_out) */
+static int run(GpuDecoder *d, int T, const PcAttnPlan *plan, int bound, const int *last, int n_out, char *err,
                size_t errlen) {
     const GpuModel *g = d->g;
     const PcApi *pc = d->pc;
@@ -127,62 +192,197 @@ static int run(GpuDecoder *d, int T, const PcAttnPlan *plan, int r0, int nr, flo
     int H = c->hidden_size, V = c->vocab_size;
     TRY("embed_tokens", pc->pc_embed_forward(d->x, g->embed, g->embed_dt, d->tokens, T, H));
     for (int l = 0; l < c->num_hidden_layers; l++)
-        if (layer(d, l, T, plan, err, errlen)) return -1;
+        if (layer(d, l, T, plan, bound, err, errlen)) return -1;
     TRY("model.norm", pc->pc_rmsnorm_forward(d->xf, PC_F32, d->rstd, NULL, d->x, NULL, g->final_norm, T, H,
                                              (float)c->rms_norm_eps));
-    const void *xs = d->xf + (size_t)r0 * H;
-    if (g->dt == PC_BF16) { /* the head's operand rounded, as the CPU's product rounds it */
-        TRY("the head's operand", pc->pc_f32_to_bf16(d->xfb, d->xf + (size_t)r0 * H, (size_t)nr * H));
-        xs = d->xfb;
+    const float *xs = d->xf;
+    if (last) { /* a prefill's last rows, one a prompt */
+        for (int i = 0; i < n_out; i++)
+            TRY("the prompts' last rows", pc->pc_copy(d->xg + (size_t)i * H, d->xf + (size_t)last[i] * H,
+                                                      sizeof(float) * (size_t)H));
+        xs = d->xg;
     }
-    TRY("the LM head", pc->pc_gemm(0, 1, nr, V, H, 1.0f, xs, H, g->lm_head, H, 0.0f, NULL, d->logits, V, NULL, g->dt,
+    const void *op = xs;
+    if (g->dt == PC_BF16) { /* the head's operand rounded, as the CPU's product rounds it */
+        TRY("the head's operand", pc->pc_f32_to_bf16(d->xfb, xs, (size_t)n_out * H));
+        op = d->xfb;
+    }
+    TRY("the LM head", pc->pc_gemm(0, 1, n_out, V, H, 1.0f, op, H, g->lm_head, H, 0.0f, NULL, d->logits, V, NULL, g->dt,
                                    PC_F32));
-    TRY("reading the logits back", pc->pc_download(logits, d->logits, sizeof(float) * (size_t)nr * V) || pc->pc_sync());
     return 0;
 }
 
-int gpu_decoder_prefill(GpuDecoder *d, int seq, const int *ids, int n, float *logits, char *err, size_t errlen) {
-    int *h = xmalloc(sizeof(int) * (size_t)(4 * n)), *zero = h + n, *pos = h + 2 * n, *sl = h + 3 * n;
-    for (int i = 0; i < n; i++) zero[i] = 0, pos[i] = i, sl[i] = seq;
-    int rc = d->pc->pc_upload(d->tokens, ids, sizeof(int) * (size_t)n) ||
-             d->pc->pc_upload(d->pos, pos, sizeof(int) * (size_t)n) ||
-             d->pc->pc_upload(d->slot, sl, sizeof(int) * (size_t)n) || d->pc->pc_sync()
-                 ? fail(d, "uploading the prompt", err, errlen)
-                 : 0;
-    /* one causal segment: row t sees rows 0 .. t */
-    PcAttnPlan *plan = rc ? NULL : d->pc->pc_attn_plan_new(zero, zero, zero, n, 0);
+/* the logits rows [0, n) to the host */
+static int read_logits(GpuDecoder *d, float *logits, int n, char *err, size_t errlen) {
+    size_t V = (size_t)d->g->c.vocab_size;
+    TRY("reading the logits back", synced(d, d->pc->pc_download(logits, d->logits, sizeof(float) * (size_t)n * V) ||
+                                                 d->pc->pc_sync()));
+    return 0;
+}
+
+/* the content of slot s is about to be replaced: the slots borrowing from it get their positions copied first
+ * (device to device), and s drops its own borrowing; *changed when a slot's prefix changed */
+static int release(GpuDecoder *d, int s, int *changed, char *err, size_t errlen) {
+    const ModelConfig *c = &d->g->c;
+    size_t KD = (size_t)c->num_key_value_heads * c->head_dim, row = KD * d->e, slot = (size_t)d->max_len * row;
+    size_t layer_cache = (size_t)d->n_seq * slot;
+    for (int b = 0; b < d->n_seq; b++) {
+        if (b == s || d->h_pslot[b] != s || d->h_plen[b] == 0) continue;
+        for (int l = 0; l < c->num_hidden_layers; l++)
+            for (int which = 0; which < 2; which++) {
+                char *base = (char *)(which ? d->vc : d->kc) + (size_t)l * layer_cache;
+                TRY("copying a borrowed prefix", d->pc->pc_copy(base + (size_t)b * slot, base + (size_t)s * slot,
+                                                                (size_t)d->h_plen[b] * row));
+            }
+        d->h_pslot[b] = b, d->h_plen[b] = 0, *changed = 1;
+    }
+    if (d->h_plen[s]) d->h_pslot[s] = s, d->h_plen[s] = 0, *changed = 1;
+    return 0;
+}
+
+static int upload_prefixes(GpuDecoder *d, char *err, size_t errlen) {
+    int *dst[2] = {d->pslot, d->plen};
+    const int *src[2] = {d->h_pslot, d->h_plen};
+    size_t bytes[2] = {sizeof(int) * (size_t)d->n_seq, sizeof(int) * (size_t)d->n_seq};
+    TRY("the slots' prefixes", stage_up(d, dst, src, bytes, 2));
+    return 0;
+}
+
+/* prompts [0, np) packed into one forward of their total tokens (<= cap) */
+static int prefill_pack(GpuDecoder *d, const int *seq, const int *const *ids, const int *n, int np, char *err,
+                        size_t errlen) {
+    int T = 0;
+    for (int i = 0; i < np; i++) T += n[i];
+    int *h = xmalloc(sizeof(int) * (size_t)(6 * T + np));
+    int *tok = h, *zero = h + T, *pos = h + 2 * T, *sl = h + 3 * T, *sst = h + 4 * T, *len = h + 5 * T, *last = h + 6 * T;
+    for (int i = 0, t = 0; i < np; i++) {
+        for (int j = 0; j < n[i]; j++, t++)
+            tok[t] = ids[i][j], zero[t] = 0, pos[t] = j, sl[t] = seq[i], sst[t] = t - j, len[t] = j + 1;
+        last[i] = t - 1;
+    }
+    int *dst[4] = {d->tokens, d->pos, d->slot, d->len};
+    const int *src[4] = {tok, pos, sl, len};
+    size_t bytes[4];
+    for (int i = 0; i < 4; i++) bytes[i] = sizeof(int) * (size_t)T;
+    int rc = stage_up(d, dst, src, bytes, 4) ? fail(d, "uploading the prompts", err, errlen) : 0;
+    /* one causal segment a prompt: row t sees its prompt's rows up to itself */
+    PcAttnPlan *plan = rc ? NULL : d->pc->pc_attn_plan_new(zero, zero, sst, T, 0);
     if (!rc && !plan) rc = fail(d, "the attention plan", err, errlen);
-    if (!rc) rc = run(d, n, plan, n - 1, 1, logits, err, errlen);
-    if (plan) d->pc->pc_sync(), d->pc->pc_attn_plan_free(plan);
+    if (!rc) rc = run(d, T, plan, 1, last, np, err, errlen);
+    if (plan) synced(d, d->pc->pc_sync()), d->pc->pc_attn_plan_free(plan);
     free(h);
     return rc;
 }
 
+int gpu_decoder_prefill(GpuDecoder *d, const int *seq, const int *const *ids, const int *n, int np, float *logits,
+                        char *err, size_t errlen) {
+    int changed = 0;
+    for (int i = 0; i < np; i++)
+        if (release(d, seq[i], &changed, err, errlen)) return -1;
+    if (changed && upload_prefixes(d, err, errlen)) return -1;
+    size_t V = (size_t)d->g->c.vocab_size;
+    for (int i0 = 0; i0 < np;) { /* as many prompts as the activations hold, at most n_seq (the head's rows) */
+        int i1 = i0, T = 0;
+        while (i1 < np && i1 - i0 < d->n_seq && T + n[i1] <= d->cap) T += n[i1++];
+        if (prefill_pack(d, seq + i0, ids + i0, n + i0, i1 - i0, err, errlen)) return -1;
+        if (logits) {
+            if (read_logits(d, logits + (size_t)i0 * V, i1 - i0, err, errlen)) return -1;
+        } else { /* kept: slot s's row at n_seq + s */
+            for (int i = i0; i < i1; i++)
+                TRY("keeping a prompt's logits", d->pc->pc_copy(d->logits + ((size_t)d->n_seq + seq[i]) * V,
+                                                                d->logits + (size_t)(i - i0) * V, sizeof(float) * V));
+        }
+        for (int i = i0; i < i1; i++) d->h_lrow[seq[i]] = logits ? -1 : d->n_seq + seq[i];
+        i0 = i1;
+    }
+    return 0;
+}
+
 int gpu_decoder_fork(GpuDecoder *d, int src, int dst, int count, int len, char *err, size_t errlen) {
     const ModelConfig *c = &d->g->c;
-    size_t KD = (size_t)c->num_key_value_heads * c->head_dim, row = KD * d->e, n = (size_t)len * row;
-    size_t slot = (size_t)d->max_len * row, layer_cache = (size_t)d->n_seq * slot;
-    for (int l = 0; l < c->num_hidden_layers; l++)
-        for (int which = 0; which < 2; which++) {
-            char *base = (char *)(which ? d->vc : d->kc) + (size_t)l * layer_cache;
-            TRY("reading a prompt's cache", d->pc->pc_download(d->host, base + (size_t)src * slot, n) || d->pc->pc_sync());
-            for (int s = dst; s < dst + count; s++)
-                if (s != src) TRY("copying a prompt's cache", d->pc->pc_upload(base + (size_t)s * slot, d->host, n));
-            TRY("copying a prompt's cache", d->pc->pc_sync());
-        }
-    return 0;
+    size_t KD = (size_t)c->num_key_value_heads * c->head_dim, row = KD * d->e, slot = (size_t)d->max_len * row;
+    size_t layer_cache = (size_t)d->n_seq * slot;
+    int changed = 0;
+    /* the root of src's first len positions: src itself, or the slot it borrows from (its own positions past the
+     * borrowed ones are then copied) */
+    int root = d->h_plen[src] ? d->h_pslot[src] : src, shared = d->h_plen[src] && d->h_plen[src] < len ? d->h_plen[src] : len;
+    for (int s = dst; s < dst + count; s++) {
+        if (s == src) continue;
+        if (release(d, s, &changed, err, errlen)) return -1;
+        d->h_pslot[s] = root, d->h_plen[s] = shared, d->h_lrow[s] = d->h_lrow[src], changed = 1;
+        if (shared < len)
+            for (int l = 0; l < c->num_hidden_layers; l++)
+                for (int which = 0; which < 2; which++) {
+                    char *base = (char *)(which ? d->vc : d->kc) + (size_t)l * layer_cache;
+                    TRY("copying a prompt's cache", d->pc->pc_copy(base + (size_t)s * slot + shared * row,
+                                                                   base + (size_t)src * slot + shared * row,
+                                                                   (size_t)(len - shared) * row));
+                }
+    }
+    return changed ? upload_prefixes(d, err, errlen) : 0;
 }
 
 int gpu_decoder_step(GpuDecoder *d, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
                      size_t errlen) {
-    int *len = xmalloc(sizeof(int) * (size_t)n);
-    for (int i = 0; i < n; i++) len[i] = pos[i] + 1;
-    int rc = d->pc->pc_upload(d->tokens, tok, sizeof(int) * (size_t)n) ||
-             d->pc->pc_upload(d->pos, pos, sizeof(int) * (size_t)n) ||
-             d->pc->pc_upload(d->slot, seq, sizeof(int) * (size_t)n) ||
-             d->pc->pc_upload(d->len, len, sizeof(int) * (size_t)n) || d->pc->pc_sync()
-                 ? fail(d, "uploading the step's tokens", err, errlen)
-                 : 0;
+    int *len = xmalloc(sizeof(int) * (size_t)n), bound = 1;
+    for (int i = 0; i < n; i++) len[i] = pos[i] + 1, bound = len[i] > bound ? len[i] : bound;
+    int *dst[4] = {d->pos, d->slot, d->len, d->tokens};
+    const int *src[4] = {pos, seq, len, tok};
+    size_t b = sizeof(int) * (size_t)n, bytes[4] = {b, b, b, b};
+    int rc = stage_up(d, dst, src, bytes, tok ? 4 : 3) ? fail(d, "uploading the step's rows", err, errlen) : 0;
     free(len);
-    return rc ? -1 : run(d, n, NULL, 0, n, logits, err, errlen);
+    if (!rc && !tok) /* the slots' drawn tokens, in the step's row order */
+        rc = d->pc->pc_ids_move(d->tokens, NULL, d->next, d->slot, n) ? fail(d, "the drawn tokens", err, errlen) : 0;
+    if (!rc) rc = run(d, n, NULL, bound, NULL, n, err, errlen);
+    if (!rc && logits) rc = read_logits(d, logits, n, err, errlen);
+    for (int i = 0; i < n && !rc; i++) d->h_lrow[seq[i]] = logits ? -1 : i;
+    return rc;
+}
+
+int gpu_decoder_sampler(GpuDecoder *d, double temperature, int top_k, double top_p, const int *banned, int n_banned,
+                        char *err, size_t errlen) {
+    int V = d->g->c.vocab_size, n = 0;
+    int *keep = xmalloc(sizeof(int) * (size_t)(n_banned ? n_banned : 1));
+    for (int i = 0; i < n_banned; i++) /* distinct ids inside the vocabulary, at most V */
+        if (banned[i] >= 0 && banned[i] < V) {
+            int dup = 0;
+            for (int j = 0; j < n && !dup; j++) dup = keep[j] == banned[i];
+            if (!dup) keep[n++] = banned[i];
+        }
+    d->s = (PcSampling){(float)temperature, top_k, (float)top_p};
+    d->n_banned = n;
+    int *dst[1] = {d->banned};
+    const int *src[1] = {keep};
+    size_t bytes[1] = {sizeof(int) * (size_t)n};
+    int rc = stage_up(d, dst, src, bytes, 1) ? fail(d, "the banned ids", err, errlen) : 0;
+    free(keep);
+    return rc;
+}
+
+int gpu_decoder_sample(GpuDecoder *d, const int *seq, const uint64_t *keys, const int *steps, const float *temps,
+                       int n, int *ids, char *err, size_t errlen) {
+    const PcApi *pc = d->pc;
+    int V = d->g->c.vocab_size;
+    int *rows = xmalloc(sizeof(int) * (size_t)(n ? n : 1)), bad = -1;
+    for (int i = 0; i < n; i++)
+        if ((rows[i] = d->h_lrow[seq[i]]) < 0) bad = seq[i];
+    if (bad >= 0) {
+        free(rows);
+        snprintf(err, errlen, "gpu decode: slot %d has no logits kept on the device to draw from", bad);
+        return -1;
+    }
+    int *dst[5] = {d->rows, d->slot, d->steps, (int *)d->keys, (int *)d->temps};
+    const int *src[5] = {rows, seq, steps, (const int *)keys, (const int *)temps};
+    size_t b = sizeof(int) * (size_t)n, bytes[5] = {b, b, b, 2 * b, b};
+    int rc = stage_up(d, dst, src, bytes, temps ? 5 : 4) ? fail(d, "uploading the draws", err, errlen) : 0;
+    free(rows);
+    if (rc) return -1;
+    TRY("the banned ids", pc->pc_logits_ban(d->logits, V, d->rows, n, V, d->banned, d->n_banned));
+    TRY("the sampler", pc->pc_sample(d->ids, d->logits, V, d->rows, n, V, d->keys, d->steps, temps ? d->temps : NULL,
+                                     d->s, d->swork));
+    TRY("keeping the drawn tokens", pc->pc_ids_move(d->next, d->slot, d->ids, NULL, n));
+    int *pin_ids = (int *)(d->pin + 2 * d->half);
+    TRY("reading the drawn tokens back", synced(d, pc->pc_download(pin_ids, d->ids, b) || pc->pc_sync()));
+    memcpy(ids, pin_ids, b);
+    return 0;
 }

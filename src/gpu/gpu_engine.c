@@ -20,8 +20,9 @@ static void *dec_new(void *g, int n_seq, int max_len, char *err, size_t errlen) 
     return gpu_decoder_new(g, n_seq, max_len, err, errlen);
 }
 static void dec_free(void *d) { gpu_decoder_free(d); }
-static int dec_prefill(void *d, int seq, const int *ids, int n, float *logits, char *err, size_t errlen) {
-    return gpu_decoder_prefill(d, seq, ids, n, logits, err, errlen);
+static int dec_prefill(void *d, const int *seq, const int *const *ids, const int *n, int np, float *logits,
+                       char *err, size_t errlen) {
+    return gpu_decoder_prefill(d, seq, ids, n, np, logits, err, errlen);
 }
 static int dec_fork(void *d, int src, int dst, int count, int len, char *err, size_t errlen) {
     return gpu_decoder_fork(d, src, dst, count, len, err, errlen);
@@ -29,6 +30,14 @@ static int dec_fork(void *d, int src, int dst, int count, int len, char *err, si
 static int dec_step(void *d, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
                     size_t errlen) {
     return gpu_decoder_step(d, tok, seq, pos, n, logits, err, errlen);
+}
+static int dec_sampler(void *d, double t, int top_k, double top_p, const int *banned, int n_banned, char *err,
+                       size_t errlen) {
+    return gpu_decoder_sampler(d, t, top_k, top_p, banned, n_banned, err, errlen);
+}
+static int dec_sample(void *d, const int *seq, const uint64_t *keys, const int *steps, const float *temps, int n,
+                      int *ids, char *err, size_t errlen) {
+    return gpu_decoder_sample(d, seq, keys, steps, temps, n, ids, err, errlen);
 }
 static size_t gpu_bytes(void *g) { return gpu_model_weight_bytes(g) + gpu_model_activation_bytes(g); }
 
@@ -38,7 +47,7 @@ static size_t gpu_bytes(void *g) { return gpu_model_weight_bytes(g) + gpu_model_
 ForwardEngine gpu_model_engine(GpuModel *g, const char *name) {
     ForwardEngine e = {.ctx = g, .logps = gpu_logps, .rewards = gpu_rewards, .free = gpu_free, .bytes = gpu_bytes,
                        .dec_new = dec_new, .dec_free = dec_free, .dec_prefill = dec_prefill, .dec_fork = dec_fork,
-                       .dec_step = dec_step};
+                       .dec_step = dec_step, .dec_sampler = dec_sampler, .dec_sample = dec_sample};
     snprintf(e.name, sizeof e.name, "%s", name ? name : "gpu");
     return e;
 }

@@ -168,8 +168,9 @@ int gpu_layer_forward(const GpuModel *g, const Acts *a, const GpuLayer *w, const
         }
         TRY(r, "attention", pc->pc_attention_forward(a->att, a->lse, q, k, v, plan, NH, NKV, HS, dt));
     } else { /* a decode step: each row's query against its slot's cache */
-        TRY(r, "attention over the cache", pc->pc_decode_attention(a->att, a->q, kv->kc, kv->vc, dt, kv->slot, kv->len,
-                                                                   T, kv->max_len, NH, NKV, HS));
+        TRY(r, "attention over the cache",
+            pc->pc_decode_attention(a->att, a->q, kv->kc, kv->vc, dt, kv->slot, kv->len, kv->pslot, kv->plen, T,
+                                    kv->max_len, kv->bound, NH, NKV, HS, kv->work));
     }
     TRY(r, "o_proj", pc->pc_linear_forward(a->x, PC_F32, a->att, QD, w->wo, w->bo, a->x, T, QD, H, dt));
     TRY(r, "post_attention_layernorm",

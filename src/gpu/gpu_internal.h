@@ -64,11 +64,16 @@ typedef struct {
 } Acts;
 
 /* A decoder's key/value cache (gpu_decode.c), for gpu_layer_forward: layer l's keys and values [n_slots, max_len,
- * KD] in the products' dtype, and each row's slot and, for a step, its length after it (device) */
+ * KD] in the products' dtype, and each row's slot and, for a step, its length after it (device); a step's
+ * attention also reads each slot's borrowed prefix (pslot, plen [n_slots], cuda/decode.h), its lengths' bound and
+ * its work */
 typedef struct {
     void *kc, *vc;
     int max_len;
     const int *slot, *len;
+    const int *pslot, *plen;
+    int bound;
+    void *work;
 } GpuKv;
 
 /* llama.c's layer_forward on a batch's activations (a->x [T, H] in, out; a->tokens unused; a->pos the rows'

@@ -19,6 +19,7 @@ typedef struct {
     char *base; /* device, or NULL while counting */
     size_t off;
     int failed; /* an upload failed: pc_error() says why */
+    int merge;  /* the model's adapter merged into its base's matrices (sampling: gpu_model_merged) */
 } Layout;
 
 static void *place(Layout *L, size_t bytes) {
@@ -80,6 +81,26 @@ static Weight layer_weight(const Model *m, int l, const char *suffix) {
     char name[MODEL_TENSOR_NAME_LEN + 16];
     snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);
     return model_weight(m, name);
+}
+
+/* LoRA target k (lora.h's order: q, k, v, o, gate, up, down) of layer l as the products see it: W itself, or with
+ * L->merge and an adapter on it W + s B A in float32 (hf/adapter.h's lora_merge_into: PEFT's merge, as `ppa merge`
+ * writes it), in *tmp (the caller frees it) */
+static const char *const TARGET[7] = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                                      "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+                                      "mlp.down_proj.weight"};
+static Weight target_weight(const Layout *L, const Model *m, int l, int k, float **tmp) {
+    Weight W = layer_weight(m, l, TARGET[k]);
+    *tmp = NULL;
+    if (!L->merge || !L->base) return W; /* counting needs no values */
+    LoraView v = model_lora_view((Model *)m, l, k);
+    if (!v.A) return W;
+    size_t n = (size_t)v.out * v.in;
+    *tmp = xmalloc(sizeof(float) * (n ? n : 1));
+    if (W.f) memcpy(*tmp, W.f, sizeof(float) * n);
+    else bf16_to_f32(*tmp, W.b, n);
+    lora_merge_into(*tmp, v.A, v.B, v.out, v.in, v.r, v.scale);
+    return (Weight){*tmp, NULL};
 }
 
 /* ---- the embedding: its rows as model_embed gives them ---- */
@@ -144,28 +165,28 @@ static void layout(Layout *L, const Model *m, int share) {
     g->embed = embed;
     for (int l = 0; l < c->num_hidden_layers; l++) {
         GpuLayer *w = &g->layers[l];
-#define W1(suffix) ((Weight[]){layer_weight(m, l, suffix)})
 #define V1(suffix) ((const float *[]){layer_weight(m, l, suffix).f})
         w->attn_norm = put_vector(L, V1("input_layernorm.weight"), &H, 1);
         /* q, k and v stacked ([QD + 2 KD, H], their biases likewise): one product where the engine fuses them */
         size_t qkv[3] = {QD, KD, KD}, gu[2] = {I, I};
-        w->wq = put_matrix(L, (Weight[]){layer_weight(m, l, "self_attn.q_proj.weight"), layer_weight(m, l,
-                              "self_attn.k_proj.weight"), layer_weight(m, l, "self_attn.v_proj.weight")}, qkv, 3, H);
+        float *t[7];
+        Weight T[7];
+        for (int k = 0; k < 7; k++) T[k] = target_weight(L, m, l, k, &t[k]);
+        w->wq = put_matrix(L, T, qkv, 3, H);
         w->wk = w->wq ? (const char *)w->wq + QD * H * dt_size(g->dt) : NULL;
         w->wv = w->wk ? (const char *)w->wk + KD * H * dt_size(g->dt) : NULL;
-        w->wo = put_matrix(L, W1("self_attn.o_proj.weight"), &H, 1, QD);
+        w->wo = put_matrix(L, T + 3, &H, 1, QD);
         w->bq = put_vector(L, (const float *[]){layer_weight(m, l, "self_attn.q_proj.bias").f, layer_weight(m, l,
                                "self_attn.k_proj.bias").f, layer_weight(m, l, "self_attn.v_proj.bias").f}, qkv, 3);
         w->bk = w->bq ? w->bq + QD : NULL, w->bv = w->bk ? w->bk + KD : NULL;
         w->bo = put_vector(L, V1("self_attn.o_proj.bias"), &H, 1);
         w->mlp_norm = put_vector(L, V1("post_attention_layernorm.weight"), &H, 1);
-        w->wgu = put_matrix(L, (Weight[]){layer_weight(m, l, "mlp.gate_proj.weight"), layer_weight(m, l,
-                               "mlp.up_proj.weight")}, gu, 2, H);
-        w->wd = put_matrix(L, W1("mlp.down_proj.weight"), &H, 1, I);
+        w->wgu = put_matrix(L, T + 4, gu, 2, H);
+        w->wd = put_matrix(L, T + 6, &H, 1, I);
+        for (int k = 0; k < 7; k++) free(t[k]);
         w->bgu = put_vector(L, (const float *[]){layer_weight(m, l, "mlp.gate_proj.bias").f, layer_weight(m, l,
                                 "mlp.up_proj.bias").f}, gu, 2);
         w->bd = put_vector(L, V1("mlp.down_proj.bias"), &H, 1);
-#undef W1
 #undef V1
     }
     g->final_norm = put_vector(L, (const float *[]){model_weight(m, "model.norm.weight").f}, &H, 1);
@@ -197,6 +218,7 @@ static const char *refusal(const Model *m, int adapter_ok, char *buf, size_t n) 
     return buf;
 }
 
+/* adapter_ok: 0 refuses a model whose adapter is on, 1 uploads its base alone, 2 its base with the adapter merged */
 static GpuModel *upload(const PcApi *pc, const Model *m, ModelPrecision prec, int adapter_ok, char *err,
                         size_t errlen) {
     char why[256];
@@ -221,7 +243,7 @@ static GpuModel *upload(const PcApi *pc, const Model *m, ModelPrecision prec, in
     embed_survey(m, tied ? head : (Weight){NULL, NULL}, g->dt, &exact, &same);
     int share = tied && same; /* one buffer in dt (in bf16 the rows are then bf16 values: exact) */
     g->embed_dt = share ? g->dt : exact ? PC_BF16 : PC_F32;
-    Layout L = {g, NULL, 0, 0};
+    Layout L = {g, NULL, 0, 0, adapter_ok == 2 && model_lora(m) && model_lora_enabled(m)};
     layout(&L, m, share);
     g->weight_bytes = L.off;
     if (!(g->weights = pc->pc_alloc(L.off))) {
@@ -245,6 +267,10 @@ GpuModel *gpu_model_new(const PcApi *pc, const Model *m, ModelPrecision prec, ch
 
 GpuModel *gpu_model_base(const PcApi *pc, const Model *m, ModelPrecision prec, char *err, size_t errlen) {
     return upload(pc, m, prec, 1, err, errlen);
+}
+
+GpuModel *gpu_model_merged(const PcApi *pc, const Model *m, ModelPrecision prec, char *err, size_t errlen) {
+    return upload(pc, m, prec, 2, err, errlen);
 }
 
 void gpu_model_free(GpuModel *g) {

@@ -37,6 +37,11 @@ const char *gpu_config_refusal(const ModelConfig *c, char *buf, size_t n);
  * outlive the GpuModel. NULL on error, with why in err: a model it cannot run, or out of GPU memory (the module's
  * message: the bytes asked and free). */
 GpuModel *gpu_model_new(const PcApi *pc, const Model *m, ModelPrecision prec, char *err, size_t errlen);
+/* gpu_model_new for sampling from a model whose LoRA adapter is on: each target matrix uploaded as W + s B A, merged
+ * in float32 as PEFT's merge_and_unload and `ppa merge` do, then in prec (bf16: one rounding of the merged value).
+ * Its logits are those of the merged model: they differ from the adapter's unmerged products (the training
+ * engine's) by that rounding. */
+GpuModel *gpu_model_merged(const PcApi *pc, const Model *m, ModelPrecision prec, char *err, size_t errlen);
 /* Frees the device memory (weights, activations, table) and the struct; NULL is fine. */
 void gpu_model_free(GpuModel *g);
 

@@ -250,7 +250,7 @@ int decoder_prefill(Decoder *d, int seq, const int *ids, int n, float *logits, c
     for (int i = 0; i < n; i++)
         if (check_token(d, ids[i], err, errlen)) return -1;
     if (d->ed) {
-        if (d->eng->dec_prefill(d->ed, seq, ids, n, logits, err, errlen)) return -1;
+        if (d->eng->dec_prefill(d->ed, &seq, &ids, &n, 1, logits, err, errlen)) return -1;
         d->len[seq] = n;
         return 0;
     }
@@ -261,6 +261,49 @@ int decoder_prefill(Decoder *d, int seq, const int *ids, int n, float *logits, c
     head(d, n - 1, 1, logits);
     d->len[seq] = n;
     return 0;
+}
+
+int decoder_prefill_many(Decoder *d, const int *seq, const int *const *ids, const int *n, int np, float *logits,
+                         char *err, size_t errlen) {
+    if (!logits && !decoder_samples(d))
+        return snprintf(err, errlen, "decoder: logits kept on the device need an engine that samples there"), -1;
+    if (!d->ed || np < 1) {
+        for (int i = 0; i < np; i++)
+            if (decoder_prefill(d, seq[i], ids[i], n[i], logits + (size_t)i * d->V, err, errlen)) return -1;
+        return 0;
+    }
+    int rc = 0;
+    for (int i = 0; i < np && !rc; i++) {
+        if (seq[i] < 0 || seq[i] >= d->n_seq) rc = snprintf(err, errlen, "decoder: no sequence slot %d", seq[i]);
+        else if (d->mark[seq[i]]) rc = snprintf(err, errlen, "decoder: slot %d prefilled twice in one call", seq[i]);
+        else if (n[i] < 1 || n[i] > d->max_len)
+            rc = snprintf(err, errlen, "a prompt of %d tokens: the decoder holds 1 to %d", n[i], d->max_len);
+        for (int j = 0; j < n[i] && !rc; j++) rc = check_token(d, ids[i][j], err, errlen);
+        if (!rc) d->mark[seq[i]] = 1;
+    }
+    for (int i = 0; i < np; i++)
+        if (seq[i] >= 0 && seq[i] < d->n_seq) d->mark[seq[i]] = 0;
+    if (rc || d->eng->dec_prefill(d->ed, seq, ids, n, np, logits, err, errlen)) return -1;
+    for (int i = 0; i < np; i++) d->len[seq[i]] = n[i];
+    return 0;
+}
+
+int decoder_samples(const Decoder *d) { return d->ed && d->eng->dec_sample; }
+
+int decoder_sampler(Decoder *d, double temperature, int top_k, double top_p, const int *banned, int n_banned,
+                    char *err, size_t errlen) {
+    if (!decoder_samples(d)) return snprintf(err, errlen, "decoder: this engine does not sample"), -1;
+    return d->eng->dec_sampler(d->ed, temperature, top_k, top_p, banned, n_banned, err, errlen);
+}
+
+int decoder_sample(Decoder *d, const int *seq, const uint64_t *keys, const int *steps, const float *temps, int n,
+                   int *ids, char *err, size_t errlen) {
+    if (!decoder_samples(d)) return snprintf(err, errlen, "decoder: this engine does not sample"), -1;
+    if (d->pending[0]) return snprintf(err, errlen, "%s", d->pending), -1;
+    for (int i = 0; i < n; i++)
+        if (seq[i] < 0 || seq[i] >= d->n_seq || d->len[seq[i]] < 1)
+            return snprintf(err, errlen, "decoder: slot %d has nothing to draw from", seq[i]), -1;
+    return d->eng->dec_sample(d->ed, seq, keys, steps, temps, n, ids, err, errlen);
 }
 
 void decoder_fork(Decoder *d, int src, int dst, int count) {
@@ -289,7 +332,7 @@ static int check_step(Decoder *d, const int *tok, const int *seq, int n, char *e
         else if (d->len[seq[i]] < 1) rc = snprintf(err, errlen, "decoder: slot %d has no prompt", seq[i]);
         else if (d->len[seq[i]] >= d->max_len)
             rc = snprintf(err, errlen, "sequence %d would exceed %d tokens (the decoder's limit)", seq[i], d->max_len);
-        else if (check_token(d, tok[i], err, errlen)) rc = 1;
+        else if (tok && check_token(d, tok[i], err, errlen)) rc = 1;
         if (!rc) d->mark[seq[i]] = 1;
     }
     for (int i = 0; i < n; i++)
@@ -299,6 +342,8 @@ static int check_step(Decoder *d, const int *tok, const int *seq, int n, char *e
 
 int decoder_step(Decoder *d, const int *tok, const int *seq, int n_active, float *logits, char *err, size_t errlen) {
     if (n_active < 1) return 0;
+    if ((!tok || !logits) && !decoder_samples(d))
+        return snprintf(err, errlen, "decoder: tokens or logits kept on the device need an engine that samples there"), -1;
     if (check_step(d, tok, seq, n_active, err, errlen)) return -1;
     if (d->pending[0]) return snprintf(err, errlen, "%s", d->pending), -1;
     if (d->ed) {

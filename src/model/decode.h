@@ -15,6 +15,7 @@
 #define PPA_DECODE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model/model.h"
 
@@ -35,13 +36,37 @@ int decoder_len(const Decoder *d, int seq); /* tokens in slot seq */
  * err (bad id, n < 1, or n > max_len). */
 int decoder_prefill(Decoder *d, int seq, const int *ids, int n, float *logits, char *err, size_t errlen);
 
-/* Copies slot src's cache to slots dst .. dst + count - 1 (src itself may be
- * among them): a prompt computed once serves count samples. */
+/* np prompts at once: ids[i] [n[i]] as the content of slot seq[i] (distinct
+ * slots); logits [np, V] as decoder_prefill's, or NULL (decoder_samples only:
+ * kept where they are for decoder_sample). An engine packs them into one
+ * forward; the CPU runs them one by one. */
+int decoder_prefill_many(Decoder *d, const int *seq, const int *const *ids, const int *n, int np, float *logits,
+                         char *err, size_t errlen);
+
+/* Slots dst .. dst + count - 1 (src itself may be among them) start as slot
+ * src's cache (the CPU copies it; a GPU's engine shares it by reference): a
+ * prompt computed once serves count samples. */
 void decoder_fork(Decoder *d, int src, int dst, int count);
 
 /* Appends tok[i] to slot seq[i] for each of the n_active (distinct) slots and
  * returns their next-token logits [n_active, V]. 0, or -1 with err (a slot
- * would exceed max_len, a bad id or slot), nothing changed then. */
+ * would exceed max_len, a bad id or slot), nothing changed then.
+ * With decoder_samples: tok NULL feeds each slot the token decoder_sample
+ * last drew for it, and logits NULL keeps the logits for the next draw. */
 int decoder_step(Decoder *d, const int *tok, const int *seq, int n_active, float *logits, char *err, size_t errlen);
+
+/* 1 when the decoder draws tokens where its logits are (a GPU's engine:
+ * cuda/sample.h's sampler, so that only the ids come back), 0 on the CPU */
+int decoder_samples(const Decoder *d);
+/* The draws' settings: temperature (0 greedy), top-k (0: off), top-p, and
+ * ids never drawn. 0, or -1 with err. */
+int decoder_sampler(Decoder *d, double temperature, int top_k, double top_p, const int *banned, int n_banned,
+                    char *err, size_t errlen);
+/* ids[i] = slot seq[i]'s next token drawn from its latest logits (kept by a
+ * prefill or step with logits NULL; a fork's from its source) with stream
+ * keys[i] at step steps[i] (a counter-based generator: the draw depends on
+ * nothing else) and temperature temps[i] (NULL: the sampler's). */
+int decoder_sample(Decoder *d, const int *seq, const uint64_t *keys, const int *steps, const float *temps, int n,
+                   int *ids, char *err, size_t errlen);
 
 #endif

@@ -198,13 +198,20 @@ typedef struct {
      * then through the host with grads */
     int (*sum_grads)(void *ctx, char *err, size_t errlen);
     /* incremental decoding (NULL: decode.h's decoder on the CPU): decode.c delegates its slots' computations and
-     * keeps their bookkeeping and checks; fork copies the first len positions of slot src */
+     * keeps their bookkeeping and checks; prefill takes np prompts at once (seq[i] gets ids[i] [n[i]]); fork
+     * starts slots as the first len positions of slot src; logits NULL keeps them where they are, tok NULL feeds
+     * the tokens dec_sample drew there (gpu/gpu_decode.h) */
     void *(*dec_new)(void *ctx, int n_seq, int max_len, char *err, size_t errlen);
     void (*dec_free)(void *dec);
-    int (*dec_prefill)(void *dec, int seq, const int *ids, int n, float *logits, char *err, size_t errlen);
+    int (*dec_prefill)(void *dec, const int *seq, const int *const *ids, const int *n, int np, float *logits,
+                       char *err, size_t errlen);
     int (*dec_fork)(void *dec, int src, int dst, int count, int len, char *err, size_t errlen);
     int (*dec_step)(void *dec, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
                     size_t errlen);
+    int (*dec_sampler)(void *dec, double temperature, int top_k, double top_p, const int *banned, int n_banned,
+                       char *err, size_t errlen);
+    int (*dec_sample)(void *dec, const int *seq, const uint64_t *keys, const int *steps, const float *temps, int n,
+                      int *ids, char *err, size_t errlen);
 } ForwardEngine;
 void model_set_forward_engine(Model *m, const ForwardEngine *e);
 /* the attached engine, or NULL (the CPU) */

@@ -115,6 +115,7 @@ typedef enum {
     TOPT_N,
     TOPT_TOP_K,
     TOPT_STOP,
+    TOPT_SAMPLER,
     TOPT_FORMAT,
     TOPT_GENERATOR,
     TOPT_REWARD_INDEX,
@@ -239,6 +240,7 @@ typedef struct {
     int n_samples;          /* generate: responses per prompt, 1 */
     int top_k;              /* generate: keep the k likeliest tokens before top-p; 0 = off */
     OptStrings stop;        /* generate: --stop STRING, repeatable: texts that end a response */
+    char *sampler;          /* generate: device | exact, NULL: device with --device cuda, exact on the CPU */
     char *format;           /* generate: auto (NULL) | jsonl | alpaca_eval | mt_bench: the output's format */
     char *generator;        /* generate: the model's name in AlpacaEval and MT-Bench files; NULL = from --model */
     int reward_index;       /* reward, judge, winrate: the reward head's output used, 0 */

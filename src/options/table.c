@@ -162,6 +162,10 @@ const OptSpec OPT[TOPT_COUNT] = {
       "sample from the K likeliest tokens only (before top-p, as transformers does); 0: all"),
     F(TOPT_STOP, "stop", "stop", T_STRS, stop, CMD_GENERATE, 0, S_GENERATE, "STRING",
       "end a response where its text first holds STRING, cut before it (repeatable: any of them)"),
+    F(TOPT_SAMPLER, "sampler", "sampler", T_STR, sampler, CMD_GENERATE, 0, S_GENERATE, "S",
+      "device: draw each token on the GPU (float32, a counter-based generator; only the ids\n"
+            "come back); exact: read the logits back and draw on the host in double precision (the\n"
+      "CPU's sampler, its bits). Default: device with --device cuda, exact on the CPU"),
     F(TOPT_FORMAT, "format", "format", T_STR, format, CMD_GENERATE, 0, S_IO, "F",
       "jsonl | alpaca_eval | mt_bench (default: alpaca_eval for a JSON array, mt_bench for \"turns\"\n"
       "rows, else jsonl)"),
@@ -284,7 +288,7 @@ void train_options_free(TrainOptions *o) {
     char **strs[] = {&o->model, &o->data, &o->out, &o->ref, &o->ref_cache, &o->resume, &o->log, &o->eval_data,
                      &o->template_name, &o->config, &o->prompts, &o->judge, &o->npm_cache, &o->reward_model,
                      &o->pair_model, &o->pair_template, &o->a, &o->b, &o->lora_targets, &o->adapter, &o->report_to,
-                     &o->format,    &o->generator};
+                     &o->format,    &o->generator, &o->sampler};
     for (size_t i = 0; i < PPA_ARRAY_LEN(strs); i++) free(*strs[i]), *strs[i] = NULL;
     for (int i = 0; i < o->stop.n; i++) free(o->stop.v[i]);
     free(o->stop.v);

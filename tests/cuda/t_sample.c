@@ -9,6 +9,9 @@
  *  - on random rows (logits on a grid of 1/64): greedy as above, every draw inside the host's kept ids (the nucleus
  *    of top_p + 1e-3: a random edge may fall within float32 rounding of top_p), and a row's id alone = the same
  *    row in a batch of other rows (no state shared between rows);
+ *  - draws through a row map (several draws from one row, as a prompt's K first tokens) = the same rows repeated;
+ *    per-draw temperatures = each draw alone at its temperature; banned ids (pc_logits_ban) never drawn, and greedy
+ *    then sample_greedy's of the row with them at -inf;
  *  - (not --small) a vocabulary of 151,936: greedy and support. */
 #include <math.h>
 #include <stdio.h>
@@ -20,16 +23,21 @@
 #include "harness.h"
 #include "model/sample.h"
 
-/* draws of n rows (logits [n, V]) on the device; ids [n] */
-static int draw(int *ids, const float *logits, int n, int V, const uint64_t *keys, const int *steps, PcSampling s) {
-    float *dl = d_clone(logits, sizeof(float) * (size_t)n * V);
+/* draws of n rows (logits [n_rows, V], rows [n] or NULL: row r; temps [n] or NULL); ids [n] */
+static int draw_map(int *ids, const float *logits, int n_rows, const int *rows, int n, int V, const uint64_t *keys,
+                    const int *steps, const float *temps, PcSampling s) {
+    float *dl = d_clone(logits, sizeof(float) * (size_t)n_rows * V), *dt = temps ? d_clone(temps, sizeof(float) * n) : NULL;
     uint64_t *dk = d_clone(keys, sizeof(uint64_t) * (size_t)n);
     int *ds = d_clone(steps, sizeof(int) * (size_t)n), *di = d_alloc(sizeof(int) * (size_t)n);
+    int *dr = rows ? d_clone(rows, sizeof(int) * (size_t)n) : NULL;
     void *work = d_alloc(pc_sample_work(n, V));
-    int rc = pc_sample(di, dl, V, n, V, dk, ds, s, work);
+    int rc = pc_sample(di, dl, V, dr, n, V, dk, ds, dt, s, work);
     if (!rc) d_down(ids, di, sizeof(int) * (size_t)n);
-    d_free(dl), d_free(dk), d_free(ds), d_free(di), d_free(work);
+    d_free(dl), d_free(dk), d_free(ds), d_free(di), d_free(work), d_free(dr), d_free(dt);
     return rc;
+}
+static int draw(int *ids, const float *logits, int n, int V, const uint64_t *keys, const int *steps, PcSampling s) {
+    return draw_map(ids, logits, n, NULL, n, V, keys, steps, NULL, s);
 }
 
 static uint64_t key_of(int i) { return 0x5eed0000ULL * 2654435761ULL + (uint64_t)i * 0x9e3779b97f4a7c15ULL; }
@@ -86,7 +94,10 @@ static void dist_case(const char *name, const float *row, int V, PcSampling s, i
     int *steps = h_malloc(sizeof(int) * N), *ids = h_malloc(sizeof(int) * N), *ids2 = h_malloc(sizeof(int) * N);
     for (int i = 0; i < N; i++) memcpy(l + (size_t)i * V, row, sizeof(float) * V), keys[i] = key_of(i), steps[i] = 7;
     H_TRY(draw(ids, l, N, V, keys, steps, s));
-    H_TRY(draw(ids2, l, N, V, keys, steps, s));
+    int *zero = h_malloc(sizeof(int) * N);
+    for (int i = 0; i < N; i++) zero[i] = 0;
+    H_TRY(draw_map(ids2, row, 1, zero, N, V, keys, steps, NULL, s)); /* one row, N draws through the map */
+    free(zero);
     double *p = h_malloc(sizeof(double) * V), *obs = h_malloc(sizeof(double) * V);
     int kept = host_probs(row, V, s, p), outside = 0;
     for (int v = 0; v < V; v++) obs[v] = 0;
@@ -102,7 +113,8 @@ static void dist_case(const char *name, const float *row, int V, PcSampling s, i
     H_CHECK(outside == 0, "sample %s %s: %d draws outside the host's kept ids", name, shape, outside);
     H_CHECK(chi <= crit, "sample %s %s: chi-square %.2f over %d degrees of freedom, above %.2f (significance 1e-6)",
             name, shape, chi, df, crit);
-    H_CHECK(!memcmp(ids, ids2, sizeof(int) * N), "sample %s %s: a rerun differs", name, shape);
+    H_CHECK(!memcmp(ids, ids2, sizeof(int) * N), "sample %s %s: N draws from one row through the map differ from the "
+            "row repeated N times", name, shape);
     char kernel[48];
     snprintf(kernel, sizeof kernel, "sample %s", name);
     Cmp c = {chi, crit, -1, chi <= crit && outside == 0, 0};
@@ -157,8 +169,50 @@ static void rows_case(int n, int V) {
         H_CHECK(alone_bad == 0, "sample %s T=%g k=%d p=%g: %d rows draw otherwise alone than in the batch", shape,
                 mixed[k].temperature, mixed[k].top_k, mixed[k].top_p, alone_bad);
     }
+    /* per-draw temperatures: each draw as alone at its own */
+    float *temps = h_malloc(sizeof(float) * n);
+    int *ids2 = h_malloc(sizeof(int) * n), temp_bad = 0;
+    for (int r = 0; r < n; r++) temps[r] = r % 4 == 0 ? 0.0f : 0.5f + 0.25f * (float)(r % 5);
+    H_TRY(draw_map(ids, l, n, NULL, n, V, keys, steps, temps, mixed[3]));
+    for (int r = 0; r < n; r++) {
+        PcSampling one_s = mixed[3];
+        one_s.temperature = temps[r];
+        H_TRY(draw(ids2 + r, l + (size_t)r * V, 1, V, keys + r, steps + r, one_s));
+        temp_bad += ids2[r] != ids[r];
+    }
+    H_CHECK(temp_bad == 0, "sample %s: %d draws at their own temperature differ from the same alone", shape, temp_bad);
+    /* banned ids: each row's first top-tie id and ids 1, 2, 3, never drawn; greedy is then the host's of the row
+     * with them at -inf (pc_logits_ban one row at a time, since the tie's id is the row's own) */
+    int ban_bad = 0, *dban = NULL;
+    float *lb = h_malloc(sizeof(float) * (size_t)n * V), *dl = d_clone(l, sizeof(float) * (size_t)n * V);
+    memcpy(lb, l, sizeof(float) * (size_t)n * V);
+    for (int r = 0; r < n; r++) {
+        float *row = lb + (size_t)r * V;
+        int mine[4] = {0, 1, 2, 3};
+        for (int v = 0; v < V; v++)
+            if (row[v] == 9.0f) {
+                mine[0] = v;
+                break;
+            }
+        for (int b = 0; b < 4; b++) row[mine[b]] = -INFINITY;
+        d_free(dban), dban = d_clone(mine, sizeof mine);
+        H_TRY(pc_logits_ban(dl + (size_t)r * V, V, NULL, 1, V, dban, 4));
+    }
+    float *back = h_malloc(sizeof(float) * (size_t)n * V);
+    d_down(back, dl, sizeof(float) * (size_t)n * V);
+    H_CHECK(!memcmp(back, lb, sizeof(float) * (size_t)n * V), "sample %s: pc_logits_ban's rows differ from the host's "
+            "banned rows", shape);
+    H_TRY(draw(ids, lb, n, V, keys, steps, greedy));
+    for (int r = 0; r < n; r++) ban_bad += ids[r] != sample_greedy(lb + (size_t)r * V, V);
+    H_TRY(draw(ids, lb, n, V, keys, steps, mixed[0]));
+    for (int r = 0; r < n; r++) {
+        const float *row = lb + (size_t)r * V;
+        ban_bad += ids[r] >= 0 && ids[r] < V && row[ids[r]] == -INFINITY && sample_greedy(row, V) != ids[r];
+    }
+    H_CHECK(ban_bad == 0, "sample %s: %d draws took a banned id or missed greedy's", shape, ban_bad);
     h_row("sample rows", shape, NULL, 0, 0, "");
-    free(l), free(keys), free(steps), free(ids), free(one), free(p);
+    free(l), free(keys), free(steps), free(ids), free(one), free(p), free(temps), free(ids2), free(lb), free(back);
+    d_free(dban), d_free(dl);
 }
 
 void t_sample(void) {

@@ -18,6 +18,14 @@
  *   does not depend on the batch: the step's products must not depend on how many rows share them; matmul.h
  *   picks one cuBLASLt algorithm per shape, so on a GPU this check is what tells);
  *   a decoder larger than the GPU refused with the sizes (without --small).
+ * And, on the GPU engine (sampler_case):
+ *   prompts prefilled packed in one forward (decoder_prefill_many) = the CPU's one by one, within the bounds above;
+ *   a fork shares its source's cache by reference: the source prefilled again with another prompt while its forks
+ *   live (their prefix copied to them first), then every slot stepped: the CPU's logits within the bounds above;
+ *   generate() with the device's sampler at temperature 0 = generate() with the exact sampler on the same engine,
+ *   token for token (greedy is the same rule; the device path feeds its drawn tokens and keeps its logits there);
+ *   sampled (temperature 1, top-p 0.9, top-k 50): sample j of a prompt = the prompt alone asked for its sample j,
+ *   token for token, and a rerun gives the same tokens.
  * Usage: test_gpu_decode [--small] [--seed N]. Exit status: 0 all passed, 1 a failure, 77 no usable GPU. */
 #include <time.h>
 
@@ -25,6 +33,7 @@
 #include "gpu/gpu_decode.h"
 #include "harness.h"
 #include "model/decode.h"
+#include "eval/generate.h"
 
 static PcApi api;
 static char tmpdir[64];
@@ -166,6 +175,113 @@ static void run_case(const char *name, const ModelConfig *c, ModelPrecision prec
     gpu_model_free(g), model_free(m);
 }
 
+static int same_samples(const GenSample *a, const GenSample *b) {
+    return a->len == b->len && a->finished == b->finished && !memcmp(a->ids, b->ids, sizeof(int) * (size_t)(a->len + a->finished));
+}
+
+/* the device's decoding paths on the GPU engine: packed prefill, forks by reference, the sampler in generate() */
+static void sampler_case(const char *name, const ModelConfig *c, ModelPrecision prec, uint64_t seed) {
+    char err[1024] = "";
+    int bf = prec == MODEL_BF16, V = c->vocab_size, max_len = decoder_model_max_len(c) < 24 ? decoder_model_max_len(c) : 24;
+    const char *p = bf ? "bf16" : "fp32";
+    double bound = bf ? BF16_LOGIT : F32_LOGIT, worst = 0;
+    Model *m = ge_model(tmpdir, name, c, 0.3, ST_F32, prec, err, sizeof err);
+    GpuModel *g = m ? gpu_model_new(&api, m, prec, err, sizeof err) : NULL;
+    H_CHECK(g != NULL, "%s %s: model: %s", name, p, err);
+    if (!g) {
+        model_free(m);
+        return;
+    }
+    int prompts[4][10], plen[4];
+    uint64_t s = seed ^ 0xdec0de;
+    for (int i = 0; i < 4; i++) {
+        plen[i] = 3 + (int)(ge_rand(&s) % 8);
+        for (int j = 0; j < plen[i]; j++) prompts[i][j] = (int)(ge_rand(&s) % (uint64_t)V);
+    }
+    float *lc = calloc((size_t)4 * V, sizeof(float)), *lg = calloc((size_t)4 * V, sizeof(float));
+    Decoder *cd = decoder_new(m, 4, max_len, err, sizeof err);
+    ForwardEngine e = gpu_model_engine(g, "test");
+    e.free = NULL;
+    model_set_forward_engine(m, &e);
+    Decoder *gd = cd ? decoder_new(m, 4, max_len, err, sizeof err) : NULL;
+    int ok = gd != NULL, seq[3] = {0, 1, 2}, n3[3] = {plen[0], plen[1], plen[2]};
+    const int *ids3[3] = {prompts[0], prompts[1], prompts[2]};
+    /* packed prefill against the CPU's one by one */
+    ok = ok && !decoder_prefill_many(gd, seq, ids3, n3, 3, lg, err, sizeof err);
+    for (int i = 0; ok && i < 3; i++) ok = !decoder_prefill(cd, i, prompts[i], plen[i], lc + (size_t)i * V, err, sizeof err);
+    for (int i = 0; ok && i < 3 * V; i += V) worst = fmax(worst, row_err(lg + i, lc + i, V));
+    H_CHECK(ok && worst <= bound, "%s %s: three prompts prefilled packed = the CPU's one by one within %g (%.3g) %s",
+            name, p, bound, worst, ok ? "" : err);
+    /* slot 0 forked to 1..3 by reference, slots stepped, then slot 0 prefilled again: its forks keep their prefix */
+    worst = 0;
+    decoder_fork(cd, 0, 0, 4), decoder_fork(gd, 0, 0, 4);
+    int tok[4] = {1 % V, 2 % V, 3 % V, 4 % V}, sl[4] = {0, 1, 2, 3};
+    for (int step = 0; ok && step < 3; step++) {
+        ok = !decoder_step(cd, tok, sl, 4, lc, err, sizeof err) && !decoder_step(gd, tok, sl, 4, lg, err, sizeof err);
+        for (int i = 0; ok && i < 4 * V; i += V) worst = fmax(worst, row_err(lg + i, lc + i, V));
+        for (int r = 0; r < 4; r++) tok[r] = (tok[r] * 7 + step + 5) % V;
+    }
+    ok = ok && !decoder_prefill(cd, 0, prompts[3], plen[3], lc, err, sizeof err) &&
+         !decoder_prefill(gd, 0, prompts[3], plen[3], lg, err, sizeof err);
+    for (int step = 0; ok && step < 3; step++) {
+        ok = !decoder_step(cd, tok, sl, 4, lc, err, sizeof err) && !decoder_step(gd, tok, sl, 4, lg, err, sizeof err);
+        for (int i = 0; ok && i < 4 * V; i += V) worst = fmax(worst, row_err(lg + i, lc + i, V));
+        for (int r = 0; r < 4; r++) tok[r] = (tok[r] * 5 + step + 3) % V;
+    }
+    H_CHECK(ok && worst <= bound, "%s %s: forks by reference, their source prefilled again: the CPU's logits within %g "
+            "(%.3g) %s", name, p, bound, worst, ok ? "" : err);
+    decoder_free(cd), decoder_free(gd);
+    /* generate(): the device's sampler */
+    enum { NPR = 3, K = 3, NEW = 8 };
+    GenPrompt gp[NPR];
+    for (int i = 0; i < NPR; i++) gp[i] = (GenPrompt){prompts[i], plen[i], (uint64_t)i, 0, 0, 0.0};
+    /* stop ids taken from a first run's tokens, so that sequences end at different steps and the active rows
+     * compact */
+    int stop[2], n_stop = 2, early = 0;
+    GenOptions go = {.max_new_tokens = NEW, .temperature = 0.0, .top_p = 1.0, .top_k = 0, .n_samples = K, .seed = 7,
+                     .stop = stop, .n_stop = 0};
+    GenSample a[NPR * K], b[NPR * K], one[1];
+    go.device_sampler = 1;
+    ok = !generate(m, gp, NPR, &go, a, err, sizeof err);
+    if (ok) stop[0] = a[0].ids[2], stop[1] = a[K].ids[4], go.n_stop = n_stop, generate_free(a, NPR * K);
+    ok = ok && !generate(m, gp, NPR, &go, a, err, sizeof err);
+    go.device_sampler = 0;
+    ok = ok && !generate(m, gp, NPR, &go, b, err, sizeof err);
+    int same = ok;
+    for (int i = 0; ok && i < NPR * K; i++) same &= same_samples(&a[i], &b[i]);
+    H_CHECK(same, "%s %s: greedy on the device's sampler = the exact sampler's, token for token %s", name, p, ok ? "" : err);
+    if (ok) generate_free(a, NPR * K), generate_free(b, NPR * K);
+    go = (GenOptions){.max_new_tokens = NEW, .temperature = 1.0, .top_p = 0.9, .top_k = 50, .n_samples = K, .seed = 7,
+                      .device_sampler = 1, .stop = stop, .n_stop = 0};
+    ok = !generate(m, gp, NPR, &go, a, err, sizeof err);
+    if (ok) stop[0] = a[1].ids[2], stop[1] = a[2 * K + 2].ids[3], go.n_stop = n_stop, generate_free(a, NPR * K);
+    ok = ok && !generate(m, gp, NPR, &go, a, err, sizeof err) && !generate(m, gp, NPR, &go, b, err, sizeof err);
+    int rerun = ok, alone = ok, distinct = 0;
+    for (int i = 0; ok && i < NPR * K; i++) rerun &= same_samples(&a[i], &b[i]), early += a[i].finished && a[i].len < NEW - 1;
+    for (int i = 0; ok && i < NPR; i++)
+        for (int j = 0; ok && j < K; j++) {
+            GenPrompt q = gp[i];
+            q.sample0 = (uint64_t)j;
+            GenOptions g1 = go;
+            g1.n_samples = 1;
+            ok = !generate(m, &q, 1, &g1, one, err, sizeof err);
+            alone &= ok && same_samples(&a[i * K + j], one);
+            distinct += j && !same_samples(&a[i * K + j], &a[i * K]);
+            if (ok) generate_free(one, 1);
+        }
+    H_CHECK(ok && rerun, "%s %s: sampled on the device, a rerun gives the same tokens %s", name, p, ok ? "" : err);
+    H_CHECK(ok && alone, "%s %s: sample j of a prompt = the prompt alone asked for its sample j %s", name, p, ok ? "" : err);
+    H_CHECK(ok && distinct > 0, "%s %s: the K samples of a prompt are not all equal (a stream per sample)", name, p);
+    H_CHECK(ok && early > 0 && early < NPR * K, "%s %s: some samples (%d) end early on a stop id, so the active rows "
+            "compact (the test's own premise)", name, p, early);
+    generate_free(a, NPR * K), generate_free(b, NPR * K);
+    printf("%-15s %s: packed prefill and forks by reference vs the CPU %.2e; device sampler: greedy = exact, "
+           "alone = batched, %d of %d samples differ from the first\n", name, p, worst, distinct, NPR * (K - 1));
+    free(lc), free(lg);
+    model_set_forward_engine(m, NULL);
+    gpu_model_free(g), model_free(m);
+}
+
 /* a decoder larger than the GPU: refused with the sizes */
 static void test_out_of_memory(void) {
     ModelConfig c;
@@ -205,6 +321,8 @@ int main(int argc, char **argv) {
         if (c.head != HEAD_LM) continue;
         run_case(GE_CASES[i].name, &c, MODEL_FP32, h_seed + (uint64_t)i);
         run_case(GE_CASES[i].name, &c, MODEL_BF16, h_seed + (uint64_t)i);
+        sampler_case(GE_CASES[i].name, &c, MODEL_FP32, h_seed + (uint64_t)i);
+        sampler_case(GE_CASES[i].name, &c, MODEL_BF16, h_seed + (uint64_t)i);
     }
     if (!h_small) test_out_of_memory();
     return h_gpu_close("test_gpu_decode", tmpdir);

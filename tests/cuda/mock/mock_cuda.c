@@ -144,6 +144,9 @@ int pc_mem_info(size_t *f, size_t *t) { MOCK_GUARD; *f = *t = capacity; return 0
 int pc_upload(void *d, const void *s, size_t n) { MOCK_GUARD; memmove(d, s, n); return 0; }
 int pc_download(void *d, const void *s, size_t n) { MOCK_GUARD; memmove(d, s, n); return 0; }
 int pc_memset(void *p, int b, size_t n) { MOCK_GUARD; memset(p, b, n); return 0; }
+int pc_copy(void *d, const void *s, size_t n) { MOCK_GUARD; memmove(d, s, n); return 0; }
+void *pc_host_alloc(size_t n) { return malloc(n ? n : 1); }
+void pc_host_free(void *p) { free(p); }
 int pc_sync(void) { MOCK_GUARD; return 0; }
 void *pc_stream(void) { MOCK_GUARD; return NULL; }
 
@@ -666,12 +669,25 @@ static int sample_row(const float *l, int V, const PcSampling *s, uint64_t key, 
     }
     return last;
 }
-int pc_sample(int *ids, const float *logits, int ld, int n, int V, const uint64_t *keys, const int *steps,
-              PcSampling s, void *work) {
+int pc_sample(int *ids, const float *logits, int ld, const int *rows, int n, int V, const uint64_t *keys,
+              const int *steps, const float *temps, PcSampling s, void *work) {
     MOCK_GUARD;
     if (n < 0 || V < 1 || ld < V || s.top_k < 0 || isnan(s.top_p) || isnan(s.temperature))
         return mock_fail("pc_sample: n >= 0, V >= 1, ld >= V, top_k >= 0, numbers");
-    for (int r = 0; r < n; r++) ids[r] = sample_row(logits + (size_t)r * ld, V, &s, keys[r], steps[r], (float *)work + (size_t)r * V);
+    for (int r = 0; r < n; r++) {
+        PcSampling sr = s;
+        if (temps) sr.temperature = temps[r];
+        ids[r] = sample_row(logits + (size_t)(rows ? rows[r] : r) * ld, V, &sr, keys[r], steps[r],
+                            (float *)work + (size_t)r * V);
+    }
+    return 0;
+}
+int pc_logits_ban(float *logits, int ld, const int *rows, int n, int V, const int *banned, int n_banned) {
+    MOCK_GUARD;
+    if (n < 0 || V < 1 || ld < V || n_banned < 0) return mock_fail("pc_logits_ban: shape");
+    for (int r = 0; r < n; r++)
+        for (int b = 0; b < n_banned; b++)
+            if (banned[b] >= 0 && banned[b] < V) logits[(size_t)(rows ? rows[r] : r) * ld + banned[b]] = -INFINITY;
     return 0;
 }
 
@@ -683,35 +699,75 @@ int pc_kv_store(void *cache, PcDtype ct, int max_len, int D, const float *x, int
         for (int i = 0; i < D; i++) st(cache, ct, ((size_t)slot[t] * max_len + pos[t]) * D + i, x[(size_t)t * ldx + i]);
     return 0;
 }
-int pc_decode_attention(void *out, const float *q, const void *kc, const void *vc, PcDtype ct, const int *slot,
-                        const int *len, int n, int max_len, int NH, int NKV, int HS) {
+size_t pc_decode_work(int n, int NH, int HS, int bound) {
     MOCK_GUARD;
-    if (max_len > 8192 || HS > 128 || NKV < 1 || NH % NKV) return fail("pc_decode_attention: shape");
-    int KD = NKV * HS;
-    float *p = malloc(sizeof(float) * (size_t)max_len), qs[128];
-    for (int t = 0; t < n; t++)
+    int ns = ((bound > 0 ? bound : 1) + PC_DECODE_SPLIT - 1) / PC_DECODE_SPLIT;
+    return sizeof(float) * (size_t)(n > 0 ? n : 1) * (size_t)NH * (size_t)ns * (size_t)(HS + 2);
+}
+/* decode.cu's splits of PC_DECODE_SPLIT keys and their merge, at its rounding points, sums in plain order */
+int pc_decode_attention(void *out, const float *q, const void *kc, const void *vc, PcDtype ct, const int *slot,
+                        const int *len, const int *pslot, const int *plen, int n, int max_len, int bound, int NH,
+                        int NKV, int HS, void *work) {
+    MOCK_GUARD;
+    if (n < 0 || max_len < 1 || max_len > (1 << 17) || bound < 1 || bound > max_len || NKV < 1 || NH % NKV ||
+        (HS != 64 && HS != 128))
+        return fail("pc_decode_attention: shape (1 <= bound <= max_len <= 131072, head size 64 or 128, NH a "
+                    "multiple of NKV)");
+    const int ns_all = (bound + PC_DECODE_SPLIT - 1) / PC_DECODE_SPLIT;
+    const size_t KD = (size_t)NKV * HS;
+    float *part = work, qs[128], sc[PC_DECODE_SPLIT];
+    for (int t = 0; t < n; t++) {
+        const int L = len[t], s = slot[t], ps = pslot ? pslot[s] : s, pl = plen ? plen[s] : 0;
+        if (L < 1 || L > bound) return fail("pc_decode_attention: a length outside [1, bound]");
         for (int h = 0; h < NH; h++) {
-            int g = h / (NH / NKV), L = len[t];
-            size_t base = (size_t)slot[t] * max_len * KD + (size_t)g * HS;
+            const int g = h / (NH / NKV), ns = (L + PC_DECODE_SPLIT - 1) / PC_DECODE_SPLIT;
             for (int d = 0; d < HS; d++) {
-                float v = q[(size_t)t * NH * HS + h * HS + d];
+                float v = q[(size_t)t * NH * HS + (size_t)h * HS + d];
                 qs[d] = ct == PC_BF16 ? wid(rnd(v)) : v;
             }
-            float m = -INFINITY, sum = 0.0f, scale = 1.0f / sqrtf((float)HS);
-            for (int j = 0; j < L; j++) {
-                float s = 0.0f;
-                for (int d = 0; d < HS; d++) s += qs[d] * ld(kc, ct, base + (size_t)j * KD + d);
-                p[j] = s * scale, m = fmaxf(m, p[j]);
+            const float scale = 1.0f / sqrtf((float)HS);
+            for (int sp = 0; sp < ns; sp++) {
+                const int j0 = sp * PC_DECODE_SPLIT, nj = L - j0 < PC_DECODE_SPLIT ? L - j0 : PC_DECODE_SPLIT;
+                float m = -INFINITY, l = 0.0f;
+                for (int jj = 0; jj < nj; jj++) {
+                    const int j = j0 + jj;
+                    size_t row = ((size_t)(j < pl ? ps : s) * max_len + j) * KD + (size_t)g * HS;
+                    float acc = 0.0f;
+                    for (int d = 0; d < HS; d++) acc += qs[d] * ld(kc, ct, row + d);
+                    sc[jj] = acc * scale, m = fmaxf(m, sc[jj]);
+                }
+                for (int jj = 0; jj < nj; jj++) {
+                    float p = expf(sc[jj] - m);
+                    sc[jj] = ct == PC_BF16 ? wid(rnd(p)) : p, l += sc[jj];
+                }
+                float *P = part + (((size_t)t * NH + h) * ns_all + sp) * (HS + 2);
+                for (int d = 0; d < HS; d++) {
+                    float o = 0.0f;
+                    for (int jj = 0; jj < nj; jj++) {
+                        const int j = j0 + jj;
+                        o += sc[jj] * ld(vc, ct, ((size_t)(j < pl ? ps : s) * max_len + j) * KD + (size_t)g * HS + d);
+                    }
+                    P[d] = o;
+                }
+                P[HS] = m, P[HS + 1] = l;
             }
-            for (int j = 0; j < L; j++) p[j] = expf(p[j] - m), sum += p[j];
-            for (int j = 0; j < L; j++) p[j] = ct == PC_BF16 ? wid(rnd(p[j] / sum)) : p[j] / sum;
+            const float *P = part + ((size_t)t * NH + h) * ns_all * (HS + 2);
+            float M = -INFINITY, Ls = 0.0f;
+            for (int sp = 0; sp < ns; sp++) M = fmaxf(M, P[(size_t)sp * (HS + 2) + HS]);
+            for (int sp = 0; sp < ns; sp++) Ls += P[(size_t)sp * (HS + 2) + HS + 1] * expf(P[(size_t)sp * (HS + 2) + HS] - M);
             for (int d = 0; d < HS; d++) {
-                float acc = 0.0f;
-                for (int j = 0; j < L; j++) acc += p[j] * ld(vc, ct, base + (size_t)j * KD + d);
-                st(out, ct, (size_t)t * NH * HS + (size_t)h * HS + d, acc);
+                float o = 0.0f;
+                for (int sp = 0; sp < ns; sp++) o += P[(size_t)sp * (HS + 2) + d] * expf(P[(size_t)sp * (HS + 2) + HS] - M);
+                st(out, ct, (size_t)t * NH * HS + (size_t)h * HS + d, o / Ls);
             }
         }
-    free(p);
+    }
+    return 0;
+}
+int pc_ids_move(int *dst, const int *dst_at, const int *src, const int *src_at, int n) {
+    MOCK_GUARD;
+    if (n < 0) return fail("pc_ids_move: n >= 0");
+    for (int i = 0; i < n; i++) dst[dst_at ? dst_at[i] : i] = src[src_at ? src_at[i] : i];
     return 0;
 }
 
