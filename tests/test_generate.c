@@ -210,7 +210,8 @@ static void test_repeatable(Model *m, const char *name) {
 }
 
 /* (d) sample j of prompt i is the same whether the prompt is generated with
- * others or alone, and whatever the thread count */
+ * others or alone, with continuous batching or not, and whatever the thread
+ * count */
 static void test_batch_independent(Model *m, const char *name) {
     if (!gemm_rows_invariant()) {
         printf("%s: SKIP batch independence: the matrix-product kernels are not batch-invariant (%s)\n", name, gemm_kernel());
@@ -228,6 +229,25 @@ static void test_batch_independent(Model *m, const char *name) {
         for (int j = 0; j < K; j++)
             CHECK(same_sample(&all[i * K + j], &one[j]), "%s: prompt %d sample %d: together = alone", name, i, j);
         generate_free(one, K);
+    }
+    /* continuous batching: in K or 2K slots (a prompt admitted when the slots of one whose samples all ended free
+     * up), with stop ids from the run above so that samples end at different steps: the same samples */
+    int stop[2] = {all[1].ids[3], all[2 * K].ids[5]}, early = 0;
+    GenOptions os = o;
+    os.stop = stop, os.n_stop = 2;
+    GenSample ref[NP * K], cb[NP * K];
+    if (!gen(m, gp, NP, &os, ref)) {
+        for (int s = 0; s < NP * K; s++) early += ref[s].finished && ref[s].len < 11;
+        CHECK(early > 0 && early < NP * K, "%s: some samples (%d) end early on a stop id (the check's premise)", name, early);
+        for (int slots = K; slots <= 2 * K; slots += K) {
+            os.max_seqs = slots;
+            if (gen(m, gp, NP, &os, cb)) break;
+            int same = 1;
+            for (int s = 0; s < NP * K; s++) same &= same_sample(&ref[s], &cb[s]);
+            CHECK(same, "%s: continuous batching in %d slots = every prompt at once", name, slots);
+            generate_free(cb, NP * K);
+        }
+        generate_free(ref, NP * K);
     }
 #ifdef _OPENMP
     int threads = omp_get_max_threads();

@@ -76,6 +76,15 @@ head -n 1 "$tmp/p.jsonl" > "$tmp/one.jsonl"
 "$ppa" generate --model "$tmp/m" --prompts "$tmp/one.jsonl" --max-new-tokens 30 -n 3 --temperature 1 --seed 7 > "$tmp/s5" 2> /dev/null
 expect "prompt 1 alone = prompt 1 among others" cmp -s "$tmp/s5" <(head -n 1 "$tmp/s1")
 
+# -- continuous batching: --max-seqs 3 decodes one prompt's 3 samples at a time, the next prompt starting as one's
+#    samples all end (they end at different steps on EOS above): the same bytes
+"$ppa" generate --model "$tmp/m" --prompts "$tmp/p.jsonl" --max-new-tokens 30 -n 3 --temperature 1 --seed 7 --max-seqs 3 > "$tmp/s7" 2> /dev/null
+expect "--max-seqs 3 (continuous batching) = every prompt at once" cmp -s "$tmp/s1" "$tmp/s7"
+"$ppa" generate --model "$tmp/m" --prompts "$tmp/p.jsonl" --max-new-tokens 30 -n 3 --temperature 1 --seed 7 --max-seqs 7 > "$tmp/s7" 2> /dev/null
+expect "--max-seqs 7 (two prompts' samples at a time) = every prompt at once" cmp -s "$tmp/s1" "$tmp/s7"
+"$ppa" generate --model "$tmp/m" --prompts "$tmp/p.jsonl" --max-seqs -1 > /dev/null 2> "$tmp/err"
+expect "--max-seqs -1 refused naming the option" sh -c "test $? -eq 2 && grep -q 'max-seqs' '$tmp/err'"
+
 # -- --out: atomic file, same bytes as stdout
 "$ppa" generate --model "$tmp/m" --prompts "$tmp/p.jsonl" --max-new-tokens 12 --out "$tmp/out.jsonl" > "$tmp/stdout" 2> /dev/null
 expect "--out exits 0" test $? -eq 0

@@ -33,6 +33,7 @@
 #define GROUP_SEQS 256
 #define GROUP_BYTES (1UL << 30)
 #define GROUP_BYTES_GPU (16UL << 30) /* a GPU's decoder: its cache on the device, beside the weights */
+#define GROUP_ROUNDS 4 /* a call's prompts: up to this many times those its slots hold at once */
 
 static const char USAGE[] =
     "usage: ppa generate --model DIR --prompts FILE [--out FILE] [options]\n"
@@ -144,18 +145,27 @@ static void write_line(FILE *f, const Run *r, const PromptRow *p, const GenSampl
     fputs("]}\n", f);
 }
 
-/* prompts [p0, end) of gp[0..np) that one generate() call takes from p0 */
-static int group_end(const Run *r, const GenPrompt *gp, int np, int K, int p0) {
+/* prompts [p0, end) of gp[0..np) that one generate() call takes from p0, decoded *slots sequences at a time: the
+ * prompts whose K samples each fit in memory (and --max-seqs) at once, and up to GROUP_ROUNDS times as many that
+ * take their slots as earlier ones end (continuous batching), as long as the longest of them still fits */
+static int group_end(const Run *r, const GenPrompt *gp, int np, int K, int p0, int *slots) {
     const ModelConfig *c = model_config(r->model);
-    int max_len = 0, e = p0;
+    size_t budget = model_forward_engine(r->model) ? GROUP_BYTES_GPU : GROUP_BYTES;
+    int max_len = 0, e = p0, fit = 0;
     while (e < np) {
         int need = generate_max_len(c, gp[e].len, r->a->max_new_tokens);
-        int ml = need > max_len ? need : max_len, seqs = (e - p0 + 1) * K;
+        int ml = need > max_len ? need : max_len, seqs = fit ? fit * K : (e - p0 + 1) * K;
         size_t bytes = generate_cache_bytes(c, seqs, ml) + sizeof(float) * (size_t)seqs * c->vocab_size;
-        size_t budget = model_forward_engine(r->model) ? GROUP_BYTES_GPU : GROUP_BYTES;
-        if (e > p0 && (seqs > GROUP_SEQS || bytes > budget)) break;
+        int most = r->a->o->max_seqs > 0 ? r->a->o->max_seqs : GROUP_SEQS;
+        if (e > p0 && (seqs > most || bytes > budget)) {
+            if (fit) break;
+            fit = e - p0; /* the slots are set: more prompts wait for them */
+            continue;
+        }
         max_len = ml, e++;
+        if (fit && e - p0 >= GROUP_ROUNDS * fit) break;
     }
+    *slots = (fit ? fit : e - p0) * K;
     return e;
 }
 
@@ -173,7 +183,8 @@ static int run_groups(Run *r, const GenPrompt *gp, int np, int K, GroupDone done
                      .n_stop_strings = o->stop.n, .tok = r->tok, .on_tokens = progress, .ctx = r,
                      .device_sampler = o->device == DEVICE_CUDA && (!o->sampler || !strcmp(o->sampler, "device"))};
     for (int p0 = 0; p0 < np;) {
-        int p1 = group_end(r, gp, np, K, p0), n = p1 - p0;
+        int slots, p1 = group_end(r, gp, np, K, p0, &slots), n = p1 - p0;
+        go.max_seqs = slots;
         GenSample *s = xmalloc(sizeof(GenSample) * (size_t)n * K);
         char err[1024];
         if (generate(r->model, gp + p0, n, &go, s, err, sizeof err)) ppa_die(1, "generate: %s", err);

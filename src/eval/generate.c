@@ -71,19 +71,19 @@ static void ban_tokens(float *logits, const int *row, int n, int V, const GenOpt
             if (o->banned[b] >= 0 && o->banned[b] < V) logits[(size_t)row[i] * V + o->banned[b]] = -INFINITY;
 }
 
-/* tok[i] = the next token of slot slot[i], from logits row row[i], at the
- * temperature of its prompt; one stream per slot, so the threads' split does
- * not matter */
-static void sample_rows(int *tok, const float *logits, const int *row, const int *slot, int n, int V, int K,
+/* tok[i] = the next token of sample smp[i], from logits row row[i], at the
+ * temperature of its prompt; one stream per sample, so the threads' split
+ * does not matter */
+static void sample_rows(int *tok, const float *logits, const int *row, const int *smp, int n, int V, int K,
                         const GenPrompt *p, const GenOptions *o, PpaRng *rng) {
 #pragma omp parallel
     {
         SampleCand *work = xmalloc(sizeof(SampleCand) * 2 * (size_t)V);
 #pragma omp for schedule(dynamic, 4)
         for (int i = 0; i < n; i++) {
-            const GenPrompt *q = &p[slot[i] / K];
+            const GenPrompt *q = &p[smp[i] / K];
             double t = q->own_temperature ? q->temperature : o->temperature;
-            tok[i] = sample_token(logits + (size_t)row[i] * V, V, t, o->top_k, o->top_p, &rng[slot[i]], work);
+            tok[i] = sample_token(logits + (size_t)row[i] * V, V, t, o->top_k, o->top_p, &rng[smp[i]], work);
         }
         free(work);
     }
@@ -133,6 +133,66 @@ static int take_token(GenSample *s, int tok, int prompt_len, int limit, int wind
     return s->len < o->max_new_tokens && prompt_len + s->len < limit;
 }
 
+/* One call's state: S decoder slots for n prompts of K samples (sample s = i K + j), the ones in flight listed in
+ * act (their logits rows in row, exact sampler), the waiting prompts admitted as slots free up */
+typedef struct {
+    Decoder *d;
+    const GenPrompt *p;
+    const GenOptions *o;
+    GenSample *out;
+    const ModelConfig *c;
+    int n, K, S, V, dev;
+    float *logits;            /* host [S, V] (exact sampler) */
+    int *free_slots, n_free;  /* a stack: the slots no sequence holds */
+    int *slot_of, *left;      /* [n K] a sample's slot; [n] a prompt's samples still going */
+    int next;                 /* the next prompt to admit */
+    PpaRng *rng;              /* [n K] */
+    uint64_t *key;            /* [n K] the device sampler's streams */
+    int *act, *row, n_act;    /* [S] the samples in flight and their logits rows */
+} Gen;
+
+/* Prompts from g->next while K slots are free: prefilled together (their logits at rows r0 ...), their K samples
+ * started from the prompt's cache and its one row of logits */
+static int admit(Gen *g, int r0, char *err, size_t errlen) {
+    int np = 0, *root = xmalloc(sizeof(int) * (size_t)(g->n_free / g->K + 1));
+    int *lens = xmalloc(sizeof(int) * (size_t)(g->n_free / g->K + 1));
+    const int **ids = xmalloc(sizeof(int *) * (size_t)(g->n_free / g->K + 1));
+    int first = g->next;
+    for (; g->next < g->n && g->n_free >= g->K; g->next++, np++) {
+        const GenPrompt *q = &g->p[g->next];
+        int room = generate_room(g->c, q->len, g->o->max_new_tokens);
+        for (int j = 0; j < g->K; j++) {
+            int s = g->next * g->K + j;
+            g->slot_of[s] = g->free_slots[--g->n_free];
+            sample_stream(&g->rng[s], g->o->seed, q->stream, q->sample0 + (uint64_t)j);
+            g->key[s] = generate_key(g->o->seed, q->stream, q->sample0 + (uint64_t)j);
+            g->out[s].ids = xmalloc(sizeof(int) * (size_t)(room + 1));
+            g->act[g->n_act] = s, g->row[g->n_act++] = r0 + np;
+        }
+        root[np] = g->slot_of[g->next * g->K], lens[np] = q->len, ids[np] = q->ids;
+        g->left[g->next] = g->K;
+    }
+    int rc = np ? decoder_prefill_many(g->d, root, ids, lens, np, g->logits ? g->logits + (size_t)r0 * g->V : NULL,
+                                       err, errlen)
+                : 0;
+    for (int i = first; i < g->next && !rc; i++)
+        for (int j = 1; j < g->K; j++) decoder_fork(g->d, g->slot_of[i * g->K], g->slot_of[i * g->K + j], 1);
+    free(root), free(lens), free(ids);
+    return rc;
+}
+
+/* sample s ended: when its prompt's samples all have, their slots free up (the forks dropped first) */
+static int sample_ended(Gen *g, int s, char *err, size_t errlen) {
+    int i = s / g->K;
+    if (--g->left[i]) return 0;
+    for (int j = g->K - 1; j >= 0; j--) {
+        int sl = g->slot_of[i * g->K + j];
+        if (decoder_drop(g->d, sl, err, errlen)) return -1;
+        g->free_slots[g->n_free++] = sl;
+    }
+    return 0;
+}
+
 int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample *out, char *err, size_t errlen) {
     const ModelConfig *c = model_config(m);
     const int K = o->n_samples, V = c->vocab_size, limit = decoder_model_max_len(c);
@@ -150,64 +210,58 @@ int generate(Model *m, const GenPrompt *p, int n, const GenOptions *o, GenSample
         int need = generate_max_len(c, p[i].len, o->max_new_tokens) - 1;
         max_len = need > max_len ? need : max_len;
     }
-    int S = n * K;
-    Decoder *d = decoder_new(m, S, max_len, err, errlen);
-    if (!d) return -1;
-    const int dev = o->device_sampler && decoder_samples(d);
-    float *logits = dev ? NULL : xmalloc(sizeof(float) * (size_t)S * V);
-    PpaRng *rng = xmalloc(sizeof(PpaRng) * (size_t)S);
-    int *tok = xmalloc(sizeof(int) * (size_t)S), *row = xmalloc(sizeof(int) * (size_t)S);
-    int *slot = xmalloc(sizeof(int) * (size_t)S), *feed = xmalloc(sizeof(int) * (size_t)S);
-    int *steps = xmalloc(sizeof(int) * (size_t)S), *seq0 = xmalloc(sizeof(int) * (size_t)n);
-    int *lens = xmalloc(sizeof(int) * (size_t)n), own = 0;
-    uint64_t *key = xmalloc(sizeof(uint64_t) * (size_t)S), *keys = xmalloc(sizeof(uint64_t) * (size_t)S);
+    const int N = n * K, S = o->max_seqs > 0 && o->max_seqs < N ? (o->max_seqs < K ? K : o->max_seqs / K * K) : N;
+    Gen g = {.p = p, .o = o, .out = out, .c = c, .n = n, .K = K, .S = S, .V = V};
+    if (!(g.d = decoder_new(m, S, max_len, err, errlen))) return -1;
+    g.dev = o->device_sampler && decoder_samples(g.d);
+    g.logits = g.dev ? NULL : xmalloc(sizeof(float) * (size_t)S * V);
+    g.free_slots = xmalloc(sizeof(int) * (size_t)S), g.n_free = S;
+    for (int i = 0; i < S; i++) g.free_slots[i] = S - 1 - i; /* popped in ascending order */
+    g.slot_of = xmalloc(sizeof(int) * (size_t)N), g.left = xmalloc(sizeof(int) * (size_t)n);
+    g.rng = xmalloc(sizeof(PpaRng) * (size_t)N), g.key = xmalloc(sizeof(uint64_t) * (size_t)N);
+    g.act = xmalloc(sizeof(int) * (size_t)S), g.row = xmalloc(sizeof(int) * (size_t)S);
+    int *tok = xmalloc(sizeof(int) * (size_t)S), *slot = xmalloc(sizeof(int) * (size_t)S);
+    int *feed = xmalloc(sizeof(int) * (size_t)S), *steps = xmalloc(sizeof(int) * (size_t)S), own = 0;
+    uint64_t *keys = xmalloc(sizeof(uint64_t) * (size_t)S);
     float *temps = xmalloc(sizeof(float) * (size_t)S);
-    const int **ids = xmalloc(sizeof(int *) * (size_t)n);
-    memset(out, 0, sizeof(GenSample) * (size_t)S);
-    for (int i = 0; i < n; i++) seq0[i] = i * K, ids[i] = p[i].ids, lens[i] = p[i].len, own |= p[i].own_temperature;
-    int rc = dev ? decoder_sampler(d, o->temperature, o->top_k, o->top_p, o->banned, o->n_banned, err, errlen) : 0;
-    /* every prompt at once (an engine packs them), then its K samples start from its cache and its one row of logits */
-    if (!rc) rc = decoder_prefill_many(d, seq0, ids, lens, n, logits, err, errlen);
-    for (int i = 0; i < n && !rc; i++) {
-        decoder_fork(d, i * K, i * K, K);
-        int room = generate_room(c, p[i].len, o->max_new_tokens);
-        for (int j = 0; j < K; j++) {
-            int s = i * K + j;
-            sample_stream(&rng[s], o->seed, p[i].stream, p[i].sample0 + (uint64_t)j);
-            key[s] = generate_key(o->seed, p[i].stream, p[i].sample0 + (uint64_t)j);
-            out[s].ids = xmalloc(sizeof(int) * (size_t)(room + 1));
-            row[s] = i, slot[s] = s;
-        }
-    }
-    int n_active = rc ? 0 : S;
-    while (n_active > 0) {
-        if (dev) { /* drawn on the device from each slot's kept logits; only the ids come back */
-            for (int a = 0; a < n_active; a++) {
-                const GenPrompt *q = &p[slot[a] / K];
-                keys[a] = key[slot[a]], steps[a] = out[slot[a]].len;
+    memset(out, 0, sizeof(GenSample) * (size_t)N);
+    for (int i = 0; i < n; i++) own |= p[i].own_temperature;
+    int rc = g.dev ? decoder_sampler(g.d, o->temperature, o->top_k, o->top_p, o->banned, o->n_banned, err, errlen) : 0;
+    if (!rc) rc = admit(&g, 0, err, errlen);
+    while (!rc && g.n_act > 0) {
+        for (int a = 0; a < g.n_act; a++) slot[a] = g.slot_of[g.act[a]];
+        if (g.dev) { /* drawn on the device from each slot's kept logits; only the ids come back */
+            for (int a = 0; a < g.n_act; a++) {
+                const GenPrompt *q = &p[g.act[a] / K];
+                keys[a] = g.key[g.act[a]], steps[a] = out[g.act[a]].len;
                 temps[a] = (float)(q->own_temperature ? q->temperature : o->temperature);
             }
-            if ((rc = decoder_sample(d, slot, keys, steps, own ? temps : NULL, n_active, tok, err, errlen))) break;
+            if ((rc = decoder_sample(g.d, slot, keys, steps, own ? temps : NULL, g.n_act, tok, err, errlen))) break;
         } else {
-            ban_tokens(logits, row, n_active, V, o);
-            sample_rows(tok, logits, row, slot, n_active, V, K, p, o, rng);
+            ban_tokens(g.logits, g.row, g.n_act, V, o);
+            sample_rows(tok, g.logits, g.row, g.act, g.n_act, V, K, p, o, g.rng);
         }
         int n_feed = 0, unused = 0;
-        for (int a = 0; a < n_active; a++) {
-            int s = slot[a];
-            if (take_token(&out[s], tok[a], p[s / K].len, cap, window, o)) feed[n_feed] = tok[a], slot[n_feed++] = s;
-            else unused += generate_room(c, p[s / K].len, o->max_new_tokens) - out[s].len - out[s].finished;
+        for (int a = 0; a < g.n_act && !rc; a++) {
+            int s = g.act[a];
+            if (take_token(&out[s], tok[a], p[s / K].len, cap, window, o)) {
+                feed[n_feed] = tok[a], slot[n_feed] = slot[a], g.act[n_feed++] = s;
+                continue;
+            }
+            unused += generate_room(c, p[s / K].len, o->max_new_tokens) - out[s].len - out[s].finished;
+            rc = sample_ended(&g, s, err, errlen);
         }
-        if (o->on_tokens) o->on_tokens(o->ctx, n_active, unused);
-        if (!n_feed) break;
-        if ((rc = decoder_step(d, dev ? NULL : feed, slot, n_feed, logits, err, errlen))) break;
-        for (int a = 0; a < n_feed; a++) row[a] = a;
-        n_active = n_feed;
+        if (rc) break;
+        if (o->on_tokens) o->on_tokens(o->ctx, g.n_act, unused);
+        if (n_feed && (rc = decoder_step(g.d, g.dev ? NULL : feed, slot, n_feed, g.logits, err, errlen))) break;
+        for (int a = 0; a < n_feed; a++) g.row[a] = a;
+        g.n_act = n_feed;
+        rc = admit(&g, n_feed, err, errlen); /* into the slots that freed up, their rows after the step's */
     }
-    if (rc) generate_free(out, S), memset(out, 0, sizeof(GenSample) * (size_t)S);
-    free(logits), free(rng), free(tok), free(row), free(slot), free(feed), free(steps), free(seq0), free(lens);
-    free(key), free(keys), free(temps), free(ids);
-    decoder_free(d);
+    if (rc) generate_free(out, N), memset(out, 0, sizeof(GenSample) * (size_t)N);
+    free(g.logits), free(g.free_slots), free(g.slot_of), free(g.left), free(g.rng), free(g.key), free(g.act);
+    free(g.row), free(tok), free(slot), free(feed), free(steps), free(keys), free(temps);
+    decoder_free(g.d);
     return rc ? -1 : 0;
 }
 

@@ -53,6 +53,9 @@ typedef struct {
     void (*on_tokens)(void *ctx, int sampled, int unused);
     void *ctx;
     int device_sampler; /* 1: draw on the device when the decoder can (decoder_samples), else the exact sampler */
+    /* the sequences decoded at once, at least K (0: every prompt's K at once): continuous batching, a prompt
+     * admitted (prefilled, its samples started) when the K slots of one whose samples all ended free up */
+    int max_seqs;
 } GenOptions;
 
 typedef struct {
@@ -71,11 +74,12 @@ typedef struct {
     int *ids;     /* [len + finished] (free it) */
 } GenSample;
 
-/* The sequences of one call (n_prompts * K) share one key/value cache of
- * their longest length: split large prompt sets into calls of a size that
- * fits in memory (generate_cache_bytes). out: [n_prompts * K], sample j of
- * prompt i at i * K + j. 0, or -1 with err (a prompt without room for one
- * token, bad ids, bad options). */
+/* The sequences of one call (n_prompts * K, or max_seqs) share one
+ * key/value cache of their longest length: split large prompt sets into
+ * calls of a size that fits in memory (generate_cache_bytes). out:
+ * [n_prompts * K], sample j of prompt i at i * K + j; which samples share a
+ * step does not change them (see Determinism). 0, or -1 with err (a prompt
+ * without room for one token, bad ids, bad options). */
 int generate(Model *m, const GenPrompt *prompts, int n_prompts, const GenOptions *o, GenSample *out, char *err,
              size_t errlen);
 

@@ -27,7 +27,7 @@ struct GpuDecoder {
     uint64_t *keys;                  /* [n_seq] a draw's streams */
     float *temps;                    /* [n_seq] a draw's temperatures */
     int *banned;                     /* [n_banned] */
-    float *x, *q, *gu, *xf, *logits; /* [cap, H], [cap, QD + 2 KD], [cap, 2I], [cap, H], [2 n_seq, V] */
+    float *x, *q, *gu, *xf, *logits; /* [cap, H], [cap, QD + 2 KD], [cap, 2I], [cap, H], [3 n_seq, V] */
     void *xn, *att, *h, *xfb;        /* dt: [cap, H], [cap, QD], [cap, I], [n_seq, H] */
     float *xg;                       /* [n_seq, H] the prompts' last rows */
     PcBf16 *qkvb;                    /* [cap, QD + 2 KD] q, k, v rounded for the prompt's attention (bf16 models) */
@@ -41,9 +41,12 @@ struct GpuDecoder {
                                         down [n_seq] */
     size_t half;
     int flip, pending[2];            /* the half written last; a half's uploads may still be in flight */
+    int dirty;                       /* h_pslot / h_plen changed since their upload */
 };
 
-/* Logits rows: [0, n_seq) a pass's product (a step's rows in order), [n_seq, 2 n_seq) slot s's prefill at n_seq + s */
+/* Logits rows: [0, n_seq) a step's, in its rows' order; [n_seq, 2 n_seq) slot s's prefill kept at n_seq + s;
+ * [2 n_seq, 3 n_seq) a prefill's product, before its rows are kept (so that a prefill between a step and its draws
+ * leaves the step's rows) */
 
 #define ALIGN 256
 static void *place(char *base, size_t *off, size_t bytes) {
@@ -69,7 +72,7 @@ static size_t carve(GpuDecoder *d, char *base) {
     d->att = place(base, &off, T * QD * e), d->lse = place(base, &off, T * (size_t)c->num_attention_heads * f);
     d->gu = place(base, &off, T * 2 * I * f), d->h = place(base, &off, T * I * e);
     d->xf = place(base, &off, T * H * f), d->xfb = place(base, &off, S * H * e), d->xg = place(base, &off, S * H * f);
-    d->logits = place(base, &off, 2 * S * V * f);
+    d->logits = place(base, &off, 3 * S * V * f);
     d->dwork = place(base, &off, d->pc->pc_decode_work(d->n_seq, c->num_attention_heads, c->head_dim, d->max_len));
     d->swork = place(base, &off, d->pc->pc_sample_work(d->n_seq, c->vocab_size));
     return off;
@@ -182,9 +185,9 @@ static int layer(GpuDecoder *d, int l, int T, const PcAttnPlan *plan, int bound,
     return gpu_layer_forward(d->g, &a, &d->g->layers[l], plan, &kv, T, err, errlen);
 }
 
-/* the rows' tokens through the layers and the final norm; then the LM head over n_out rows of xs [n_out, H]
- * (float32, device; NULL: xf's first n_out rows) into logits rows [0, n_out) */
-static int run(GpuDecoder *d, int T, const PcAttnPlan *plan, int bound, const int *last, int n_out, char *err,
+/* the rows' tokens through the layers and the final norm; then the LM head over the n_out rows last[] of xf (NULL:
+ * its first n_out) into logits rows [r0, r0 + n_out) */
+static int run(GpuDecoder *d, int T, const PcAttnPlan *plan, int bound, const int *last, int n_out, int r0, char *err,
                size_t errlen) {
     const GpuModel *g = d->g;
     const PcApi *pc = d->pc;
@@ -207,22 +210,22 @@ static int run(GpuDecoder *d, int T, const PcAttnPlan *plan, int bound, const in
         TRY("the head's operand", pc->pc_f32_to_bf16(d->xfb, xs, (size_t)n_out * H));
         op = d->xfb;
     }
-    TRY("the LM head", pc->pc_gemm(0, 1, n_out, V, H, 1.0f, op, H, g->lm_head, H, 0.0f, NULL, d->logits, V, NULL, g->dt,
-                                   PC_F32));
+    TRY("the LM head", pc->pc_gemm(0, 1, n_out, V, H, 1.0f, op, H, g->lm_head, H, 0.0f, NULL,
+                                   d->logits + (size_t)r0 * V, V, NULL, g->dt, PC_F32));
     return 0;
 }
 
-/* the logits rows [0, n) to the host */
-static int read_logits(GpuDecoder *d, float *logits, int n, char *err, size_t errlen) {
+/* the logits rows [r0, r0 + n) to the host */
+static int read_logits(GpuDecoder *d, float *logits, int r0, int n, char *err, size_t errlen) {
     size_t V = (size_t)d->g->c.vocab_size;
-    TRY("reading the logits back", synced(d, d->pc->pc_download(logits, d->logits, sizeof(float) * (size_t)n * V) ||
-                                                 d->pc->pc_sync()));
+    TRY("reading the logits back", synced(d, d->pc->pc_download(logits, d->logits + (size_t)r0 * V,
+                                                                sizeof(float) * (size_t)n * V) || d->pc->pc_sync()));
     return 0;
 }
 
-/* the content of slot s is about to be replaced: the slots borrowing from it get their positions copied first
- * (device to device), and s drops its own borrowing; *changed when a slot's prefix changed */
-static int release(GpuDecoder *d, int s, int *changed, char *err, size_t errlen) {
+/* the content of slot s is about to be replaced or dropped: the slots borrowing from it get their positions copied
+ * first (device to device), and s drops its own borrowing */
+static int release(GpuDecoder *d, int s, char *err, size_t errlen) {
     const ModelConfig *c = &d->g->c;
     size_t KD = (size_t)c->num_key_value_heads * c->head_dim, row = KD * d->e, slot = (size_t)d->max_len * row;
     size_t layer_cache = (size_t)d->n_seq * slot;
@@ -234,13 +237,16 @@ static int release(GpuDecoder *d, int s, int *changed, char *err, size_t errlen)
                 TRY("copying a borrowed prefix", d->pc->pc_copy(base + (size_t)b * slot, base + (size_t)s * slot,
                                                                 (size_t)d->h_plen[b] * row));
             }
-        d->h_pslot[b] = b, d->h_plen[b] = 0, *changed = 1;
+        d->h_pslot[b] = b, d->h_plen[b] = 0, d->dirty = 1;
     }
-    if (d->h_plen[s]) d->h_pslot[s] = s, d->h_plen[s] = 0, *changed = 1;
+    if (d->h_plen[s]) d->h_pslot[s] = s, d->h_plen[s] = 0, d->dirty = 1;
     return 0;
 }
 
+/* the prefixes' mirrors to the device when they changed */
 static int upload_prefixes(GpuDecoder *d, char *err, size_t errlen) {
+    if (!d->dirty) return 0;
+    d->dirty = 0;
     int *dst[2] = {d->pslot, d->plen};
     const int *src[2] = {d->h_pslot, d->h_plen};
     size_t bytes[2] = {sizeof(int) * (size_t)d->n_seq, sizeof(int) * (size_t)d->n_seq};
@@ -268,7 +274,7 @@ static int prefill_pack(GpuDecoder *d, const int *seq, const int *const *ids, co
     /* one causal segment a prompt: row t sees its prompt's rows up to itself */
     PcAttnPlan *plan = rc ? NULL : d->pc->pc_attn_plan_new(zero, zero, sst, T, 0);
     if (!rc && !plan) rc = fail(d, "the attention plan", err, errlen);
-    if (!rc) rc = run(d, T, plan, 1, last, np, err, errlen);
+    if (!rc) rc = run(d, T, plan, 1, last, np, 2 * d->n_seq, err, errlen);
     if (plan) synced(d, d->pc->pc_sync()), d->pc->pc_attn_plan_free(plan);
     free(h);
     return rc;
@@ -276,21 +282,20 @@ static int prefill_pack(GpuDecoder *d, const int *seq, const int *const *ids, co
 
 int gpu_decoder_prefill(GpuDecoder *d, const int *seq, const int *const *ids, const int *n, int np, float *logits,
                         char *err, size_t errlen) {
-    int changed = 0;
     for (int i = 0; i < np; i++)
-        if (release(d, seq[i], &changed, err, errlen)) return -1;
-    if (changed && upload_prefixes(d, err, errlen)) return -1;
-    size_t V = (size_t)d->g->c.vocab_size;
+        if (release(d, seq[i], err, errlen)) return -1;
+    if (upload_prefixes(d, err, errlen)) return -1;
+    size_t V = (size_t)d->g->c.vocab_size, P = 2 * (size_t)d->n_seq; /* the prefill's rows */
     for (int i0 = 0; i0 < np;) { /* as many prompts as the activations hold, at most n_seq (the head's rows) */
         int i1 = i0, T = 0;
         while (i1 < np && i1 - i0 < d->n_seq && T + n[i1] <= d->cap) T += n[i1++];
         if (prefill_pack(d, seq + i0, ids + i0, n + i0, i1 - i0, err, errlen)) return -1;
         if (logits) {
-            if (read_logits(d, logits + (size_t)i0 * V, i1 - i0, err, errlen)) return -1;
+            if (read_logits(d, logits + (size_t)i0 * V, (int)P, i1 - i0, err, errlen)) return -1;
         } else { /* kept: slot s's row at n_seq + s */
             for (int i = i0; i < i1; i++)
                 TRY("keeping a prompt's logits", d->pc->pc_copy(d->logits + ((size_t)d->n_seq + seq[i]) * V,
-                                                                d->logits + (size_t)(i - i0) * V, sizeof(float) * V));
+                                                                d->logits + (P + (size_t)(i - i0)) * V, sizeof(float) * V));
         }
         for (int i = i0; i < i1; i++) d->h_lrow[seq[i]] = logits ? -1 : d->n_seq + seq[i];
         i0 = i1;
@@ -302,14 +307,13 @@ int gpu_decoder_fork(GpuDecoder *d, int src, int dst, int count, int len, char *
     const ModelConfig *c = &d->g->c;
     size_t KD = (size_t)c->num_key_value_heads * c->head_dim, row = KD * d->e, slot = (size_t)d->max_len * row;
     size_t layer_cache = (size_t)d->n_seq * slot;
-    int changed = 0;
     /* the root of src's first len positions: src itself, or the slot it borrows from (its own positions past the
      * borrowed ones are then copied) */
     int root = d->h_plen[src] ? d->h_pslot[src] : src, shared = d->h_plen[src] && d->h_plen[src] < len ? d->h_plen[src] : len;
     for (int s = dst; s < dst + count; s++) {
         if (s == src) continue;
-        if (release(d, s, &changed, err, errlen)) return -1;
-        d->h_pslot[s] = root, d->h_plen[s] = shared, d->h_lrow[s] = d->h_lrow[src], changed = 1;
+        if (release(d, s, err, errlen)) return -1;
+        d->h_pslot[s] = root, d->h_plen[s] = shared, d->h_lrow[s] = d->h_lrow[src], d->dirty = 1;
         if (shared < len)
             for (int l = 0; l < c->num_hidden_layers; l++)
                 for (int which = 0; which < 2; which++) {
@@ -319,7 +323,12 @@ int gpu_decoder_fork(GpuDecoder *d, int src, int dst, int count, int len, char *
                                                                    (size_t)(len - shared) * row));
                 }
     }
-    return changed ? upload_prefixes(d, err, errlen) : 0;
+    return upload_prefixes(d, err, errlen);
+}
+
+int gpu_decoder_drop(GpuDecoder *d, int seq, char *err, size_t errlen) {
+    d->h_lrow[seq] = -1;
+    return release(d, seq, err, errlen);
 }
 
 int gpu_decoder_step(GpuDecoder *d, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
@@ -329,12 +338,13 @@ int gpu_decoder_step(GpuDecoder *d, const int *tok, const int *seq, const int *p
     int *dst[4] = {d->pos, d->slot, d->len, d->tokens};
     const int *src[4] = {pos, seq, len, tok};
     size_t b = sizeof(int) * (size_t)n, bytes[4] = {b, b, b, b};
-    int rc = stage_up(d, dst, src, bytes, tok ? 4 : 3) ? fail(d, "uploading the step's rows", err, errlen) : 0;
+    int rc = upload_prefixes(d, err, errlen);
+    if (!rc && stage_up(d, dst, src, bytes, tok ? 4 : 3)) rc = fail(d, "uploading the step's rows", err, errlen);
     free(len);
     if (!rc && !tok) /* the slots' drawn tokens, in the step's row order */
         rc = d->pc->pc_ids_move(d->tokens, NULL, d->next, d->slot, n) ? fail(d, "the drawn tokens", err, errlen) : 0;
-    if (!rc) rc = run(d, n, NULL, bound, NULL, n, err, errlen);
-    if (!rc && logits) rc = read_logits(d, logits, n, err, errlen);
+    if (!rc) rc = run(d, n, NULL, bound, NULL, n, 0, err, errlen);
+    if (!rc && logits) rc = read_logits(d, logits, 0, n, err, errlen);
     for (int i = 0; i < n && !rc; i++) d->h_lrow[seq[i]] = logits ? -1 : i;
     return rc;
 }

@@ -35,6 +35,9 @@ int gpu_decoder_prefill(GpuDecoder *d, const int *seq, const int *const *ids, co
 /* slots dst .. dst + count - 1 (src among them is skipped) start as slot src's first len positions, and its
  * latest logits */
 int gpu_decoder_fork(GpuDecoder *d, int src, int dst, int count, int len, char *err, size_t errlen);
+/* slot seq's content is no longer needed (its sequence ended): it stops borrowing (no copy; slots borrowing from it
+ * get their positions copied, so drop those first) */
+int gpu_decoder_drop(GpuDecoder *d, int seq, char *err, size_t errlen);
 /* tok[i] (NULL: the token gpu_decoder_sample last drew for the slot, on the device) appended at position pos[i] of
  * slot seq[i] (distinct slots), i < n; logits [n, V] (host), or NULL: kept on the device */
 int gpu_decoder_step(GpuDecoder *d, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,

@@ -27,6 +27,7 @@ static int dec_prefill(void *d, const int *seq, const int *const *ids, const int
 static int dec_fork(void *d, int src, int dst, int count, int len, char *err, size_t errlen) {
     return gpu_decoder_fork(d, src, dst, count, len, err, errlen);
 }
+static int dec_drop(void *d, int seq, char *err, size_t errlen) { return gpu_decoder_drop(d, seq, err, errlen); }
 static int dec_step(void *d, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
                     size_t errlen) {
     return gpu_decoder_step(d, tok, seq, pos, n, logits, err, errlen);
@@ -47,6 +48,7 @@ static size_t gpu_bytes(void *g) { return gpu_model_weight_bytes(g) + gpu_model_
 ForwardEngine gpu_model_engine(GpuModel *g, const char *name) {
     ForwardEngine e = {.ctx = g, .logps = gpu_logps, .rewards = gpu_rewards, .free = gpu_free, .bytes = gpu_bytes,
                        .dec_new = dec_new, .dec_free = dec_free, .dec_prefill = dec_prefill, .dec_fork = dec_fork,
+                       .dec_drop = dec_drop,
                        .dec_step = dec_step, .dec_sampler = dec_sampler, .dec_sample = dec_sample};
     snprintf(e.name, sizeof e.name, "%s", name ? name : "gpu");
     return e;

@@ -288,6 +288,12 @@ int decoder_prefill_many(Decoder *d, const int *seq, const int *const *ids, cons
     return 0;
 }
 
+int decoder_drop(Decoder *d, int seq, char *err, size_t errlen) {
+    if (seq < 0 || seq >= d->n_seq) return snprintf(err, errlen, "decoder: no sequence slot %d", seq), -1;
+    d->len[seq] = 0;
+    return d->ed && d->eng->dec_drop ? d->eng->dec_drop(d->ed, seq, err, errlen) : 0;
+}
+
 int decoder_samples(const Decoder *d) { return d->ed && d->eng->dec_sample; }
 
 int decoder_sampler(Decoder *d, double temperature, int top_k, double top_p, const int *banned, int n_banned,

@@ -48,6 +48,11 @@ int decoder_prefill_many(Decoder *d, const int *seq, const int *const *ids, cons
  * prompt computed once serves count samples. */
 void decoder_fork(Decoder *d, int src, int dst, int count);
 
+/* Slot seq's sequence ended: its cache may go (a GPU's engine drops its
+ * references); the slot takes a new prompt with decoder_prefill. Drop a
+ * prompt's forks before the prompt's own slot. 0, or -1 with err. */
+int decoder_drop(Decoder *d, int seq, char *err, size_t errlen);
+
 /* Appends tok[i] to slot seq[i] for each of the n_active (distinct) slots and
  * returns their next-token logits [n_active, V]. 0, or -1 with err (a slot
  * would exceed max_len, a bad id or slot), nothing changed then.

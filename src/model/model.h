@@ -206,6 +206,7 @@ typedef struct {
     int (*dec_prefill)(void *dec, const int *seq, const int *const *ids, const int *n, int np, float *logits,
                        char *err, size_t errlen);
     int (*dec_fork)(void *dec, int src, int dst, int count, int len, char *err, size_t errlen);
+    int (*dec_drop)(void *dec, int seq, char *err, size_t errlen);
     int (*dec_step)(void *dec, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
                     size_t errlen);
     int (*dec_sampler)(void *dec, double temperature, int top_k, double top_p, const int *banned, int n_banned,

@@ -116,6 +116,7 @@ typedef enum {
     TOPT_TOP_K,
     TOPT_STOP,
     TOPT_SAMPLER,
+    TOPT_MAX_SEQS,
     TOPT_FORMAT,
     TOPT_GENERATOR,
     TOPT_REWARD_INDEX,
@@ -241,6 +242,7 @@ typedef struct {
     int top_k;              /* generate: keep the k likeliest tokens before top-p; 0 = off */
     OptStrings stop;        /* generate: --stop STRING, repeatable: texts that end a response */
     char *sampler;          /* generate: device | exact, NULL: device with --device cuda, exact on the CPU */
+    int max_seqs;           /* generate: sequences decoded at once (0: as many as fit) */
     char *format;           /* generate: auto (NULL) | jsonl | alpaca_eval | mt_bench: the output's format */
     char *generator;        /* generate: the model's name in AlpacaEval and MT-Bench files; NULL = from --model */
     int reward_index;       /* reward, judge, winrate: the reward head's output used, 0 */

@@ -166,6 +166,9 @@ const OptSpec OPT[TOPT_COUNT] = {
       "device: draw each token on the GPU (float32, a counter-based generator; only the ids\n"
             "come back); exact: read the logits back and draw on the host in double precision (the\n"
       "CPU's sampler, its bits). Default: device with --device cuda, exact on the CPU"),
+    F(TOPT_MAX_SEQS, "max_seqs", "max-seqs", T_INT, max_seqs, CMD_GENERATE, 0, S_GENERATE, "N",
+      "sequences decoded at once, at least -n (default 0: as many as fit in the cache's budget,\n"
+      "1 GB on the CPU, 16 GB on a GPU, at most 256); a prompt starts when one's samples all end"),
     F(TOPT_FORMAT, "format", "format", T_STR, format, CMD_GENERATE, 0, S_IO, "F",
       "jsonl | alpaca_eval | mt_bench (default: alpaca_eval for a JSON array, mt_bench for \"turns\"\n"
       "rows, else jsonl)"),

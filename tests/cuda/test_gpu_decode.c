@@ -25,7 +25,9 @@
  *   generate() with the device's sampler at temperature 0 = generate() with the exact sampler on the same engine,
  *   token for token (greedy is the same rule; the device path feeds its drawn tokens and keeps its logits there);
  *   sampled (temperature 1, top-p 0.9, top-k 50): sample j of a prompt = the prompt alone asked for its sample j,
- *   token for token, and a rerun gives the same tokens.
+ *   token for token, and a rerun gives the same tokens; continuous batching (max_seqs K and 2K: a prompt admitted
+ *   when the slots of one whose samples all ended free up, into slots other prompts' samples used) = every prompt
+ *   at once, token for token.
  * Usage: test_gpu_decode [--small] [--seed N]. Exit status: 0 all passed, 1 a failure, 77 no usable GPU. */
 #include <time.h>
 
@@ -270,6 +272,18 @@ static void sampler_case(const char *name, const ModelConfig *c, ModelPrecision 
             if (ok) generate_free(one, 1);
         }
     H_CHECK(ok && rerun, "%s %s: sampled on the device, a rerun gives the same tokens %s", name, p, ok ? "" : err);
+    /* continuous batching: K or 2K slots, the next prompt admitted as one's samples all end = all at once */
+    int cont = ok;
+    for (int slots = K; ok && slots <= 2 * K; slots += K) {
+        GenOptions gc = go;
+        gc.max_seqs = slots;
+        ok = !generate(m, gp, NPR, &gc, b, err, sizeof err);
+        for (int i = 0; ok && i < NPR * K; i++) cont &= same_samples(&a[i], &b[i]);
+        if (ok) generate_free(b, NPR * K);
+    }
+    H_CHECK(ok && cont, "%s %s: continuous batching in %d and %d slots = every prompt at once, token for token %s",
+            name, p, K, 2 * K, ok ? "" : err);
+    ok = ok && !generate(m, gp, NPR, &go, b, err, sizeof err);
     H_CHECK(ok && alone, "%s %s: sample j of a prompt = the prompt alone asked for its sample j %s", name, p, ok ? "" : err);
     H_CHECK(ok && distinct > 0, "%s %s: the K samples of a prompt are not all equal (a stream per sample)", name, p);
     H_CHECK(ok && early > 0 && early < NPR * K, "%s %s: some samples (%d) end early on a stop id, so the active rows "
