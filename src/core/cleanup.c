@@ -9,6 +9,7 @@
 
 static char dir_[4096];
 static volatile sig_atomic_t armed_;
+static pid_t main_tid_; /* the thread that writes the folder */
 static struct sigaction old_[3];
 static const int SIGS[3] = {SIGINT, SIGTERM, SIGHUP};
 
@@ -21,6 +22,12 @@ struct linux_dirent64 { /* getdents64's record (no libc wrapper in glibc 2.36's 
 };
 
 static void on_signal(int sig) {
+    /* a process signal may land on any thread (OpenMP's workers): the writing thread handles it, so that no file is
+     * created in the folder after it is emptied */
+    if (armed_ && syscall(SYS_gettid) != main_tid_) {
+        syscall(SYS_tgkill, getpid(), main_tid_, sig);
+        return;
+    }
     if (armed_) {
         int fd = open(dir_, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
@@ -45,6 +52,7 @@ void cleanup_on_signal(const char *dir) {
     size_t n = strlen(dir);
     if (n >= sizeof dir_) return; /* too long to hold: left as it was (never the case for ppa's own names) */
     memcpy(dir_, dir, n + 1);
+    main_tid_ = (pid_t)syscall(SYS_gettid);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -148,6 +148,42 @@ extern "C" void pc_host_free(void *p) {
     if (p) cudaFreeHost(p);
 }
 
+extern "C" void *pc_graph_capture(int (*fn)(void *ctx), void *ctx) {
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    /* relaxed: the families' host calls (cuBLASLt's heuristics, cached) are not stream work */
+    cudaError_t e = cudaStreamBeginCapture(G.stream, cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) {
+        pc_fail(__FILE__, __LINE__, "cudaStreamBeginCapture", cudaGetErrorString(e));
+        return NULL;
+    }
+    int rc = fn(ctx);
+    e = cudaStreamEndCapture(G.stream, &graph);
+    if (rc || e != cudaSuccess) {
+        if (!rc) pc_fail(__FILE__, __LINE__, "cudaStreamEndCapture", cudaGetErrorString(e));
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        return NULL;
+    }
+    e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+        pc_fail(__FILE__, __LINE__, "cudaGraphInstantiate", cudaGetErrorString(e));
+        cudaGetLastError();
+        return NULL;
+    }
+    return (void *)exec;
+}
+
+extern "C" int pc_graph_launch(void *graph) {
+    CUDA_TRY(cudaGraphLaunch((cudaGraphExec_t)graph, G.stream));
+    return 0;
+}
+
+extern "C" void pc_graph_free(void *graph) {
+    if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
 extern "C" int pc_sync(void) {
     CUDA_TRY(cudaStreamSynchronize(G.stream));
     CUDA_TRY(cudaGetLastError());

@@ -54,6 +54,14 @@ int pc_copy(void *dst_device, const void *src_device, size_t bytes);
  * download into it costs its bytes only. NULL with pc_error() when the host refuses it. */
 void *pc_host_alloc(size_t bytes);
 void pc_host_free(void *p);
+/* CUDA graphs: the work fn(ctx) enqueues on the stream recorded (stream capture, not run) and instantiated, so that
+ * pc_graph_launch replays it without the host's launch costs (a decode step: some hundred kernels). The work must
+ * not synchronise or allocate (run it once uncaptured first, so that scratch and cached algorithms exist), and its
+ * arguments are fixed at capture: it reads what changes from device memory. NULL with pc_error() when fn fails or
+ * the work cannot be captured (the stream is then usable again). */
+void *pc_graph_capture(int (*fn)(void *ctx), void *ctx);
+int pc_graph_launch(void *graph);
+void pc_graph_free(void *graph);
 /* Waits for the stream; reports an error any earlier launch left. */
 int pc_sync(void);
 /* The stream (a cudaStream_t) for the families' launches. */

@@ -37,6 +37,9 @@
     X(int, pc_copy, (void *dst_device, const void *src_device, size_t bytes))                                          \
     X(void *, pc_host_alloc, (size_t bytes))                                                                           \
     X(void, pc_host_free, (void *p))                                                                                   \
+    X(void *, pc_graph_capture, (int (*fn)(void *ctx), void *ctx))                                                     \
+    X(int, pc_graph_launch, (void *graph))                                                                             \
+    X(void, pc_graph_free, (void *graph))                                                                              \
     X(int, pc_sync, (void))                                                                                            \
     X(void *, pc_stream, (void))                                                                                       \
     /* cuda/attention.h: fused attention on shared-prompt rows (plan: HOST arrays pstart, plen, sstart [T]) */         \

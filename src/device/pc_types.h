@@ -29,6 +29,10 @@ typedef struct {
     float top_p;
 } PcSampling;
 
+/* keys a block of the decode attention takes (cuda/decode.h): a sequence's split depends on its length alone, so
+ * its result does not depend on the batch it is in */
+#define PC_DECODE_SPLIT 256
+
 /* one AdamW step's hyperparameters (cuda/adamw.h) */
 typedef struct {
     long step;                                  /* t >= 1: the step being taken (the CPU's a->step after ++) */

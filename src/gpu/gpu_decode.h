@@ -28,8 +28,8 @@ void gpu_decoder_free(GpuDecoder *d);
 /* the device bytes it holds (cache, activations, logits, work) */
 size_t gpu_decoder_bytes(const GpuDecoder *d);
 /* np prompts: ids[i] [n[i]] (1 <= n[i] <= max_len) as slot seq[i]'s content (distinct slots), packed into forwards
- * of up to max(max_len, n_seq) tokens; logits [np, V] (host) of each prompt's last position, or NULL: kept on the
- * device for gpu_decoder_sample */
+ * of up to max(max_len, n_seq) tokens; logits [np, V] (host) of each prompt's last position, or NULL (they are
+ * kept on the device for gpu_decoder_sample either way) */
 int gpu_decoder_prefill(GpuDecoder *d, const int *seq, const int *const *ids, const int *n, int np, float *logits,
                         char *err, size_t errlen);
 /* slots dst .. dst + count - 1 (src among them is skipped) start as slot src's first len positions, and its
@@ -39,9 +39,14 @@ int gpu_decoder_fork(GpuDecoder *d, int src, int dst, int count, int len, char *
  * get their positions copied, so drop those first) */
 int gpu_decoder_drop(GpuDecoder *d, int seq, char *err, size_t errlen);
 /* tok[i] (NULL: the token gpu_decoder_sample last drew for the slot, on the device) appended at position pos[i] of
- * slot seq[i] (distinct slots), i < n; logits [n, V] (host), or NULL: kept on the device */
+ * slot seq[i] (distinct slots), i < n; logits [n, V] (host), or NULL (kept on the device either way, until the
+ * next step) */
 int gpu_decoder_step(GpuDecoder *d, const int *tok, const int *seq, const int *pos, int n, float *logits, char *err,
                      size_t errlen);
+/* steps through CUDA graphs (on unless PPA_CUDA_GRAPHS=0: a step's rows padded to a bucket of sizes, one graph a
+ * bucket and bound of lengths, captured at its second step); and the steps replayed from one so far */
+void gpu_decoder_graphs(GpuDecoder *d, int on);
+long gpu_decoder_graph_launches(const GpuDecoder *d);
 /* the sampler's settings (cuda/sample.h's) and the ids it never draws, for the calls below */
 int gpu_decoder_sampler(GpuDecoder *d, double temperature, int top_k, double top_p, const int *banned, int n_banned,
                         char *err, size_t errlen);

@@ -28,6 +28,7 @@
  *   token for token, and a rerun gives the same tokens; continuous batching (max_seqs K and 2K: a prompt admitted
  *   when the slots of one whose samples all ended free up, into slots other prompts' samples used) = every prompt
  *   at once, token for token.
+ * And steps through CUDA graphs (graph_case) = kernel by kernel, bit for bit, with the graphs replayed.
  * Usage: test_gpu_decode [--small] [--seed N]. Exit status: 0 all passed, 1 a failure, 77 no usable GPU. */
 #include <time.h>
 
@@ -296,6 +297,49 @@ static void sampler_case(const char *name, const ModelConfig *c, ModelPrecision 
     gpu_model_free(g), model_free(m);
 }
 
+/* CUDA graphs: the same steps through graphs (a step's rows padded to a bucket, replayed from the bucket's graph)
+ * and kernel by kernel give the same logits and draws, bit for bit, as the active rows shrink from 5 to 3 to 2
+ * (buckets 8, 4, 2) and the tokens come from the host or from the device's draws; the graphs were replayed */
+static void graph_case(const char *name, const ModelConfig *c, ModelPrecision prec, uint64_t seed) {
+    char err[1024] = "";
+    const char *p = prec == MODEL_BF16 ? "bf16" : "fp32";
+    int V = c->vocab_size, max_len = decoder_model_max_len(c) < 24 ? decoder_model_max_len(c) : 24;
+    Model *m = ge_model(tmpdir, name, c, 0.3, ST_F32, prec, err, sizeof err);
+    GpuModel *g = m ? gpu_model_new(&api, m, prec, err, sizeof err) : NULL;
+    GpuDecoder *d[2] = {NULL, NULL};
+    for (int k = 0; g && k < 2; k++)
+        if ((d[k] = gpu_decoder_new(g, 5, max_len, err, sizeof err))) gpu_decoder_graphs(d[k], k == 0);
+    int ok = d[0] && d[1], same = 1;
+    H_CHECK(ok, "%s %s: graph decoders: %s", name, p, err);
+    int pr[5] = {3, 1, 4, 1, 5}, n1 = 5, seq[5] = {0, 1, 2, 3, 4}, pos[5], tok[5], ids[2][5];
+    const int *ids1 = pr;
+    float *lg[2] = {calloc((size_t)5 * V, sizeof(float)), calloc((size_t)5 * V, sizeof(float))};
+    uint64_t keys[5];
+    int steps[5];
+    for (int i = 0; i < 5; i++) pr[i] = (int)((pr[i] * 37 + seed) % (uint64_t)V), keys[i] = seed + 11 * (uint64_t)i;
+    for (int k = 0; ok && k < 2; k++)
+        ok = !gpu_decoder_prefill(d[k], seq, &ids1, &n1, 1, NULL, err, sizeof err) &&
+             !gpu_decoder_fork(d[k], 0, 0, 5, 5, err, sizeof err) &&
+             !gpu_decoder_sampler(d[k], 1.0, 0, 0.95, NULL, 0, err, sizeof err);
+    for (int step = 0; ok && step < 8; step++) {
+        int n = step < 3 ? 5 : step < 6 ? 3 : 2, host = step % 2; /* odd steps: tokens from the host */
+        for (int i = 0; i < n; i++) pos[i] = 5 + step, tok[i] = (step * 13 + i * 7) % V, steps[i] = step;
+        for (int k = 0; ok && k < 2; k++) {
+            ok = !gpu_decoder_sample(d[k], seq, keys, steps, NULL, n, ids[k], err, sizeof err) &&
+                 !gpu_decoder_step(d[k], host ? tok : NULL, seq, pos, n, host ? lg[k] : NULL, err, sizeof err);
+        }
+        same &= ok && !memcmp(ids[0], ids[1], sizeof(int) * (size_t)n);
+        if (host) same &= ok && !memcmp(lg[0], lg[1], sizeof(float) * (size_t)n * V);
+    }
+    long launches = ok ? gpu_decoder_graph_launches(d[0]) : 0, off = ok ? gpu_decoder_graph_launches(d[1]) : 0;
+    H_CHECK(ok && same, "%s %s: steps through CUDA graphs = kernel by kernel, bit for bit %s", name, p, ok ? "" : err);
+    H_CHECK(ok && launches > 0 && off == 0, "%s %s: the graphs were replayed (%ld steps; off: %ld)", name, p, launches,
+            off);
+    gpu_decoder_free(d[0]), gpu_decoder_free(d[1]);
+    free(lg[0]), free(lg[1]);
+    gpu_model_free(g), model_free(m);
+}
+
 /* a decoder larger than the GPU: refused with the sizes */
 static void test_out_of_memory(void) {
     ModelConfig c;
@@ -337,6 +381,7 @@ int main(int argc, char **argv) {
         run_case(GE_CASES[i].name, &c, MODEL_BF16, h_seed + (uint64_t)i);
         sampler_case(GE_CASES[i].name, &c, MODEL_FP32, h_seed + (uint64_t)i);
         sampler_case(GE_CASES[i].name, &c, MODEL_BF16, h_seed + (uint64_t)i);
+        graph_case(GE_CASES[i].name, &c, MODEL_BF16, h_seed + (uint64_t)i);
     }
     if (!h_small) test_out_of_memory();
     return h_gpu_close("test_gpu_decode", tmpdir);

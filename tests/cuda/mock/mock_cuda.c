@@ -145,6 +145,23 @@ int pc_upload(void *d, const void *s, size_t n) { MOCK_GUARD; memmove(d, s, n); 
 int pc_download(void *d, const void *s, size_t n) { MOCK_GUARD; memmove(d, s, n); return 0; }
 int pc_memset(void *p, int b, size_t n) { MOCK_GUARD; memset(p, b, n); return 0; }
 int pc_copy(void *d, const void *s, size_t n) { MOCK_GUARD; memmove(d, s, n); return 0; }
+/* a graph: the captured function and its context, run again at each launch (reading device memory then, as a
+ * replay does); capture runs nothing, as stream capture does not */
+typedef struct {
+    int (*fn)(void *);
+    void *ctx;
+} MockGraph;
+void *pc_graph_capture(int (*fn)(void *ctx), void *ctx) {
+    MOCK_GUARD;
+    MockGraph *g = malloc(sizeof *g);
+    if (g) g->fn = fn, g->ctx = ctx;
+    return g;
+}
+int pc_graph_launch(void *graph) {
+    MockGraph *g = graph;
+    return g->fn(g->ctx);
+}
+void pc_graph_free(void *graph) { free(graph); }
 void *pc_host_alloc(size_t n) { return malloc(n ? n : 1); }
 void pc_host_free(void *p) { free(p); }
 int pc_sync(void) { MOCK_GUARD; return 0; }
