@@ -16,9 +16,12 @@ whole call: prefill, the decoding steps, sampling.
                                                        generation_config.json
   gpu_generate_hf.py time SHAPE DIR PROMPTS.jsonl NEW REPS BATCH [BATCH ...]
                                                        one JSON line per batch (its first BATCH prompts); without
-                                                       torch or transformers one "skipped" line per batch, exit 77
-  gpu_generate_hf.py ppa-out SHAPE BATCH NEW OUT.jsonl STDERR [SMI_GIB]
-                                                       ppa generate's output and log turned into the same JSON line
+                                                       torch or transformers one "skipped" line per batch, exit 77;
+                                                       NUM_RETURN=K: num_return_sequences=K (K samples a prompt,
+                                                       the listwise data job)
+  gpu_generate_hf.py ppa-bench SHAPE BATCH K NEW BENCH.json [SMI_GIB]
+                                                       `ppa bench generate --json`'s line (the same job on ppa:
+                                                       a warm-up call, the fastest of REPS) as this side's line
   gpu_generate_hf.py info SHAPE                        the shape's settings for gpu_generate.sh, shell assignments
 SHAPE (the anchor's settings, ../shared/spec/gpu.md):
   qwen2_0.5b   Qwen2-0.5B, 256-token prompts, 128 new tokens, batches 8 and 64 (anchor: 259 and 2,512 new tokens/s)
@@ -30,7 +33,6 @@ SHAPE (the anchor's settings, ../shared/spec/gpu.md):
 import json
 import os
 import random
-import re
 import sys
 import time
 
@@ -82,12 +84,13 @@ def time_hf(shape, folder, prompts_path, new, reps, batches):
     model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="sdpa", **T.dtype_kw(transformers, dtype))
     model = model.to(dev).eval()
     prompts = [json.loads(l)["prompt_ids"] for l in open(prompts_path) if l.strip()]
+    k = int(os.environ.get("NUM_RETURN", "1"))
     kw = dict(max_new_tokens=new, min_new_tokens=new, do_sample=True, temperature=1.0, top_p=0.9, top_k=0,
-              pad_token_id=0, eos_token_id=None)
+              pad_token_id=0, eos_token_id=None, num_return_sequences=k)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     anchor = GEN[shape][4]
     for b in batches:
-        rec = dict(side="hf", shape=shape, batch=b, prompt_tokens=len(prompts[0]), new_tokens=new)
+        rec = dict(side="hf", shape=shape, batch=b, samples_per_prompt=k, prompt_tokens=len(prompts[0]), new_tokens=new)
         try:
             if b > len(prompts):
                 raise ValueError(f"{b} prompts asked, {prompts_path} has {len(prompts)}")
@@ -108,12 +111,13 @@ def time_hf(shape, folder, prompts_path, new, reps, batches):
                     made = out.shape[1] - ids.shape[1]
             s = min(times[1:])
             rec.update(new_tokens_made=made, s=round(s, 4), s_reps=[round(t, 4) for t in times[1:]],
-                       s_first_call=round(times[0], 4), new_tokens_per_s=round(b * made / s, 1),
+                       s_first_call=round(times[0], 4), new_tokens_per_s=round(b * k * made / s, 1),
                        peak_gib=round(torch.cuda.max_memory_allocated() / 2**30, 2) if cuda else None,
                        reserved_gib=round(torch.cuda.max_memory_reserved() / 2**30, 2) if cuda else None,
-                       anchor_new_tokens_per_s=anchor.get(b),
+                       anchor_new_tokens_per_s=anchor.get(b) if k == 1 else None,
                        settings="bf16, sdpa, do_sample, temperature 1, top_p 0.9, top_k 0, min_new_tokens = "
-                                "max_new_tokens, eos None; the fastest of the timed calls after 1 warm-up",
+                                f"max_new_tokens, eos None, num_return_sequences {k}; the fastest of the timed calls "
+                                "after 1 warm-up",
                        device=torch.cuda.get_device_name() if cuda else "cpu (dry run: float32)",
                        torch=torch.__version__, transformers=transformers.__version__)
             if made != new:
@@ -124,78 +128,42 @@ def time_hf(shape, folder, prompts_path, new, reps, batches):
         print(json.dumps(rec), flush=True)
 
 
-def group_sizes(shape, batch, new):
-    """How ppa generate splits BATCH prompts (n = 1) into decoders, as src/cli/cmd_generate.c's group_end does it when
-    this was written: prompts join a group while it holds at most GROUP_SEQS sequences and its float32 key/value cache
-    (generate_cache_bytes: 2 x 4 bytes x layers x sequences x (prompt + new) x key/value width) and float32 logits fit
-    GROUP_BYTES (GROUP_BYTES_GPU on a GPU). The constants are read from the source when it is there; an estimate, not
-    ppa's own report"""
-    seqs_max, bytes_max = 256, 1 << 30
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "cli", "cmd_generate.c")
-    try:
-        text = open(src).read()
-        seqs_max = int(re.search(r"#define GROUP_SEQS (\d+)", text).group(1))
-        bytes_max = 1 << int(re.search(r"#define GROUP_BYTES \(1UL << (\d+)\)", text).group(1))
-        gpu = re.search(r"#define GROUP_BYTES_GPU \(([0-9]+)UL << (\d+)\)", text)  # a GPU decoder's budget
-        if gpu and os.environ.get("DEVICE", "cuda") == "cuda":
-            bytes_max = int(gpu.group(1)) << int(gpu.group(2))
-    except (OSError, AttributeError):
-        return None
-    c, P = config(shape), GEN[shape][1]
-    hd = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
-    max_len = min(P + new, c["max_position_embeddings"])
-    per_seq = 2 * 4 * c["num_hidden_layers"] * max_len * c["num_key_value_heads"] * hd + 4 * c["vocab_size"]
-    groups, left = [], batch
-    while left:
-        g = 1
-        while g < left and g + 1 <= seqs_max and (g + 1) * per_seq <= bytes_max:
-            g += 1
-        groups.append(g)
-        left -= g
-    return groups
-
-
-def ppa_out(shape, batch, new, out_path, err_path, smi):
-    rec = dict(side="ppa", shape=shape, batch=batch, prompt_tokens=GEN[shape][1], new_tokens=new)
-    err = open(err_path, errors="replace").read()
-    m = re.search(r"ppa generate: (\d+) prompts, (\d+) responses, (\d+) tokens in ([0-9.]+) s \(([0-9.]+) tokens/s\)",
-                  err)
-    if not m:
-        last = [l for l in err.splitlines() if l.startswith("ppa")][-1:] or ["no summary line"]
-        rec["error"] = last[0][:300]
+def ppa_bench(shape, batch, k, new, bench_path, smi):
+    rec = dict(side="ppa", shape=shape, batch=batch, samples_per_prompt=k, prompt_tokens=GEN[shape][1], new_tokens=new)
+    lines = [l for l in open(bench_path, errors="replace") if l.startswith("{")]
+    if not lines:
+        rec["error"] = "no line from ppa bench generate"
         print(json.dumps(rec))
         return
-    n_tok = [t for l in open(out_path) if l.strip() for t in json.loads(l)["n_tokens"]]
-    fin = sum(f for l in open(out_path) if l.strip() for f in json.loads(l)["finished"])
-    tokens, s, tps = int(m.group(3)), float(m.group(4)), float(m.group(5))
-    dev = re.search(r"device: (.*)", err)
-    rec.update(prompts=int(m.group(1)), tokens=tokens, tokens_min=min(n_tok, default=0),
-               tokens_max=max(n_tok, default=0), finished=fin, s=s, new_tokens_per_s=tps,
-               timing="ppa generate's summary line: from after the model's load and upload (and the prompts' read) "
-                      "to the output written: prefill, decoding steps, host sampling; no warm-up call",
+    b = json.loads(lines[-1])
+    rec.update(tokens=b["new_tokens"], s=b["s"], new_tokens_per_s=b["new_tokens_per_s"],
+               s_first_call=b["s_first_call"], first_call_new_tokens_per_s=b["first_call_new_tokens_per_s"],
+               sampler=b["sampler"], repeat=b["repeat"],
+               timing="ppa bench generate: the model loaded and uploaded once, a warm-up call, then the fastest of "
+                      "the timed calls, each the whole job (prefill, steps, draws)",
                gpu_peak_gib=None, smi_peak_gib=smi,
-               decoder_groups_est=group_sizes(shape, batch, new),
-               anchor_hf_new_tokens_per_s=GEN[shape][4].get(batch), device=dev.group(1) if dev else None)
-    if tokens != batch * new or len(n_tok) != batch:
-        rec["error"] = f"{tokens} tokens in {len(n_tok)} responses, {batch} x {new} asked"
+               anchor_hf_new_tokens_per_s=GEN[shape][4].get(batch) if k == 1 else None, device=b["device"])
+    if b["new_tokens"] != batch * k * new:
+        rec["error"] = f"{b['new_tokens']} tokens, {batch} x {k} x {new} asked"
     print(json.dumps(rec))
 
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    forms = {"make": (5, 5), "noeos": (2, 2), "time": (7, 99), "ppa-out": (6, 7), "info": (2, 2)}
+    forms = {"make": (5, 5), "noeos": (2, 2), "time": (7, 99), "ppa-bench": (6, 7), "info": (2, 2)}
     if not a or a[0] not in forms or not forms[a[0]][0] <= len(a) <= forms[a[0]][1] or \
             (a[0] != "noeos" and a[1] not in GEN):
         sys.exit(__doc__)
     if a[0] == "info":
         base, P, new, batches, anchor = GEN[a[1]]
-        print(f"prompt_tokens='{P}' new_tokens='{new}' batches_default='{batches}'")
+        lw = "2:3" if a[1] == "tiny" else "8:8"  # the listwise job: prompts:samples
+        print(f"prompt_tokens='{P}' new_tokens='{new}' batches_default='{batches}' listwise_default='{lw}'")
     elif a[0] == "make":
         make(a[1], a[2], a[3], int(a[4]))
     elif a[0] == "noeos":
         noeos(a[1])
-    elif a[0] == "ppa-out":
-        ppa_out(a[1], int(a[2]), int(a[3]), a[4], a[5], float(a[6]) if len(a) > 6 and a[6] else None)
+    elif a[0] == "ppa-bench":
+        ppa_bench(a[1], int(a[2]), int(a[3]), int(a[4]), a[5], float(a[6]) if len(a) > 6 and a[6] else None)
     else:
         import importlib.util
         batches = [int(b) for b in a[6:]]

@@ -85,6 +85,14 @@ expect "--max-seqs 7 (two prompts' samples at a time) = every prompt at once" cm
 "$ppa" generate --model "$tmp/m" --prompts "$tmp/p.jsonl" --max-seqs -1 > /dev/null 2> "$tmp/err"
 expect "--max-seqs -1 refused naming the option" sh -c "test $? -eq 2 && grep -q 'max-seqs' '$tmp/err'"
 
+# -- ppa bench generate: the sampling timed on one loaded model (warm-up, then the fastest of --repeat calls)
+printf '{"prompt_ids": [256, 104, 105]}\n{"prompt_ids": [256, 33]}\n' > "$tmp/pi.jsonl"
+"$ppa" bench generate --model "$tmp/m" --prompts "$tmp/pi.jsonl" --max-new-tokens 5 -n 2 --repeat 1 --json > "$tmp/bg" 2> "$tmp/err"
+expect "bench generate: one JSON line, 2 prompts x 2 samples, the exact sampler on the CPU" \
+  sh -c "test $? -eq 0 && grep -q '\"prompts\": 2, \"samples\": 4,' '$tmp/bg' && grep -q '\"sampler\": \"exact\"' '$tmp/bg'"
+"$ppa" bench generate --model "$tmp/m" --prompts "$tmp/pi.jsonl" --sampler device > /dev/null 2> "$tmp/err"
+expect "bench generate --sampler device on the CPU: refused naming why" sh -c "test $? -eq 2 && grep -q 'draws on the GPU' '$tmp/err'"
+
 # -- --out: atomic file, same bytes as stdout
 "$ppa" generate --model "$tmp/m" --prompts "$tmp/p.jsonl" --max-new-tokens 12 --out "$tmp/out.jsonl" > "$tmp/stdout" 2> /dev/null
 expect "--out exits 0" test $? -eq 0

@@ -18,6 +18,7 @@
 # Usage: tests/test_gpu_commands.sh BUILD_DIR PPA_BINARY. Prints "test_gpu_commands: N passed, N failed".
 build=$(realpath "${1:-build}")
 ppa=$(realpath "${2:-./ppa}")
+repo=$(cd "$(dirname "$0")/.." && pwd)
 NAME=test_gpu_commands
 . "$(dirname "$0")/lib.sh"
 mock=$build/cuda-mock/libppa_cuda_mock.so
@@ -325,6 +326,17 @@ gpu generate --model m --prompts P.jsonl --template none --max-new-tokens 8 --pr
 expect "greedy: --sampler exact = the device's sampler, byte for byte" cmp -s gen_x.jsonl gen_g.jsonl
 "$ppa" generate --model m --prompts P.jsonl --template none --sampler device --device cpu > /dev/null 2> err.txt
 expect "--sampler device on the CPU: refused naming why" sh -c "test $? -eq 2 && grep -q 'draws on the GPU' err.txt"
+# ppa bench generate (the job bench/gpu_generate.sh times beside transformers) on the GPU path, and that script's
+# dry run on the tiny shape
+printf '{"prompt_ids": [1, 2, 3]}\n{"prompt_ids": [4, 5]}\n' > Pi.jsonl
+gpu bench generate --model m --prompts Pi.jsonl --max-new-tokens 4 -n 2 --repeat 1 --json > bg.json 2> err.txt
+expect "bench generate on the GPU path: one JSON line, 4 samples, the device's sampler" \
+  sh -c "test $? -eq 0 && grep -q '\"samples\": 4, ' bg.json && grep -q '\"sampler\": \"device\"' bg.json"
+env "${lib[@]:1}" WORK="$tmp/gg" OUT="$tmp/ggout" bash "$repo/bench/gpu_generate.sh" "$ppa" tiny > gg.txt 2>&1
+expect "bench/gpu_generate.sh tiny: a ppa line and a ratio line for each of its 3 jobs, no error" \
+  sh -c "test \$(grep -c '\"side\": \"ppa\"' '$tmp/ggout/gpu-generate.jsonl') -eq 3 &&
+    test \$(grep -c ratio_ppa_over_hf '$tmp/ggout/gpu-generate.jsonl') -eq 3 &&
+    ! grep '\"side\": \"ppa\"' '$tmp/ggout/gpu-generate.jsonl' | grep -q error"
 # sampling from an adapter on the GPU: merged into the base at upload, as ppa merge writes it
 gpu generate --model m --adapter cl_bf16 --prompts P.jsonl --template none --max-new-tokens 8 --precision fp32 > ga.jsonl 2> err.txt
 expect "generate --adapter on the GPU path: exit 0 on cuda" sh -c "test $? -eq 0 && head -1 err.txt | grep -q 'device: cuda'"

@@ -68,7 +68,7 @@ static double time_objective(PpaObjective obj, const PpaLossOptions *o, int B, i
 }
 
 /* a whole-number value of a bench flag, or death naming it */
-static int int_value(const char *who, const char *flag, const char *v, long lo) {
+int bench_int_value(const char *who, const char *flag, const char *v, long lo) {
     long x;
     char err[256];
     if (argv_long(flag, v, lo, INT_MAX, &x, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
@@ -97,10 +97,10 @@ static int bench_loss(int argc, char **argv) {
         if (objective_flags_handle(c, v, &obj, &o)) continue;
         switch (c) {
         case ARGV_HELP: fputs(HELP, stdout), objective_opts_help(stdout); return 0;
-        case OPT_LISTS: B = int_value(who, "--lists", v, 1); break;
-        case OPT_SIZE: K = int_value(who, "--size", v, 2); break;
-        case OPT_REPEAT: repeat = int_value(who, "--repeat", v, 1); break;
-        case OPT_THREADS: threads = int_value(who, "--threads", v, 0); break;
+        case OPT_LISTS: B = bench_int_value(who, "--lists", v, 1); break;
+        case OPT_SIZE: K = bench_int_value(who, "--size", v, 2); break;
+        case OPT_REPEAT: repeat = bench_int_value(who, "--repeat", v, 1); break;
+        case OPT_THREADS: threads = bench_int_value(who, "--threads", v, 0); break;
         case OPT_SEED:
             if (argv_long("--seed", v, 0, LONG_MAX, &seed, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
             break;
@@ -190,7 +190,7 @@ static int bench_tokenize(int argc, char **argv) {
         case ARGV_HELP: fputs(TOKENIZE_HELP, stdout); return 0;
         case OPT_TOK: tpath = v; break;
         case OPT_TEXT: xpath = v; break;
-        case OPT_REPEAT: repeat = int_value(who, "--repeat", v, 1); break;
+        case OPT_REPEAT: repeat = bench_int_value(who, "--repeat", v, 1); break;
         case OPT_JSON: json = 1; break;
         default: ppa_die(2, "%s: %s", who, err);
         }
@@ -384,14 +384,14 @@ static int bench_step(int argc, char **argv) {
         case ARGV_HELP: fputs(STEP_HELP, stdout); return 0;
         case O_MODEL: model = v; break;
         case O_CONFIG: config = v; break;
-        case O_K: K = int_value(who, "--k", v, 1); break;
-        case O_P: P = int_value(who, "--prompt-len", v, 1); break;
-        case O_R: R = int_value(who, "--response-len", v, 1); break;
-        case O_STEPS: steps = int_value(who, "--steps", v, 1); break;
+        case O_K: K = bench_int_value(who, "--k", v, 1); break;
+        case O_P: P = bench_int_value(who, "--prompt-len", v, 1); break;
+        case O_R: R = bench_int_value(who, "--response-len", v, 1); break;
+        case O_STEPS: steps = bench_int_value(who, "--steps", v, 1); break;
         case O_MODE: mode = v; break;
         case O_ADAMW: adamw = 1; break;
         case O_JSON: json = 1; break;
-        case O_THREADS: threads = int_value(who, "--threads", v, 0); break;
+        case O_THREADS: threads = bench_int_value(who, "--threads", v, 0); break;
         case O_PREC:
             if (strcmp(v, "fp32") && strcmp(v, "bf16"))
                 ppa_die(2, "bench step: --precision: cannot use '%s': expected fp32 or bf16", v);
@@ -399,7 +399,7 @@ static int bench_step(int argc, char **argv) {
             break;
         case O_GC: gc = 1; break;
         case O_LOW: low = 1; break;
-        case O_LORA: lora_r = int_value(who, "--lora-r", v, 0); break;
+        case O_LORA: lora_r = bench_int_value(who, "--lora-r", v, 0); break;
         default: ppa_die(2, "%s: %s", who, err);
         }
     }
@@ -464,8 +464,8 @@ static int bench_gemm(int argc, char **argv) {
                  "sgemm through ppa's backend: square products and the training patterns of a\n"
                  "Qwen2-0.5B-sized layer (2048 tokens), each validated against float64, then timed.");
             return 0;
-        case O_THREADS: threads = int_value(who, "--threads", v, 0); break;
-        case O_REPEAT: repeat = int_value(who, "--repeat", v, 1); break;
+        case O_THREADS: threads = bench_int_value(who, "--threads", v, 0); break;
+        case O_REPEAT: repeat = bench_int_value(who, "--repeat", v, 1); break;
         case O_JSON: json = 1; break;
         default: ppa_die(2, "%s: %s", who, err);
         }
@@ -477,9 +477,10 @@ int cmd_bench(int argc, char **argv) {
     static const struct {
         const char *name;
         int (*run)(int, char **);
-    } BENCHES[] = {{"loss", bench_loss}, {"tokenize", bench_tokenize}, {"step", bench_step}, {"gemm", bench_gemm}};
+    } BENCHES[] = {{"loss", bench_loss}, {"tokenize", bench_tokenize}, {"step", bench_step}, {"gemm", bench_gemm},
+                   {"generate", bench_generate}};
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
-        printf("usage: ppa bench loss|tokenize|step|gemm [options]     (see 'ppa bench NAME --help')\n");
+        printf("usage: ppa bench loss|tokenize|step|gemm|generate [options]     (see 'ppa bench NAME --help')\n");
         return 0;
     }
     TextClosest near = {0};
@@ -488,5 +489,6 @@ int cmd_bench(int argc, char **argv) {
         if (argc >= 2) text_closest_add(&near, argv[1], BENCHES[i].name);
     }
     if (near.best) ppa_die(2, "bench: unknown benchmark '%s' (did you mean '%s'?)", argv[1], near.best);
-    ppa_die(2, "bench: expected a benchmark name: 'ppa bench loss', 'ppa bench tokenize', 'ppa bench step' or 'ppa bench gemm'");
+    ppa_die(2, "bench: expected a benchmark name: 'ppa bench loss', 'ppa bench tokenize', 'ppa bench step', 'ppa bench "
+               "gemm' or 'ppa bench generate'");
 }

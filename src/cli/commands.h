@@ -7,6 +7,9 @@
 
 int cmd_loss(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* ppa bench generate (bench_generate.c), through cmd_bench; a bench flag's whole number >= lo, or death naming it */
+int bench_generate(int argc, char **argv);
+int bench_int_value(const char *who, const char *flag, const char *v, long lo);
 int cmd_demo(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_init(int argc, char **argv);
