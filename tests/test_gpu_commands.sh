@@ -238,11 +238,11 @@ expect "train with auto and a usable GPU runs there" \
   sh -c "head -1 err.txt | grep -q 'device: cuda' && cmp -s ga/model.safetensors gt_bf16/model.safetensors"
 
 # several processes training on the GPU path: the gradients added up through the host (MPI), as on the CPU (on a
-# machine of one GPU the two ranks share it, so the host's sums there too)
+# machine of one GPU the two ranks share it, so the host's sums there too: the ranks know it by the GPU's identity)
 if [ "${PPA_GPU_REAL:-0}" = 1 ]; then
-  mx=(-x LD_LIBRARY_PATH) host_why="more ranks on a node than GPUs"
+  mx=(-x LD_LIBRARY_PATH) host_why="ranks 0 and 1 share one GPU (GPU-"
 else
-  mx=(-x PPA_CUDA_LIB="$mock") host_why="NCCL: the CPU stand-in"
+  mx=(-x PPA_CUDA_LIB="$mock") host_why="ranks 0 and 1 share one GPU (MOCK-GPU-0)"
 fi
 if command -v mpirun > /dev/null; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -253,6 +253,19 @@ if command -v mpirun > /dev/null; then
   expect "mpirun -np 2 train on the GPU path: exit 0, 2 ranks" sh -c "test $? -eq 0 && grep -q '2 ranks (MPI)' err.txt"
   expect "... the gradients through the host, saying why ($host_why)" \
     grep -q "the 2 ranks' gradients are summed through the host (MPI): $host_why" err.txt
+  if [ "${PPA_GPU_REAL:-0}" != 1 ]; then
+    # a GPU of its own for each rank, each seeing it as GPU 0 (Slurm's CUDA_VISIBLE_DEVICES): known by its identity,
+    # so the ranks vote on NCCL (every rank loads it first), which the stand-in lacks: the host path, saying why
+    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 "$ppa" train "${M[@]}" --out mgu --device cuda \
+      > /dev/null 2> err.txt
+    expect "mpirun -np 2, a GPU each all seen as GPU 0: not taken for one shared GPU; NCCL missing on a rank said" \
+      sh -c "test $? -eq 0 && grep -q \"the 2 ranks' gradients are summed through the host (MPI): rank 0: NCCL: the CPU stand-in\" err.txt"
+    # NCCL on rank 0 only: rank 1 votes no before anyone joins, and rank 0 names it
+    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL_LOADS=0 "$ppa" train "${M[@]}" \
+      --out mgv --device cuda > /dev/null 2> err.txt
+    expect "mpirun -np 2, NCCL on rank 0 only: every rank votes, the host path naming rank 1" \
+      sh -c "test $? -eq 0 && grep -q \"summed through the host (MPI): rank 1: NCCL: the CPU stand-in\" err.txt"
+  fi
   gpu train "${M[@]}" --out mg1 > /dev/null 2>&1
   expect "... = one process up to rounding" track mg2/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
   timeout 300 mpirun -np 2 "${mx[@]}" "$ppa" train "${M[@]}" --out mg3 --device cuda > /dev/null 2>&1

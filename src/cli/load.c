@@ -7,6 +7,8 @@
 #include "gpu/gpu_train.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/common.h"
 #include "io/file.h"
@@ -14,26 +16,63 @@
 #include "kernels/gemm_bf16.h"
 #include "train/trainer.h"
 
-/* Several processes training: NCCL's communicator when every rank has a GPU of its own and NCCL loads, else the
- * gradients go through the host (MPI); the ranks agree before anyone joins (joining is collective), and say which */
+/* the first rank's reason in why [R][n] (gathered), or NULL when every rank's is empty */
+static const char *first_reason(const char *why, int R, size_t n) {
+    for (int r = 0; r < R; r++)
+        if (why[(size_t)r * n]) return why + (size_t)r * n;
+    return NULL;
+}
+
+/* every rank's text of n bytes (this one's mine) into *all [R][n] */
+static void gather_text(const char *mine, size_t n, char **all) {
+    size_t total = 0;
+    dist_gather_bytes(mine, n, all, &total);
+}
+
+/* Several processes training: NCCL's communicator when every rank has a GPU of its own and NCCL loads on every rank,
+ * else the gradients go through the host (MPI). Every rank checks before any joins (joining is collective: a rank
+ * that fails in it leaves the others waiting), the ranks agree on all or none, and rank 0 says which and why. A GPU
+ * is known by its identity (its UUID), not its ordinal: with one GPU visible to each process every rank sees GPU 0. */
 static void join_nccl(const TrainOptions *o, GpuTrain *t) {
     if (dist_size() < 2) return;
     const PcApi *pc = device_cuda_api();
-    char id[PC_NCCL_ID_BYTES] = {0}, why[512] = "";
-    int R = dist_size();
-    double ok = !device_cuda_shared();
-    if (!ok) snprintf(why, sizeof why, "more ranks on a node than GPUs");
-    if (ok && dist_rank() == 0 && pc->pc_nccl_id(id)) ok = 0, snprintf(why, sizeof why, "%s", pc->pc_error());
-    dist_sum_f64(&ok, 1);
+    enum { ID = 64, WHY = 512 };
+    int R = dist_size(), me = dist_rank();
+    char uuid[ID] = {0}, why[WHY] = {0}, *uuids = NULL, *whys = NULL;
+    if (pc->pc_device_uuid(uuid, sizeof uuid)) snprintf(uuid, sizeof uuid, "unknown (rank %d)", me);
+    gather_text(uuid, ID, &uuids);
+    for (int r = 0; r < R && !why[0]; r++)
+        if (r != me && !strncmp(uuids + (size_t)r * ID, uuid, ID))
+            snprintf(why, sizeof why, "ranks %d and %d share one GPU (%s)", r < me ? r : me, r < me ? me : r, uuid);
+    if (!why[0] && pc->pc_nccl_load()) snprintf(why, sizeof why, "rank %d: %s", me, pc->pc_error());
+    gather_text(why, WHY, &whys);
+    const char *no = first_reason(whys, R, WHY);
+    char id[PC_NCCL_ID_BYTES + 1] = {0}, msg[WHY] = "";
+    if (no) snprintf(msg, sizeof msg, "%s", no);
+    if (!no && me == 0 && pc->pc_nccl_id(id)) snprintf(msg, sizeof msg, "rank 0: %s", pc->pc_error());
+    id[PC_NCCL_ID_BYTES] = !no && !msg[0]; /* rank 0's id, and whether it has one */
     dist_bcast(id, sizeof id, 0);
     double joined = 0;
-    if (ok == R) joined = !gpu_train_nccl_join(t, id, dist_rank(), R, why, sizeof why);
+    if (id[PC_NCCL_ID_BYTES]) {
+        why[0] = 0;
+        if (gpu_train_nccl_join(t, id, me, R, why, sizeof why)) {
+            char w[WHY];
+            snprintf(w, sizeof w, "rank %d: %s", me, why);
+            snprintf(why, sizeof why, "%s", w);
+        } else {
+            joined = 1;
+        }
+        free(whys), whys = NULL;
+        gather_text(why, WHY, &whys);
+        if (!msg[0] && (no = first_reason(whys, R, WHY))) snprintf(msg, sizeof msg, "%s", no);
+    }
     dist_sum_f64(&joined, 1);
     if (joined < R) gpu_train_nccl_leave(t);
-    if (dist_rank() == 0) /* rank 0's reason; another rank's stays its own */
+    if (me == 0)
         fprintf(stderr, "ppa %s: the %d ranks' gradients are summed %s%s%s\n", options_command_name(o->cmd), R,
-                joined == R ? "GPU to GPU (NCCL)" : "through the host (MPI)",
-                joined < R && why[0] ? ": " : "", joined < R ? why : "");
+                joined == R ? "GPU to GPU (NCCL)" : "through the host (MPI)", joined < R && msg[0] ? ": " : "",
+                joined < R ? msg : "");
+    free(uuids), free(whys);
 }
 
 /* why the GPU engine did not take the model: a shape it cannot run is a refused configuration (2), anything else a

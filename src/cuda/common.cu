@@ -93,6 +93,15 @@ extern "C" int pc_device_count(void) {
 }
 extern "C" void *pc_stream(void) { return (void *)G.stream; }
 
+extern "C" int pc_device_uuid(char *buf, size_t n) {
+    cudaDeviceProp p;
+    CUDA_TRY(cudaGetDeviceProperties(&p, G.device));
+    const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+    snprintf(buf, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3],
+             u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    return 0;
+}
+
 extern "C" int pc_mem_info(size_t *free_bytes, size_t *total_bytes) {
     CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes));
     return 0;

@@ -37,6 +37,9 @@ const char *pc_device_name(void);
 int pc_device_cc(void); /* 90 for sm_90 */
 /* GPUs the driver shows (before or after pc_init); 0 when there is no driver or none */
 int pc_device_count(void);
+/* The device's identity, the same on every process that sees it under whatever ordinal (CUDA_VISIBLE_DEVICES):
+ * "GPU-" and its UUID as nvidia-smi prints it, into buf (at least 48 bytes), after pc_init. 0 or -1. */
+int pc_device_uuid(char *buf, size_t n);
 /* The last failure's message ("" if none). */
 const char *pc_error(void);
 

@@ -43,6 +43,8 @@ static int load(void) {
         if (r_ != ncclSuccess) return pc_fail(__FILE__, __LINE__, #call, N.error(r_));                                 \
     } while (0)
 
+extern "C" int pc_nccl_load(void) { return load(); }
+
 extern "C" int pc_nccl_id(void *id) {
     if (load()) return -1;
     ncclUniqueId u;

@@ -10,6 +10,8 @@
 extern "C" {
 #endif
 
+/* loads libnccl.so.2 (every rank does, before the ranks agree on using it): 0, or -1 with pc_error() */
+int pc_nccl_load(void);
 /* rank 0: a new communicator's id into id (PC_NCCL_ID_BYTES, host memory), to be sent to every rank (MPI). 0, or -1
  * with pc_error() (NCCL missing: "libnccl.so.2: cannot open ...") */
 int pc_nccl_id(void *id);

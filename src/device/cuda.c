@@ -100,7 +100,3 @@ int device_cuda_open(int index, char *err, size_t errlen) {
 const PcApi *device_cuda_api(void) { return G.ok ? &G.api : NULL; }
 
 const char *device_cuda_name(void) { return G.name; }
-int device_cuda_shared(void) {
-    int n = G.api.pc_device_count ? G.api.pc_device_count() : 0;
-    return n < 1 || local_rank() >= n;
-}

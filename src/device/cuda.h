@@ -22,7 +22,5 @@ const char *device_cuda_name(void);
 /* The module's functions (pc_api.h), every entry resolved, after a successful open; NULL before one or after a
  * failed one. The table lives as long as the process (the module is never unloaded). */
 const PcApi *device_cuda_api(void);
-/* 1 when this process's GPU (-1's choice) is also another local rank's: more ranks on the node than GPUs */
-int device_cuda_shared(void);
 
 #endif

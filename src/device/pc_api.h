@@ -27,6 +27,7 @@
     X(const char *, pc_device_name, (void))                                                                            \
     X(int, pc_device_cc, (void))                                                                                       \
     X(int, pc_device_count, (void))                                                                                    \
+    X(int, pc_device_uuid, (char *buf, size_t n))                                                                      \
     X(const char *, pc_error, (void))                                                                                  \
     X(void *, pc_alloc, (size_t bytes))                                                                                \
     X(void, pc_free, (void *p))                                                                                        \
@@ -121,6 +122,7 @@
         int NKV, int HS, void *work))                                                                                  \
     X(int, pc_ids_move, (int *dst, const int *dst_at, const int *src, const int *src_at, int n))                       \
     /* cuda/nccl.h: several processes' gradients summed GPU to GPU (NCCL, loaded at run time) */                       \
+    X(int, pc_nccl_load, (void))                                                                                       \
     X(int, pc_nccl_id, (void *id))                                                                                     \
     X(int, pc_nccl_init, (const void *id, int rank, int size))                                                         \
     X(int, pc_nccl_sum_f32, (float *buf, size_t n))                                                                    \

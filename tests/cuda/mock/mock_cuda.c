@@ -76,6 +76,15 @@ void pc_shutdown(void) { MOCK_GUARD; ready = 0; }
 const char *pc_device_name(void) { MOCK_GUARD; return "CPU mock of libppa_cuda.so"; }
 int pc_device_cc(void) { MOCK_GUARD; return 0; }
 int pc_device_count(void) { MOCK_GUARD; return 1; }
+/* one GPU a machine, the same for every process; PPA_MOCK_GPU_PER_RANK=1: a GPU of its own for each MPI rank, seen
+ * as GPU 0 by each (one GPU visible to each process, as Slurm's CUDA_VISIBLE_DEVICES does) */
+int pc_device_uuid(char *buf, size_t n) {
+    MOCK_GUARD;
+    const char *per = getenv("PPA_MOCK_GPU_PER_RANK"), *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (per && !strcmp(per, "1") && rank) snprintf(buf, n, "MOCK-GPU-of-rank-%s", rank);
+    else snprintf(buf, n, "MOCK-GPU-0");
+    return 0;
+}
 const char *pc_error(void) { MOCK_GUARD; return err_msg; }
 /* a device of mock_capacity bytes (16 GiB unless a test sets it: mock.h): a larger allocation is refused with the
  * module's message (allocations are not added up: each is checked alone) */
@@ -789,6 +798,14 @@ int pc_ids_move(int *dst, const int *dst_at, const int *src, const int *src_at, 
 }
 
 /* ---- nccl.h: none in the stand-in (the callers then sum through the host) ---- */
+/* PPA_MOCK_NCCL_LOADS=R: on MPI rank R the library "loads" (its communicator still fails): a job where one rank
+ * lacks NCCL */
+int pc_nccl_load(void) {
+    MOCK_GUARD;
+    const char *ok = getenv("PPA_MOCK_NCCL_LOADS"), *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (ok && rank && !strcmp(ok, rank)) return 0;
+    return fail("NCCL: the CPU stand-in of the module has none");
+}
 int pc_nccl_id(void *id) {
     MOCK_GUARD;
     (void)id;
