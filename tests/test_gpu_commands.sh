@@ -275,6 +275,18 @@ if command -v mpirun > /dev/null; then
   grep '^{"step"' mg2/train_log.jsonl | tail -1 > mg2_tail.jsonl
   expect "... a 2-rank checkpoint resumes in one process, saying so" grep -q 'written by 2 ranks, this run has 1' err.txt
   expect "... its last step within rounding of the 2 ranks'" track mg21/train_log.jsonl mg2_tail.jsonl 1e-5 loss
+  if [ "${PPA_GPU_REAL:-0}" != 1 ]; then
+    # the NCCL path itself: a GPU each and the stand-in's NCCL (over MPI): the gradients summed by the engine
+    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${M[@]}" \
+      --out mgn --device cuda > /dev/null 2> err.txt
+    expect "mpirun -np 2, a GPU each and NCCL: the gradients summed GPU to GPU (NCCL), said" \
+      sh -c "test $? -eq 0 && grep -q \"the 2 ranks' gradients are summed GPU to GPU (NCCL)\" err.txt"
+    expect "... = one process up to rounding" track mgn/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
+    expect "... = the host path's sums, the same bytes at 2 ranks" cmp -s mgn/model.safetensors mg2/model.safetensors
+    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${M[@]}" \
+      --out mgn2 --device cuda > /dev/null 2>&1
+    expect "... a rerun gives the same bytes" cmp -s mgn/model.safetensors mgn2/model.safetensors
+  fi
   # ZeRO-1 on the GPU path: each rank's engine keeps its share of the moments and updates its share of the weights,
   # gathered through the host; AdamW is element-wise, so the bytes are plain 2 ranks'
   timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GUARD=1 "$ppa" train "${M[@]}" --out mgz --zero 1 \

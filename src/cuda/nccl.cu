@@ -1,5 +1,6 @@
 /* nccl.cu: NCCL's all-reduce of the gradients (nccl.h), its library loaded at run time. */
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -57,6 +58,11 @@ extern "C" int pc_nccl_init(const void *id, int rank, int size) {
     ARG_TRY(size >= 1 && rank >= 0 && rank < size, "rank and size");
     if (load()) return -1;
     pc_nccl_free();
+    /* NCCL's order of summation depends on the algorithm and protocol it picks (by size, topology, version): fixed
+     * unless the user set them, so that a rerun at the same rank count adds in the same order (NCCL reads these when
+     * a communicator is made) */
+    setenv("NCCL_ALGO", "Ring", 0);
+    setenv("NCCL_PROTO", "Simple", 0);
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);
     NCCL_TRY(N.init(&N.comm, size, u, rank));

@@ -15,7 +15,9 @@ int pc_nccl_load(void);
 /* rank 0: a new communicator's id into id (PC_NCCL_ID_BYTES, host memory), to be sent to every rank (MPI). 0, or -1
  * with pc_error() (NCCL missing: "libnccl.so.2: cannot open ...") */
 int pc_nccl_id(void *id);
-/* joins the communicator of id as rank of size (after pc_init: this process's GPU); every rank must call it */
+/* joins the communicator of id as rank of size (after pc_init: this process's GPU); every rank must call it. NCCL's
+ * algorithm and protocol are fixed (NCCL_ALGO=Ring, NCCL_PROTO=Simple) unless the environment sets them: its order
+ * of summation, and so the bits of a rerun at the same rank count, then stay the same */
 int pc_nccl_init(const void *id, int rank, int size);
 /* buf [n] float32 (device) = the sum over the ranks of their buf, in place, on the module's stream; waits */
 int pc_nccl_sum_f32(float *buf, size_t n);

@@ -797,32 +797,6 @@ int pc_ids_move(int *dst, const int *dst_at, const int *src, const int *src_at, 
     return 0;
 }
 
-/* ---- nccl.h: none in the stand-in (the callers then sum through the host) ---- */
-/* PPA_MOCK_NCCL_LOADS=R: on MPI rank R the library "loads" (its communicator still fails): a job where one rank
- * lacks NCCL */
-int pc_nccl_load(void) {
-    MOCK_GUARD;
-    const char *ok = getenv("PPA_MOCK_NCCL_LOADS"), *rank = getenv("OMPI_COMM_WORLD_RANK");
-    if (ok && rank && !strcmp(ok, rank)) return 0;
-    return fail("NCCL: the CPU stand-in of the module has none");
-}
-int pc_nccl_id(void *id) {
-    MOCK_GUARD;
-    (void)id;
-    return fail("NCCL: the CPU stand-in of the module has none");
-}
-int pc_nccl_init(const void *id, int rank, int size) {
-    MOCK_GUARD;
-    (void)id, (void)rank, (void)size;
-    return fail("NCCL: the CPU stand-in of the module has none");
-}
-int pc_nccl_sum_f32(float *buf, size_t n) {
-    MOCK_GUARD;
-    (void)buf, (void)n;
-    return fail("NCCL: the CPU stand-in of the module has none");
-}
-void pc_nccl_free(void) { MOCK_GUARD;}
-
 /* ---- lora.h: written apart from lora.c's keep(), so that the test compares two codings of the rule ---- */
 int pc_lora_dropout(float *y, float beta, const float *x, int T, int in, uint64_t key, int target, double p) {
     MOCK_GUARD;

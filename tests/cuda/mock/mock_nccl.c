@@ -1,0 +1,83 @@
+/* mock_nccl.c: the stand-in's NCCL (cuda/nccl.h). By default it has none, as a machine without libnccl.so.2: the
+ * callers then sum through the host. PPA_MOCK_NCCL=1: NCCL's calls done over the MPI job's own library (ppa loads
+ * Open MPI's libmpi with RTLD_GLOBAL: its symbols are found here), so that the GPU engine's NCCL path runs under
+ * mpirun without a GPU: an all-reduce is MPI_Allreduce in place on MPI_COMM_WORLD, in the ranks' fixed order.
+ * PPA_MOCK_NCCL_LOADS=R: the library loads on MPI rank R alone (a job where the other ranks lack it). */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda/nccl.h"
+#include "mock.h"
+
+static struct {
+    int (*allreduce)(const void *, void *, int, void *, void *, void *);
+    void *world, *f32, *sum;
+    int joined, rank, size;
+} N;
+
+static int mpi_rank(void) {
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    return r ? atoi(r) : -1;
+}
+
+static int loads(void) {
+    const char *on = getenv("PPA_MOCK_NCCL"), *one = getenv("PPA_MOCK_NCCL_LOADS");
+    if (one && *one) return atoi(one) == mpi_rank();
+    return on && !strcmp(on, "1");
+}
+
+int pc_nccl_load(void) {
+    MOCK_GUARD;
+    if (!loads()) return mock_fail("NCCL: the CPU stand-in of the module has none");
+    if (N.allreduce) return 0;
+    *(void **)&N.allreduce = dlsym(RTLD_DEFAULT, "MPI_Allreduce");
+    N.world = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world"), N.f32 = dlsym(RTLD_DEFAULT, "ompi_mpi_float");
+    N.sum = dlsym(RTLD_DEFAULT, "ompi_mpi_op_sum");
+    if (!N.allreduce || !N.world || !N.f32 || !N.sum) {
+        N.allreduce = NULL;
+        return mock_fail("NCCL: the stand-in's NCCL runs over Open MPI's libmpi, which is not loaded (mpirun)");
+    }
+    return 0;
+}
+
+int pc_nccl_id(void *id) {
+    MOCK_GUARD;
+    if (pc_nccl_load()) return -1;
+    uint64_t x = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    for (int i = 0; i < PC_NCCL_ID_BYTES; i++) { /* any bytes: the ranks only pass it on */
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        ((unsigned char *)id)[i] = (unsigned char)(x >> 56);
+    }
+    return 0;
+}
+
+int pc_nccl_init(const void *id, int rank, int size) {
+    MOCK_GUARD;
+    (void)id;
+    if (size < 1 || rank < 0 || rank >= size) return mock_fail("pc_nccl_init: bad arguments: rank and size");
+    if (pc_nccl_load()) return -1;
+    N.joined = 1, N.rank = rank, N.size = size;
+    return 0;
+}
+
+int pc_nccl_sum_f32(float *buf, size_t n) {
+    MOCK_GUARD;
+    if (!N.joined) return mock_fail("pc_nccl_sum_f32: bad arguments: no communicator (pc_nccl_init first)");
+    for (size_t i = 0; i < n;) { /* MPI counts are ints */
+        int c = n - i > (size_t)INT_MAX ? INT_MAX : (int)(n - i);
+        if (N.allreduce((void *)1 /* Open MPI's MPI_IN_PLACE */, buf + i, c, N.f32, N.sum, N.world))
+            return mock_fail("NCCL (the stand-in's, over MPI): MPI_Allreduce failed");
+        i += (size_t)c;
+    }
+    return 0;
+}
+
+void pc_nccl_free(void) {
+    MOCK_GUARD;
+    N.joined = 0;
+}
