@@ -286,6 +286,12 @@ if command -v mpirun > /dev/null; then
     timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${M[@]}" \
       --out mgn2 --device cuda > /dev/null 2>&1
     expect "... a rerun gives the same bytes" cmp -s mgn/model.safetensors mgn2/model.safetensors
+    # a rank whose step fails (the test hook) says so before the gradients' sum: every rank ends at once, naming it
+    timeout 120 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 -x PPA_TEST_FAIL_STEP=1:2 \
+      "$build/ppa-hooks" train "${M[@]}" --out mgf --device cuda > /dev/null 2> err.txt
+    st=$?
+    expect "... rank 1's step 2 failing: the job ends (status $st, not the timeout's), rank 0 naming rank 1" \
+      sh -c "test $st -ne 0 && test $st -ne 124 && grep -q 'ppa.rank 0.: train: step 2: rank 1: a test' err.txt"
   fi
   # ZeRO-1 on the GPU path: each rank's engine keeps its share of the moments and updates its share of the weights,
   # gathered through the host; AdamW is element-wise, so the bytes are plain 2 ranks'

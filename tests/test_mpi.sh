@@ -277,6 +277,15 @@ expect "rank 1 names rank 0" \
 expect "no rank left behind" test -z "$(pids_of "--out $tmp/st0")"
 unstop "$victim"
 
+# -- a rank whose step fails (the test hook: rank 1's step 2) says so before the step's gradient sum: every rank ends
+# at once with the failure, the others naming the rank (none waits for the collective timeout)
+timeout 60 mpirun -np 2 --oversubscribe -x PPA_TEST_FAIL_STEP=1:2 "$hooks" train "${stop[@]}" --max-steps 4 \
+  --collective-timeout 30 --out "$tmp/sf" > /dev/null 2> "$tmp/sf.err"
+status=$?
+expect "a failing step ends the job (exit $status, not the timeout's)" test "$status" -ne 0 -a "$status" -ne 124
+expect "rank 1 says why, rank 0 names rank 1" sh -c "grep -q '^ppa\[rank 1\]: train: step 2: a test' '$tmp/sf.err' &&
+  grep -q '^ppa\[rank 0\]: train: step 2: rank 1: a test' '$tmp/sf.err'"
+
 # -- the commands that run in one process refuse several ranks
 mpi "$ppa" winrate --a "$tmp/g1.jsonl" --b "$tmp/g1.jsonl" --judge afinn > /dev/null 2> "$tmp/err"
 expect "winrate under 2 ranks is refused" test $? -ne 0

@@ -215,6 +215,27 @@ int step_zero_gather(Model *m, char *err, size_t errlen) {
     return e ? e->push(e->ctx, model_params(m), NULL, NULL, err, errlen) : 0;
 }
 
+int step_vote(int bad, char *err, size_t errlen) {
+    if (dist_size() < 2) return bad;
+    double any = bad != 0;
+    dist_sum_f64(&any, 1);
+    if (any == 0) return 0;
+    enum { TEXT = 1024 };
+    char mine[TEXT] = {0}, *all = NULL;
+    size_t total = 0;
+    if (bad) snprintf(mine, sizeof mine, "%d:%s", bad, err); /* the code, then the message */
+    dist_gather_bytes(mine, sizeof mine, &all, &total);
+    int first = 0, code = -1;
+    while (first < dist_size() && !all[(size_t)first * TEXT]) first++;
+    if (first < dist_size()) {
+        const char *t = all + (size_t)first * TEXT, *colon = strchr(t, ':');
+        code = atoi(t);
+        if (first != dist_rank()) snprintf(err, errlen, "rank %d: %s", first, colon ? colon + 1 : t);
+    }
+    free(all);
+    return code ? code : -1;
+}
+
 int step_sum_grads(Model *m, char *err, size_t errlen) {
     if (dist_size() < 2) return 0;
     const ForwardEngine *e = model_train_engine(m);

@@ -82,6 +82,10 @@ int step_pull(Model *m, AdamW *a, char *err, size_t errlen);
 /* Every process's gradients added up on every process (dist_sum_f32 over model_grads; an engine's through the
  * host: read back, summed, written again). Nothing in one process. */
 int step_sum_grads(Model *m, char *err, size_t errlen);
+/* Several processes, before a step's gradients are summed: every rank says whether its micro-steps failed (bad:
+ * micro_step's code, err its message), so that a failing rank never leaves the others waiting in the sum. 0 when no
+ * rank failed; else the first failing rank's code on every rank, err its message ("rank R: ..." on the others). */
+int step_vote(int bad, char *err, size_t errlen);
 /* ZeRO-1 (several processes): every rank's share (dist_share) of x [n] gathered on every rank */
 void step_gather_shares(float *x, size_t n);
 /* ZeRO-1: each rank updated its share of the weights; every rank gets all of them (an engine's through the host:

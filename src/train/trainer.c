@@ -176,6 +176,7 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
     long lo, hi; /* this rank's lists of the step (all of them in one process) */
     dist_share(n, dist_rank(), &lo, &hi);
     if (p->log_lambdas) sl->lam_k = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+    int bad = 0;
     for (long done = lo; done < hi;) {
         int mb = (int)(hi - done < p->micro_batch ? hi - done : p->micro_batch);
         MicroLists ml;
@@ -194,11 +195,17 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
         }
         uint64_t where[3] = {st->seed, (uint64_t)st->step, (uint64_t)done}; /* a resumed run draws the same masks */
         model_lora_dropout(m, 1, hash64(where, sizeof where, 0x64726f70ull));
-        int bad = micro_step(m, &ml, &p->score, weight, 1, &sl->sums, lam, err, errlen);
+        bad = micro_step(m, &ml, &p->score, weight, 1, &sl->sums, lam, err, errlen);
         model_lora_dropout(m, 0, 0); /* evaluation and sampling run without */
-        if (bad) return bad;
+        if (bad) break;
         done += mb;
     }
+    const char *fail_at = PPA_TEST_HOOK("PPA_TEST_FAIL_STEP"); /* tests: "R:S" fails rank R's step S */
+    int fr, fs;
+    if (!bad && fail_at && sscanf(fail_at, "%d:%d", &fr, &fs) == 2 && fr == dist_rank() && fs == st->step + 1)
+        bad = -1, snprintf(err, errlen, "a test's failure (PPA_TEST_FAIL_STEP)");
+    /* a rank whose micro-step failed says so before the gradients' sum, which it would not join */
+    if ((bad = step_vote(bad, err, errlen))) return bad;
     st->cursor += n;
     if (combine(m, sl, n, hi - lo, err, errlen)) return -1;
     dist_stats(&c1, &b1, &w1);
