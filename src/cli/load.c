@@ -61,6 +61,7 @@ static void join_nccl(const TrainOptions *o, GpuTrain *t) {
             snprintf(why, sizeof why, "%s", w);
         } else {
             joined = 1;
+            pc->pc_nccl_set_timeout(dist_timeout()); /* NCCL's waits bounded as the host's collectives are */
         }
         free(whys), whys = NULL;
         gather_text(why, WHY, &whys);

@@ -5,32 +5,46 @@
 #include <nccl.h>
 #include <stdio.h>
 
+#include <time.h>
+#include <unistd.h>
+
 #include "cuda/check.cuh"
 #include "cuda/nccl.h"
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static_assert(sizeof(ncclUniqueId) == PC_NCCL_ID_BYTES, "NCCL's id size");
 
 static struct {
     void *lib;
     ncclResult_t (*get_id)(ncclUniqueId *);
-    ncclResult_t (*init)(ncclComm_t *, int, ncclUniqueId, int);
+    ncclResult_t (*init)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
     ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
     ncclResult_t (*destroy)(ncclComm_t);
+    ncclResult_t (*abort)(ncclComm_t);
+    ncclResult_t (*async_error)(ncclComm_t, ncclResult_t *);
     const char *(*error)(ncclResult_t);
     ncclComm_t comm;
 } N;
+static double timeout_s = 600; /* seconds a collective may wait for the other ranks (pc_nccl_set_timeout) */
 
 static int load(void) {
     if (N.lib) return 0;
     void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return pc_fail(__FILE__, __LINE__, "dlopen(libnccl.so.2)", dlerror());
     N.get_id = (ncclResult_t(*)(ncclUniqueId *))dlsym(lib, "ncclGetUniqueId");
-    N.init = (ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int))dlsym(lib, "ncclCommInitRank");
+    N.init = (ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *))dlsym(lib, "ncclCommInitRankConfig");
+    N.abort = (ncclResult_t(*)(ncclComm_t))dlsym(lib, "ncclCommAbort");
+    N.async_error = (ncclResult_t(*)(ncclComm_t, ncclResult_t *))dlsym(lib, "ncclCommGetAsyncError");
     N.all_reduce = (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                     cudaStream_t))dlsym(lib, "ncclAllReduce");
     N.destroy = (ncclResult_t(*)(ncclComm_t))dlsym(lib, "ncclCommDestroy");
     N.error = (const char *(*)(ncclResult_t))dlsym(lib, "ncclGetErrorString");
-    if (!N.get_id || !N.init || !N.all_reduce || !N.destroy || !N.error) {
+    if (!N.get_id || !N.init || !N.all_reduce || !N.destroy || !N.error || !N.abort || !N.async_error) {
         dlclose(lib);
         return pc_fail(__FILE__, __LINE__, "libnccl.so.2", "a function is missing (too old a NCCL)");
     }
@@ -45,6 +59,35 @@ static int load(void) {
     } while (0)
 
 extern "C" int pc_nccl_load(void) { return load(); }
+
+extern "C" void pc_nccl_set_timeout(double seconds) { timeout_s = seconds > 0 ? seconds : 600; }
+
+/* The communicator is non-blocking (its calls return at once, ncclInProgress): waits until its pending work is done
+ * (stream: the stream it runs on, or NULL: the communicator's own state), polling NCCL's asynchronous error; past
+ * the timeout, or on an error, the communicator is aborted (so no call waits for ever) and the reason returned */
+static int wait_nccl(cudaStream_t stream, const char *what) {
+    double t0 = now_s();
+    for (;;) {
+        ncclResult_t st = ncclSuccess;
+        N.async_error(N.comm, &st);
+        int done = stream ? cudaStreamQuery(stream) == cudaSuccess : st != ncclInProgress;
+        if (st != ncclSuccess && st != ncclInProgress) {
+            N.abort(N.comm), N.comm = nullptr;
+            cudaGetLastError();
+            return pc_fail(__FILE__, __LINE__, what, N.error(st));
+        }
+        if (done) return 0;
+        if (now_s() - t0 > timeout_s) {
+            N.abort(N.comm), N.comm = nullptr;
+            cudaGetLastError();
+            char why[160];
+            snprintf(why, sizeof why, "waited %.0f s (--collective-timeout) for a rank that does not arrive; the "
+                     "communicator is aborted", timeout_s);
+            return pc_fail(__FILE__, __LINE__, what, why);
+        }
+        usleep(50);
+    }
+}
 
 extern "C" int pc_nccl_id(void *id) {
     if (load()) return -1;
@@ -65,15 +108,21 @@ extern "C" int pc_nccl_init(const void *id, int rank, int size) {
     setenv("NCCL_PROTO", "Simple", 0);
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);
-    NCCL_TRY(N.init(&N.comm, size, u, rank));
-    return 0;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0; /* every wait polled, with a timeout: wait_nccl */
+    ncclResult_t r = N.init(&N.comm, size, u, rank, &config);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        N.comm = nullptr;
+        return pc_fail(__FILE__, __LINE__, "ncclCommInitRankConfig", N.error(r));
+    }
+    return wait_nccl(NULL, "ncclCommInitRankConfig");
 }
 
 extern "C" int pc_nccl_sum_f32(float *buf, size_t n) {
     ARG_TRY(N.comm != nullptr, "no communicator (pc_nccl_init first)");
-    NCCL_TRY(N.all_reduce(buf, buf, n, ncclFloat32, ncclSum, N.comm, pc_cuda_stream()));
-    CUDA_TRY(cudaStreamSynchronize(pc_cuda_stream()));
-    return 0;
+    ncclResult_t r = N.all_reduce(buf, buf, n, ncclFloat32, ncclSum, N.comm, pc_cuda_stream());
+    if (r != ncclSuccess && r != ncclInProgress) return pc_fail(__FILE__, __LINE__, "ncclAllReduce", N.error(r));
+    return wait_nccl(pc_cuda_stream(), "ncclAllReduce");
 }
 
 extern "C" void pc_nccl_free(void) {

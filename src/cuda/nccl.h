@@ -19,7 +19,11 @@ int pc_nccl_id(void *id);
  * algorithm and protocol are fixed (NCCL_ALGO=Ring, NCCL_PROTO=Simple) unless the environment sets them: its order
  * of summation, and so the bits of a rerun at the same rank count, then stay the same */
 int pc_nccl_init(const void *id, int rank, int size);
-/* buf [n] float32 (device) = the sum over the ranks of their buf, in place, on the module's stream; waits */
+/* how long a collective (and joining) may wait for the other ranks, in seconds (default 600: --collective-timeout's):
+ * past it the communicator is aborted and the call fails saying so, so that no rank waits for ever */
+void pc_nccl_set_timeout(double seconds);
+/* buf [n] float32 (device) = the sum over the ranks of their buf, in place, on the module's stream; waits (polling
+ * NCCL's asynchronous errors, within the timeout) */
 int pc_nccl_sum_f32(float *buf, size_t n);
 /* leaves the communicator (nothing when there is none) */
 void pc_nccl_free(void);

@@ -125,6 +125,7 @@
     X(int, pc_nccl_load, (void))                                                                                       \
     X(int, pc_nccl_id, (void *id))                                                                                     \
     X(int, pc_nccl_init, (const void *id, int rank, int size))                                                         \
+    X(void, pc_nccl_set_timeout, (double seconds))                                                                     \
     X(int, pc_nccl_sum_f32, (float *buf, size_t n))                                                                    \
     X(void, pc_nccl_free, (void))                                                                                      \
     /* cuda/lora.h: LoRA's dropout masks (lora.c's keep) */                                                            \

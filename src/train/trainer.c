@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,6 +207,8 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
         bad = -1, snprintf(err, errlen, "a test's failure (PPA_TEST_FAIL_STEP)");
     /* a rank whose micro-step failed says so before the gradients' sum, which it would not join */
     if ((bad = step_vote(bad, err, errlen))) return bad;
+    const char *stop_at = PPA_TEST_HOOK("PPA_TEST_STOP_BEFORE_SUM"); /* tests: "R:S" stops rank R before step S's sum */
+    if (stop_at && sscanf(stop_at, "%d:%d", &fr, &fs) == 2 && fr == dist_rank() && fs == st->step + 1) raise(SIGSTOP);
     st->cursor += n;
     if (combine(m, sl, n, hi - lo, err, errlen)) return -1;
     dist_stats(&c1, &b1, &w1);

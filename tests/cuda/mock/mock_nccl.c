@@ -5,6 +5,7 @@
  * PPA_MOCK_NCCL_LOADS=R: the library loads on MPI rank R alone (a job where the other ranks lack it). */
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +16,19 @@
 #include "mock.h"
 
 static struct {
-    int (*allreduce)(const void *, void *, int, void *, void *, void *);
+    int (*iallreduce)(const void *, void *, int, void *, void *, void *, void **);
+    int (*test)(void **, int *, void *);
+    int (*cancel)(void **);
     void *world, *f32, *sum;
     int joined, rank, size;
-} N;
+    double timeout;
+} N = {.timeout = 600};
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static int mpi_rank(void) {
     const char *r = getenv("OMPI_COMM_WORLD_RANK");
@@ -34,12 +44,13 @@ static int loads(void) {
 int pc_nccl_load(void) {
     MOCK_GUARD;
     if (!loads()) return mock_fail("NCCL: the CPU stand-in of the module has none");
-    if (N.allreduce) return 0;
-    *(void **)&N.allreduce = dlsym(RTLD_DEFAULT, "MPI_Allreduce");
+    if (N.iallreduce) return 0;
+    *(void **)&N.iallreduce = dlsym(RTLD_DEFAULT, "MPI_Iallreduce");
+    *(void **)&N.test = dlsym(RTLD_DEFAULT, "MPI_Test"), *(void **)&N.cancel = dlsym(RTLD_DEFAULT, "MPI_Cancel");
     N.world = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world"), N.f32 = dlsym(RTLD_DEFAULT, "ompi_mpi_float");
     N.sum = dlsym(RTLD_DEFAULT, "ompi_mpi_op_sum");
-    if (!N.allreduce || !N.world || !N.f32 || !N.sum) {
-        N.allreduce = NULL;
+    if (!N.iallreduce || !N.test || !N.cancel || !N.world || !N.f32 || !N.sum) {
+        N.iallreduce = NULL;
         return mock_fail("NCCL: the stand-in's NCCL runs over Open MPI's libmpi, which is not loaded (mpirun)");
     }
     return 0;
@@ -65,13 +76,32 @@ int pc_nccl_init(const void *id, int rank, int size) {
     return 0;
 }
 
+void pc_nccl_set_timeout(double seconds) {
+    MOCK_GUARD;
+    N.timeout = seconds > 0 ? seconds : 600;
+}
+
+/* as the module's: started, then polled within the timeout; past it the communicator is gone and the call fails */
 int pc_nccl_sum_f32(float *buf, size_t n) {
     MOCK_GUARD;
     if (!N.joined) return mock_fail("pc_nccl_sum_f32: bad arguments: no communicator (pc_nccl_init first)");
     for (size_t i = 0; i < n;) { /* MPI counts are ints */
-        int c = n - i > (size_t)INT_MAX ? INT_MAX : (int)(n - i);
-        if (N.allreduce((void *)1 /* Open MPI's MPI_IN_PLACE */, buf + i, c, N.f32, N.sum, N.world))
-            return mock_fail("NCCL (the stand-in's, over MPI): MPI_Allreduce failed");
+        int c = n - i > (size_t)INT_MAX ? INT_MAX : (int)(n - i), done = 0;
+        void *req = NULL;
+        if (N.iallreduce((void *)1 /* Open MPI's MPI_IN_PLACE */, buf + i, c, N.f32, N.sum, N.world, &req))
+            return mock_fail("NCCL (the stand-in's, over MPI): MPI_Iallreduce failed");
+        for (double t0 = now_s(); !done;) {
+            if (N.test(&req, &done, NULL /* MPI_STATUS_IGNORE */)) return mock_fail("NCCL (the stand-in's): MPI_Test failed");
+            if (done) break;
+            if (now_s() - t0 > N.timeout) {
+                N.joined = 0;
+                static char why[200];
+                snprintf(why, sizeof why, "ncclAllReduce: waited %.0f s (--collective-timeout) for a rank that does not "
+                         "arrive; the communicator is aborted", N.timeout);
+                return mock_fail(why);
+            }
+            usleep(200);
+        }
         i += (size_t)c;
     }
     return 0;
