@@ -313,6 +313,21 @@ if command -v mpirun > /dev/null; then
   expect "... --zero 1 = plain 2 ranks, the same bytes" cmp -s mgz/model.safetensors mg2/model.safetensors
   expect "... its checkpoint holds every rank's share of the moments: plain's bytes" \
     cmp -s mgz/checkpoint-2/optimizer.safetensors mg2/checkpoint-2/optimizer.safetensors
+  if [ "${PPA_GPU_REAL:-0}" != 1 ]; then
+    # ZeRO-1 through NCCL (the stand-in's): the shares of the weights gathered device to device, the host path's bytes
+    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 -x PPA_MOCK_GUARD=1 "$ppa" train \
+      "${M[@]}" --out mgzn --zero 1 --device cuda > /dev/null 2> err.txt
+    expect "... --zero 1 through NCCL: exit 0, = plain 2 ranks, the same bytes" \
+      sh -c "test $? -eq 0 && grep -q 'summed GPU to GPU (NCCL)' err.txt && cmp -s mgzn/model.safetensors mg2/model.safetensors"
+    expect "... its checkpoint's moments = plain's" \
+      cmp -s mgzn/checkpoint-2/optimizer.safetensors mg2/checkpoint-2/optimizer.safetensors
+    # 4 ranks through NCCL, ZeRO-1: = one process up to rounding (shares of unequal sizes: the padded all-gather)
+    timeout 300 mpirun -np 4 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${M[@]}" \
+      --out mgz4 --zero 1 --device cuda > /dev/null 2> err.txt
+    expect "... 4 ranks through NCCL with --zero 1: exit 0, = one process up to rounding" \
+      sh -c "test $? -eq 0 && grep -q \"the 4 ranks' gradients are summed GPU to GPU (NCCL)\" err.txt" 
+    expect "... (the log)" track mgz4/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
+  fi
   mkdir mgr && cp -r mgz/checkpoint-2 mgr/
   timeout 300 mpirun -np 2 "${mx[@]}" "$ppa" train "${M[@]}" --out mgr --zero 1 --resume mgr/checkpoint-2 \
     --device cuda > /dev/null 2>&1

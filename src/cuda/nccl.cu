@@ -24,6 +24,8 @@ static struct {
     ncclResult_t (*get_id)(ncclUniqueId *);
     ncclResult_t (*init)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
     ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*all_gather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*rank_of)(ncclComm_t, int *);
     ncclResult_t (*destroy)(ncclComm_t);
     ncclResult_t (*abort)(ncclComm_t);
     ncclResult_t (*async_error)(ncclComm_t, ncclResult_t *);
@@ -43,8 +45,12 @@ static int load(void) {
     N.all_reduce = (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                     cudaStream_t))dlsym(lib, "ncclAllReduce");
     N.destroy = (ncclResult_t(*)(ncclComm_t))dlsym(lib, "ncclCommDestroy");
+    N.all_gather = (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))dlsym(
+        lib, "ncclAllGather");
+    N.rank_of = (ncclResult_t(*)(ncclComm_t, int *))dlsym(lib, "ncclCommUserRank");
     N.error = (const char *(*)(ncclResult_t))dlsym(lib, "ncclGetErrorString");
-    if (!N.get_id || !N.init || !N.all_reduce || !N.destroy || !N.error || !N.abort || !N.async_error) {
+    if (!N.get_id || !N.init || !N.all_reduce || !N.destroy || !N.error || !N.abort || !N.async_error ||
+        !N.all_gather || !N.rank_of) {
         dlclose(lib);
         return pc_fail(__FILE__, __LINE__, "libnccl.so.2", "a function is missing (too old a NCCL)");
     }
@@ -123,6 +129,15 @@ extern "C" int pc_nccl_sum_f32(float *buf, size_t n) {
     ncclResult_t r = N.all_reduce(buf, buf, n, ncclFloat32, ncclSum, N.comm, pc_cuda_stream());
     if (r != ncclSuccess && r != ncclInProgress) return pc_fail(__FILE__, __LINE__, "ncclAllReduce", N.error(r));
     return wait_nccl(pc_cuda_stream(), "ncclAllReduce");
+}
+
+extern "C" int pc_nccl_all_gather_f32(float *buf, size_t count) {
+    ARG_TRY(N.comm != nullptr, "no communicator (pc_nccl_init first)");
+    int rank = 0;
+    NCCL_TRY(N.rank_of(N.comm, &rank));
+    ncclResult_t r = N.all_gather(buf + (size_t)rank * count, buf, count, ncclFloat32, N.comm, pc_cuda_stream());
+    if (r != ncclSuccess && r != ncclInProgress) return pc_fail(__FILE__, __LINE__, "ncclAllGather", N.error(r));
+    return wait_nccl(pc_cuda_stream(), "ncclAllGather");
 }
 
 extern "C" void pc_nccl_free(void) {

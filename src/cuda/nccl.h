@@ -25,6 +25,9 @@ void pc_nccl_set_timeout(double seconds);
 /* buf [n] float32 (device) = the sum over the ranks of their buf, in place, on the module's stream; waits (polling
  * NCCL's asynchronous errors, within the timeout) */
 int pc_nccl_sum_f32(float *buf, size_t n);
+/* buf [size count] float32 (device) = every rank's chunk buf[rank count .. +count) gathered, in place, on the
+ * module's stream; waits as pc_nccl_sum_f32 does */
+int pc_nccl_all_gather_f32(float *buf, size_t count);
 /* leaves the communicator (nothing when there is none) */
 void pc_nccl_free(void);
 

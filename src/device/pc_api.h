@@ -127,6 +127,7 @@
     X(int, pc_nccl_init, (const void *id, int rank, int size))                                                         \
     X(void, pc_nccl_set_timeout, (double seconds))                                                                     \
     X(int, pc_nccl_sum_f32, (float *buf, size_t n))                                                                    \
+    X(int, pc_nccl_all_gather_f32, (float *buf, size_t count))                                                         \
     X(void, pc_nccl_free, (void))                                                                                      \
     /* cuda/lora.h: LoRA's dropout masks (lora.c's keep) */                                                            \
     X(int, pc_lora_dropout, (float *y, float beta, const float *x, int T, int in, uint64_t key, int target,            \

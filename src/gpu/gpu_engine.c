@@ -84,6 +84,9 @@ static int tr_grads(void *t, float *g, int to_device, char *err, size_t errlen) 
     return to_device ? gpu_train_set_grads(t, g, err, errlen) : gpu_train_grads(t, g, err, errlen);
 }
 static int tr_sum_grads(void *t, char *err, size_t errlen) { return gpu_train_sum_grads(t, err, errlen); }
+static int tr_zero_gather(void *t, const size_t *start, int R, char *err, size_t errlen) {
+    return gpu_train_zero_gather(t, start, R, err, errlen);
+}
 static void tr_free(void *t) { gpu_train_free(t); }
 static size_t tr_bytes(void *t) { return gpu_train_bytes(t); }
 static size_t tr_peak(void *t) { return gpu_train_peak(t); }
@@ -92,7 +95,7 @@ ForwardEngine gpu_train_engine(GpuTrain *t, const char *name) {
     ForwardEngine e = {.ctx = t, .logps = tr_logps, .rewards = tr_rewards, .free = tr_free, .bytes = tr_bytes,
                        .train_forward = tr_forward, .train_backward = tr_backward, .zero_grads = tr_zero,
                        .grad_norm = tr_norm, .adamw = tr_adamw, .push = tr_push, .pull = tr_pull, .peak = tr_peak,
-                       .grads = tr_grads, .sum_grads = tr_sum_grads};
+                       .grads = tr_grads, .sum_grads = tr_sum_grads, .zero_gather = tr_zero_gather};
     snprintf(e.name, sizeof e.name, "%s", name ? name : "gpu");
     return e;
 }

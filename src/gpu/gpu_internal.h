@@ -143,6 +143,8 @@ struct GpuTrain {
     size_t act_bytes, peak;
     TrainBatch *batch;        /* the kept forward, or NULL */
     int nccl;                 /* joined NCCL's communicator: the ranks' gradients summed GPU to GPU */
+    float *gather;            /* device: ZeRO-1's all-gather buffer [R chunk] (gpu_train_zero_gather), or NULL */
+    size_t gather_n;
 };
 
 /* frees the kept batch (gpu_backward.c) */

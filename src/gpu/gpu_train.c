@@ -195,6 +195,7 @@ void gpu_train_free(GpuTrain *t) {
     if (!t) return;
     gpu_train_batch_free(t);
     if (t->nccl) t->pc->pc_nccl_free();
+    t->pc->pc_free(t->gather);
     t->pc->pc_free(t->state);
     t->pc->pc_free(t->act);
     t->pc->pc_free(t->cs);
@@ -247,6 +248,36 @@ void gpu_train_nccl_leave(GpuTrain *t) {
 int gpu_train_sum_grads(GpuTrain *t, char *err, size_t errlen) {
     if (!t->nccl) return 1;
     if (t->pc->pc_nccl_sum_f32(t->g, t->n)) return fail(t, "summing the ranks' gradients (NCCL)", err, errlen);
+    return 0;
+}
+
+int gpu_train_zero_gather(GpuTrain *t, const size_t *start, int R, char *err, size_t errlen) {
+    if (!t->nccl) return 1;
+    const PcApi *pc = t->pc;
+    size_t c = 0;
+    int me = -1;
+    for (int r = 0; r < R; r++) {
+        c = start[r + 1] - start[r] > c ? start[r + 1] - start[r] : c;
+        if (start[r] == t->lo && start[r + 1] == t->hi) me = r;
+    }
+    if (me < 0) return snprintf(err, errlen, "gpu train: ZeRO-1: this rank's share [%zu, %zu) is none of the ranks'",
+                                t->lo, t->hi), -1;
+    if (t->gather_n < (size_t)R * c) { /* the shares padded to the largest: NCCL gathers equal chunks */
+        pc->pc_free(t->gather);
+        t->gather_n = 0;
+        size_t want = (size_t)R * c > 0 ? (size_t)R * c : 1;
+        if (!(t->gather = pc->pc_alloc(sizeof(float) * want)))
+            return fail(t, "ZeRO-1's all-gather buffer", err, errlen);
+        t->gather_n = (size_t)R * c;
+    }
+    size_t f = sizeof(float);
+    if (pc->pc_copy(t->gather + (size_t)me * c, t->p + t->lo, f * (t->hi - t->lo)) ||
+        pc->pc_nccl_all_gather_f32(t->gather, c))
+        return fail(t, "gathering the ranks' weights (NCCL)", err, errlen);
+    for (int r = 0; r < R; r++)
+        if (r != me && pc->pc_copy(t->p + start[r], t->gather + (size_t)r * c, f * (start[r + 1] - start[r])))
+            return fail(t, "gathering the ranks' weights (NCCL)", err, errlen);
+    if (t->pb && pc->pc_f32_to_bf16(t->pb, t->p, t->n)) return fail(t, "the weights' bf16 copy", err, errlen);
     return 0;
 }
 

@@ -59,6 +59,10 @@ int gpu_train_zero_grads(GpuTrain *t, char *err, size_t errlen);
 int gpu_train_nccl_join(GpuTrain *t, const void *id, int rank, int size, char *err, size_t errlen);
 int gpu_train_sum_grads(GpuTrain *t, char *err, size_t errlen);
 void gpu_train_nccl_leave(GpuTrain *t); /* back to the host's sums */
+/* ZeRO-1 after the step: each rank updated its share [start[r], start[r + 1]) of the weights (r < R, this rank's
+ * [lo, hi)); every rank's gathered into every rank's weights through NCCL (float32, the bf16 copy refreshed from
+ * them: the host path's bytes). 1 before a join (the caller gathers through the host) */
+int gpu_train_zero_gather(GpuTrain *t, const size_t *start, int R, char *err, size_t errlen);
 /* the global L2 norm of the gradients (cuda/global_norm.h's fixed order: the same bits on every rerun) */
 int gpu_train_grad_norm(GpuTrain *t, double *norm, char *err, size_t errlen);
 /* AdamW step t >= 1 on every parameter of the share (optim.h's adamw_step element for element), the bf16 copy

@@ -197,6 +197,9 @@ typedef struct {
     /* the processes' gradients summed device to device (NCCL): 0, -1 with err, or 1 when it cannot (NULL too):
      * then through the host with grads */
     int (*sum_grads)(void *ctx, char *err, size_t errlen);
+    /* ZeRO-1: every rank's updated share [start[r], start[r + 1]) of the weights gathered device to device (NCCL): 0,
+     * -1 with err, or 1 when it cannot (NULL too): then through the host with pull and push */
+    int (*zero_gather)(void *ctx, const size_t *start, int R, char *err, size_t errlen);
     /* incremental decoding (NULL: decode.h's decoder on the CPU): decode.c delegates its slots' computations and
      * keeps their bookkeeping and checks; prefill takes np prompts at once (seq[i] gets ids[i] [n[i]]); fork
      * starts slots as the first len positions of slot src; logits NULL keeps them where they are, tok NULL feeds

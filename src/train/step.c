@@ -210,6 +210,18 @@ void step_gather_shares(float *x, size_t n) {
 
 int step_zero_gather(Model *m, char *err, size_t errlen) {
     const ForwardEngine *e = model_train_engine(m);
+    if (e && e->zero_gather) { /* device to device where the engine can */
+        int R = dist_size();
+        size_t *start = xmalloc(sizeof(size_t) * (size_t)(R + 1));
+        for (int r = 0; r < R; r++) {
+            long lo, hi;
+            dist_share((long)model_n_params(m), r, &lo, &hi);
+            start[r] = (size_t)lo, start[r + 1] = (size_t)hi;
+        }
+        int rc = e->zero_gather(e->ctx, start, R, err, errlen);
+        free(start);
+        if (rc <= 0) return rc;
+    }
     if (e && e->pull(e->ctx, model_params(m), NULL, NULL, err, errlen)) return -1;
     step_gather_shares(model_params(m), model_n_params(m));
     return e ? e->push(e->ctx, model_params(m), NULL, NULL, err, errlen) : 0;

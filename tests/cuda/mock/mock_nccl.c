@@ -18,6 +18,7 @@
 static struct {
     int (*iallreduce)(const void *, void *, int, void *, void *, void *, void **);
     int (*test)(void **, int *, void *);
+    int (*iallgather)(const void *, int, void *, void *, int, void *, void *, void **);
     int (*cancel)(void **);
     void *world, *f32, *sum;
     int joined, rank, size;
@@ -47,9 +48,10 @@ int pc_nccl_load(void) {
     if (N.iallreduce) return 0;
     *(void **)&N.iallreduce = dlsym(RTLD_DEFAULT, "MPI_Iallreduce");
     *(void **)&N.test = dlsym(RTLD_DEFAULT, "MPI_Test"), *(void **)&N.cancel = dlsym(RTLD_DEFAULT, "MPI_Cancel");
+    *(void **)&N.iallgather = dlsym(RTLD_DEFAULT, "MPI_Iallgather");
     N.world = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world"), N.f32 = dlsym(RTLD_DEFAULT, "ompi_mpi_float");
     N.sum = dlsym(RTLD_DEFAULT, "ompi_mpi_op_sum");
-    if (!N.iallreduce || !N.test || !N.cancel || !N.world || !N.f32 || !N.sum) {
+    if (!N.iallreduce || !N.test || !N.cancel || !N.iallgather || !N.world || !N.f32 || !N.sum) {
         N.iallreduce = NULL;
         return mock_fail("NCCL: the stand-in's NCCL runs over Open MPI's libmpi, which is not loaded (mpirun)");
     }
@@ -81,27 +83,44 @@ void pc_nccl_set_timeout(double seconds) {
     N.timeout = seconds > 0 ? seconds : 600;
 }
 
+/* a started request polled within the timeout; past it the communicator is gone and the call fails */
+static int wait_request(void *req, const char *what) {
+    int done = 0;
+    for (double t0 = now_s(); !done;) {
+        if (N.test(&req, &done, NULL /* MPI_STATUS_IGNORE */)) return mock_fail("NCCL (the stand-in's): MPI_Test failed");
+        if (done) break;
+        if (now_s() - t0 > N.timeout) {
+            N.joined = 0;
+            static char why[200];
+            snprintf(why, sizeof why, "%s: waited %.0f s (--collective-timeout) for a rank that does not arrive; the "
+                     "communicator is aborted", what, N.timeout);
+            return mock_fail(why);
+        }
+        usleep(200);
+    }
+    return 0;
+}
+
+int pc_nccl_all_gather_f32(float *buf, size_t count) {
+    MOCK_GUARD;
+    if (!N.joined) return mock_fail("pc_nccl_all_gather_f32: bad arguments: no communicator (pc_nccl_init first)");
+    if (count > (size_t)INT_MAX) return mock_fail("pc_nccl_all_gather_f32: the stand-in gathers at most 2^31 - 1 a rank");
+    void *req = NULL;
+    if (N.iallgather((void *)1 /* MPI_IN_PLACE */, 0, NULL, buf, (int)count, N.f32, N.world, &req))
+        return mock_fail("NCCL (the stand-in's, over MPI): MPI_Iallgather failed");
+    return wait_request(req, "ncclAllGather");
+}
+
 /* as the module's: started, then polled within the timeout; past it the communicator is gone and the call fails */
 int pc_nccl_sum_f32(float *buf, size_t n) {
     MOCK_GUARD;
     if (!N.joined) return mock_fail("pc_nccl_sum_f32: bad arguments: no communicator (pc_nccl_init first)");
     for (size_t i = 0; i < n;) { /* MPI counts are ints */
-        int c = n - i > (size_t)INT_MAX ? INT_MAX : (int)(n - i), done = 0;
+        int c = n - i > (size_t)INT_MAX ? INT_MAX : (int)(n - i);
         void *req = NULL;
         if (N.iallreduce((void *)1 /* Open MPI's MPI_IN_PLACE */, buf + i, c, N.f32, N.sum, N.world, &req))
             return mock_fail("NCCL (the stand-in's, over MPI): MPI_Iallreduce failed");
-        for (double t0 = now_s(); !done;) {
-            if (N.test(&req, &done, NULL /* MPI_STATUS_IGNORE */)) return mock_fail("NCCL (the stand-in's): MPI_Test failed");
-            if (done) break;
-            if (now_s() - t0 > N.timeout) {
-                N.joined = 0;
-                static char why[200];
-                snprintf(why, sizeof why, "ncclAllReduce: waited %.0f s (--collective-timeout) for a rank that does not "
-                         "arrive; the communicator is aborted", N.timeout);
-                return mock_fail(why);
-            }
-            usleep(200);
-        }
+        if (wait_request(req, "ncclAllReduce")) return -1;
         i += (size_t)c;
     }
     return 0;
