@@ -327,6 +327,14 @@ if command -v mpirun > /dev/null; then
     expect "... 4 ranks through NCCL with --zero 1: exit 0, = one process up to rounding" \
       sh -c "test $? -eq 0 && grep -q \"the 4 ranks' gradients are summed GPU to GPU (NCCL)\" err.txt" 
     expect "... (the log)" track mgz4/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
+    # the 2-rank NCCL run's checkpoint resumed at 4 ranks through NCCL: its last step within rounding of the 2 ranks'
+    mkdir mgz42 && cp -r mgzn/checkpoint-2 mgz42/
+    timeout 300 mpirun -np 4 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${M[@]}" \
+      --out mgz42 --zero 1 --resume mgz42/checkpoint-2 --device cuda > /dev/null 2> err.txt
+    grep '^{"step"' mgzn/train_log.jsonl | tail -1 > mgzn_tail.jsonl
+    expect "... a 2-rank NCCL checkpoint resumes at 4 ranks through NCCL, saying so" \
+      sh -c "test $? -eq 0 && grep -q 'written by 2 ranks, this run has 4' err.txt"
+    expect "... its last step within rounding of the 2 ranks'" track mgz42/train_log.jsonl mgzn_tail.jsonl 1e-5 loss
   fi
   mkdir mgr && cp -r mgz/checkpoint-2 mgr/
   timeout 300 mpirun -np 2 "${mx[@]}" "$ppa" train "${M[@]}" --out mgr --zero 1 --resume mgr/checkpoint-2 \
