@@ -276,6 +276,14 @@ if command -v mpirun > /dev/null; then
   expect "... a 2-rank checkpoint resumes in one process, saying so" grep -q 'written by 2 ranks, this run has 1' err.txt
   expect "... its last step within rounding of the 2 ranks'" track mg21/train_log.jsonl mg2_tail.jsonl 1e-5 loss
   if [ "${PPA_GPU_REAL:-0}" != 1 ]; then
+    # a rank without a GPU: the ranks agree (all on their GPUs or none), naming it
+    timeout 120 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_NO_GPU_RANK=1 "$ppa" train "${M[@]}" --out mga > /dev/null 2> err.txt
+    expect "mpirun -np 2, rank 1 without a GPU, --device auto: every rank on the CPU, naming rank 1" \
+      sh -c "test $? -eq 0 && grep -q 'device: cpu (--device auto: rank 1: no CUDA device' err.txt"
+    timeout 120 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_NO_GPU_RANK=1 "$ppa" train "${M[@]}" --out mgc --device cuda \
+      > /dev/null 2> err.txt
+    expect "... with --device cuda: refused (exit 2), naming rank 1" \
+      sh -c "test $? -eq 2 && grep -q -- '--device cuda: rank 1: no CUDA device' err.txt"
     # the NCCL path itself: a GPU each and the stand-in's NCCL (over MPI): the gradients summed by the engine
     timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${M[@]}" \
       --out mgn --device cuda > /dev/null 2> err.txt

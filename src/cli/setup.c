@@ -81,6 +81,20 @@ void setup_device(TrainOptions *o) {
         cpu = cfg_why;
     int gpu = runs_on_gpu(o) && !cpu;
     if (gpu && device_cuda_open(-1, why, sizeof why)) gpu = 0;
+    if (dist_size() > 1 && runs_on_gpu(o) && !cpu) { /* several ranks: all on their GPUs or none, the first why said */
+        enum { W = 1024 };
+        char mine[W] = "", *all = NULL;
+        size_t total = 0;
+        if (!gpu) snprintf(mine, sizeof mine, "%s", why);
+        dist_gather_bytes(mine, sizeof mine, &all, &total);
+        for (int r = 0; r < dist_size(); r++)
+            if (all[(size_t)r * W]) {
+                snprintf(why, sizeof why, "rank %d: %.*s", r, W, all + (size_t)r * W);
+                gpu = 0;
+                break;
+            }
+        free(all);
+    }
     if (!gpu && o->device == DEVICE_CUDA) {
         if (!runs_on_gpu(o) || cpu) {
             if (device_cuda_open(-1, why, sizeof why)) ppa_die(2, "%s: --device cuda: %s", who, why);

@@ -66,9 +66,15 @@ const char *cudaGetErrorString(cudaError_t e) { MOCK_GUARD; (void)e; return "moc
 #endif
 
 /* ---- common.h ---- */
+/* PPA_MOCK_NO_GPU_RANK=R: MPI rank R has no GPU (a node without one, in a job whose other ranks have theirs) */
 int pc_init(int device, char *err, size_t errlen) {
     MOCK_GUARD;
-    (void)err, (void)errlen, (void)device;
+    (void)device;
+    const char *none = getenv("PPA_MOCK_NO_GPU_RANK"), *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (none && rank && !strcmp(none, rank)) {
+        snprintf(err, errlen, "no CUDA device (the stand-in's PPA_MOCK_NO_GPU_RANK)");
+        return -1;
+    }
     ready = 1;
     return 0;
 }
