@@ -11,6 +11,7 @@ void t_swiglu(void);
 void t_lmhead(void);
 void t_sample(void);
 void t_decode(void);
+void t_nccl(void);
 void t_adamw(void);
 void t_global_norm(void);
 

@@ -51,7 +51,8 @@ int main(int argc, char **argv) {
             void (*fn)(void);
         } fam[] = {{"convert", t_convert}, {"matmul", t_matmul}, {"embedding", t_embedding}, {"rmsnorm", t_rmsnorm},
                    {"rope", t_rope},       {"swiglu", t_swiglu}, {"lmhead", t_lmhead},       {"sample", t_sample},
-                   {"decode", t_decode},   {"adamw", t_adamw},     {"adamw", t_global_norm}};
+                   {"decode", t_decode},   {"adamw", t_adamw},     {"adamw", t_global_norm},
+                   {"nccl", t_nccl}};
         h_table_header(h_small ? "tests (small shapes, untimed)" : "tests");
         for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++)
             if (!only || !strcmp(only, fam[i].name)) fam[i].fn();
