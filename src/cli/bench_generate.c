@@ -37,7 +37,10 @@ static long tokens_of(const GenSample *s, int n) {
 }
 
 int bench_generate(int argc, char **argv) {
-    enum { O_MODEL = 1, O_PROMPTS, O_NEW, O_T, O_P, O_K, O_N, O_MAXSEQS, O_REPEAT, O_SEED, O_DEVICE, O_PREC, O_SAMPLER, O_JSON };
+    enum {
+        O_MODEL = 1, O_PROMPTS, O_NEW, O_T, O_P, O_K, O_N, O_MAXSEQS, O_REPEAT, O_SEED, O_DEVICE, O_PREC, O_SAMPLER,
+        O_JSON
+    };
     static const struct option opts[] = {
         {"model", required_argument, NULL, O_MODEL},       {"prompts", required_argument, NULL, O_PROMPTS},
         {"max-new-tokens", required_argument, NULL, O_NEW}, {"temperature", required_argument, NULL, O_T},
@@ -84,10 +87,12 @@ int bench_generate(int argc, char **argv) {
         }
     }
     if (!model || !prompts) ppa_die(2, "%s: --model DIR and --prompts FILE are required", who);
-    if (strcmp(device, "cpu") && strcmp(device, "cuda")) ppa_die(2, "%s: --device: expected cpu or cuda, found '%s'", who, device);
+    if (strcmp(device, "cpu") && strcmp(device, "cuda"))
+        ppa_die(2, "%s: --device: expected cpu or cuda, found '%s'", who, device);
     int gpu = !strcmp(device, "cuda");
     if (!prec) prec = gpu ? "bf16" : "fp32";
-    if (strcmp(prec, "fp32") && strcmp(prec, "bf16")) ppa_die(2, "%s: --precision: expected fp32 or bf16, found '%s'", who, prec);
+    if (strcmp(prec, "fp32") && strcmp(prec, "bf16"))
+        ppa_die(2, "%s: --precision: expected fp32 or bf16, found '%s'", who, prec);
     if (!sampler) sampler = gpu ? "device" : "exact";
     if (strcmp(sampler, "device") && strcmp(sampler, "exact"))
         ppa_die(2, "%s: --sampler: expected device or exact, found '%s'", who, sampler);
@@ -109,7 +114,8 @@ int bench_generate(int argc, char **argv) {
     if (prompts_read(&ps, prompts, &po, err, sizeof err)) ppa_die(2, "%s: %s", who, err);
     if (ps.n < 1) ppa_die(2, "%s: %s holds no prompt", who, prompts);
     GenPrompt *gp = xmalloc(sizeof(GenPrompt) * (size_t)ps.n);
-    for (int i = 0; i < ps.n; i++) gp[i] = (GenPrompt){.ids = ps.rows[i].ids, .len = ps.rows[i].len, .stream = (uint64_t)i};
+    for (int i = 0; i < ps.n; i++)
+        gp[i] = (GenPrompt){.ids = ps.rows[i].ids, .len = ps.rows[i].len, .stream = (uint64_t)i};
     int stop[8], n_stop = 0;
     for (int i = 0; i < c->n_eos && n_stop < 8; i++) stop[n_stop++] = c->eos_token_ids[i];
     GenOptions go = {.max_new_tokens = new_tokens, .temperature = temperature, .top_p = top_p, .top_k = top_k,
@@ -124,7 +130,8 @@ int bench_generate(int argc, char **argv) {
         if (generate(m, gp, ps.n, &go, s, err, sizeof err)) ppa_die(1, "%s: %s", who, err);
         double t = timer_now() - t0;
         long tk = tokens_of(s, N);
-        if (r && tk != tokens) ppa_die(1, "%s: call %d made %ld tokens, the warm-up %ld: not the same job", who, r, tk, tokens);
+        if (r && tk != tokens)
+            ppa_die(1, "%s: call %d made %ld tokens, the warm-up %ld: not the same job", who, r, tk, tokens);
         tokens = tk;
         generate_free(s, N);
         if (!r) first = t;
@@ -132,8 +139,9 @@ int bench_generate(int argc, char **argv) {
     }
     const char *dev = gpu ? device_cuda_name() : "cpu";
     if (json)
-        printf("{\"bench\": \"generate\", \"prompts\": %d, \"samples\": %d, \"new_tokens\": %ld, \"max_new_tokens\": %d, "
-               "\"s\": %.4f, \"new_tokens_per_s\": %.1f, \"s_first_call\": %.4f, \"first_call_new_tokens_per_s\": %.1f, "
+        printf("{\"bench\": \"generate\", \"prompts\": %d, \"samples\": %d, \"new_tokens\": %ld, "
+               "\"max_new_tokens\": %d, \"s\": %.4f, \"new_tokens_per_s\": %.1f, \"s_first_call\": %.4f, "
+               "\"first_call_new_tokens_per_s\": %.1f, "
                "\"repeat\": %d, \"sampler\": \"%s\", \"precision\": \"%s\", \"device\": \"%s\"}\n",
                ps.n, N, tokens, new_tokens, best, tokens / best, first, tokens / first, repeat, sampler, prec, dev);
     else

@@ -500,8 +500,8 @@ int cmd_generate(int argc, char **argv) {
     setup_options(CMD_GENERATE, USAGE, argc, argv, &opts);
     GenArgs a = gen_args(&opts);
     if (opts.sampler && !strcmp(opts.sampler, "device") && opts.device != DEVICE_CUDA)
-        ppa_die(2, "generate: --sampler device draws on the GPU and this run is on the CPU: --device cuda, or --sampler "
-                   "exact");
+        ppa_die(2, "generate: --sampler device draws on the GPU and this run is on the CPU: --device cuda, or "
+                   "--sampler exact");
     gemm_init();
     Run r = {.a = &a};
     load(&r, &a);

@@ -40,7 +40,8 @@ static __device__ __forceinline__ void load16(const uint16_t *p, float *o) {
     uint4 u = *(const uint4 *)p;
     uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
-    for (int i = 0; i < 4; i++) o[2 * i] = __uint_as_float(w[i] << 16), o[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    for (int i = 0; i < 4; i++)
+        o[2 * i] = __uint_as_float(w[i] << 16), o[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
 }
 static __device__ __forceinline__ void load16(const float *p, float *o) {
     float4 u = *(const float4 *)p;
@@ -51,7 +52,8 @@ static __device__ __forceinline__ void load16(const float *p, float *o) {
 template <typename T>
 __global__ void __launch_bounds__(DEC_THREADS)
     decode_split_kernel(float *part, const float *q, const T *kc, const T *vc, const int *slot, const int *len,
-                        const int *pslot, const int *plen, int max_len, int NH, int NKV, int HS, int nsplit, int ngroup) {
+                        const int *pslot, const int *plen, int max_len, int NH, int NKV, int HS, int nsplit,
+                        int ngroup) {
     constexpr int VEC = 16 / sizeof(T);
     __shared__ float qs[DEC_GMAX][128];
     __shared__ float sc[DEC_GMAX][PC_DECODE_SPLIT];
@@ -61,7 +63,8 @@ __global__ void __launch_bounds__(DEC_THREADS)
     const int t = b / (NKV * ngroup), g = b % (NKV * ngroup) / ngroup, gi = b % ngroup;
     const int L = len[t], j0 = sp * PC_DECODE_SPLIT;
     if (j0 >= L) return; /* past this sequence's length: the merge reads its own splits only */
-    const int nj = min(L - j0, PC_DECODE_SPLIT), G = NH / NKV, h0 = g * G + gi * DEC_GMAX, gh = min(DEC_GMAX, G - gi * DEC_GMAX);
+    const int nj = min(L - j0, PC_DECODE_SPLIT), G = NH / NKV, h0 = g * G + gi * DEC_GMAX;
+    const int gh = min(DEC_GMAX, G - gi * DEC_GMAX);
     const int s = slot[t], ps = pslot ? pslot[s] : s, pl = plen ? plen[s] : 0;
     const size_t KD = (size_t)NKV * HS;
     const T *K0 = kc + (size_t)g * HS, *V0 = vc + (size_t)g * HS;

@@ -26,10 +26,10 @@ size_t pc_decode_work(int n, int NH, int HS, int bound);
  * read as `ct` rounds it: a bf16 cache's products see a bf16 query, as the forward's attention does); kc, vc:
  * [n_slots, max_len, NKV HS] `ct` elements; slot, len: [n] (device), 1 <= len <= bound <= max_len; HS 64 or 128;
  * out: [n, NH HS] `ct` elements; work: pc_decode_work(n, NH, HS, bound) bytes.
- * Each block takes PC_DECODE_SPLIT keys (device/pc_types.h) of one sequence for its kv head's query heads (8 at a time): scores,
- * p = exp(s - m) with m the block's max (bf16: p rounded to bf16 before P V, as the forward's probabilities), their
- * sum l, and sum p v, all float32; then out = sum_b e^(m_b - M) (sum p v)_b / sum_b e^(m_b - M) l_b over the
- * blocks in order. Sums run in a fixed order: reruns give the same bits. */
+ * Each block takes PC_DECODE_SPLIT keys (device/pc_types.h) of one sequence for its kv head's query heads (8 at a
+ * time): scores, p = exp(s - m) with m the block's max (bf16: p rounded to bf16 before P V, as the forward's
+ * probabilities), their sum l, and sum p v, all float32; then out = sum_b e^(m_b - M) (sum p v)_b / sum_b e^(m_b - M)
+ * l_b over the blocks in order. Sums run in a fixed order: reruns give the same bits. */
 int pc_decode_attention(void *out, const float *q, const void *kc, const void *vc, PcDtype ct, const int *slot,
                         const int *len, const int *pslot, const int *plen, int n, int max_len, int bound, int NH,
                         int NKV, int HS, void *work);

@@ -39,7 +39,8 @@ static int load(void) {
     void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return pc_fail(__FILE__, __LINE__, "dlopen(libnccl.so.2)", dlerror());
     N.get_id = (ncclResult_t(*)(ncclUniqueId *))dlsym(lib, "ncclGetUniqueId");
-    N.init = (ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *))dlsym(lib, "ncclCommInitRankConfig");
+    N.init = (ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *))dlsym(lib,
+                                                                                         "ncclCommInitRankConfig");
     N.abort = (ncclResult_t(*)(ncclComm_t))dlsym(lib, "ncclCommAbort");
     N.async_error = (ncclResult_t(*)(ncclComm_t, ncclResult_t *))dlsym(lib, "ncclCommGetAsyncError");
     N.all_reduce = (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,

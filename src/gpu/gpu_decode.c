@@ -300,7 +300,8 @@ static int prefill_pack(GpuDecoder *d, const int *seq, const int *const *ids, co
     int T = 0;
     for (int i = 0; i < np; i++) T += n[i];
     int *h = xmalloc(sizeof(int) * (size_t)(6 * T + np));
-    int *tok = h, *zero = h + T, *pos = h + 2 * T, *sl = h + 3 * T, *sst = h + 4 * T, *len = h + 5 * T, *last = h + 6 * T;
+    int *tok = h, *zero = h + T, *pos = h + 2 * T, *sl = h + 3 * T, *sst = h + 4 * T, *len = h + 5 * T;
+    int *last = h + 6 * T;
     for (int i = 0, t = 0; i < np; i++) {
         for (int j = 0; j < n[i]; j++, t++)
             tok[t] = ids[i][j], zero[t] = 0, pos[t] = j, sl[t] = seq[i], sst[t] = t - j, len[t] = j + 1;
@@ -346,7 +347,8 @@ int gpu_decoder_fork(GpuDecoder *d, int src, int dst, int count, int len, char *
     size_t layer_cache = (size_t)d->n_slots * slot;
     /* the root of src's first len positions: src itself, or the slot it borrows from (its own positions past the
      * borrowed ones are then copied) */
-    int root = d->h_plen[src] ? d->h_pslot[src] : src, shared = d->h_plen[src] && d->h_plen[src] < len ? d->h_plen[src] : len;
+    int root = d->h_plen[src] ? d->h_pslot[src] : src;
+    int shared = d->h_plen[src] && d->h_plen[src] < len ? d->h_plen[src] : len;
     for (int s = dst; s < dst + count; s++) {
         if (s == src) continue;
         if (release(d, s, err, errlen)) return -1;

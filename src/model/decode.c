@@ -349,7 +349,8 @@ static int check_step(Decoder *d, const int *tok, const int *seq, int n, char *e
 int decoder_step(Decoder *d, const int *tok, const int *seq, int n_active, float *logits, char *err, size_t errlen) {
     if (n_active < 1) return 0;
     if ((!tok || !logits) && !decoder_samples(d))
-        return snprintf(err, errlen, "decoder: tokens or logits kept on the device need an engine that samples there"), -1;
+        return snprintf(err, errlen, "decoder: tokens or logits kept on the device need an engine that samples "
+                                     "there"), -1;
     if (check_step(d, tok, seq, n_active, err, errlen)) return -1;
     if (d->pending[0]) return snprintf(err, errlen, "%s", d->pending), -1;
     if (d->ed) {

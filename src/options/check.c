@@ -258,7 +258,8 @@ static int validate_generate(TrainOptions *o, char *err, size_t errlen) {
              strcmp(o->format, "mt_bench"))
         id = TOPT_FORMAT, why = "must be jsonl, alpaca_eval or mt_bench (or auto: from the input)";
     else if (o->generator && !o->generator[0]) id = TOPT_GENERATOR, why = "must not be empty";
-    else if (o->max_seqs < 0 || o->max_seqs > 1 << 20) id = TOPT_MAX_SEQS, why = "must be in 0..1048576 (0: as many as fit)";
+    else if (o->max_seqs < 0 || o->max_seqs > 1 << 20)
+        id = TOPT_MAX_SEQS, why = "must be in 0..1048576 (0: as many as fit)";
     else if (o->sampler && strcmp(o->sampler, "device") && strcmp(o->sampler, "exact"))
         id = TOPT_SAMPLER, why = "must be device or exact";
     for (int i = 0; !why && i < o->stop.n; i++)

@@ -786,10 +786,12 @@ int pc_decode_attention(void *out, const float *q, const void *kc, const void *v
             const float *P = part + ((size_t)t * NH + h) * ns_all * (HS + 2);
             float M = -INFINITY, Ls = 0.0f;
             for (int sp = 0; sp < ns; sp++) M = fmaxf(M, P[(size_t)sp * (HS + 2) + HS]);
-            for (int sp = 0; sp < ns; sp++) Ls += P[(size_t)sp * (HS + 2) + HS + 1] * expf(P[(size_t)sp * (HS + 2) + HS] - M);
+            for (int sp = 0; sp < ns; sp++)
+                Ls += P[(size_t)sp * (HS + 2) + HS + 1] * expf(P[(size_t)sp * (HS + 2) + HS] - M);
             for (int d = 0; d < HS; d++) {
                 float o = 0.0f;
-                for (int sp = 0; sp < ns; sp++) o += P[(size_t)sp * (HS + 2) + d] * expf(P[(size_t)sp * (HS + 2) + HS] - M);
+                for (int sp = 0; sp < ns; sp++)
+                    o += P[(size_t)sp * (HS + 2) + d] * expf(P[(size_t)sp * (HS + 2) + HS] - M);
                 st(out, ct, (size_t)t * NH * HS + (size_t)h * HS + d, o / Ls);
             }
         }

@@ -87,7 +87,8 @@ void pc_nccl_set_timeout(double seconds) {
 static int wait_request(void *req, const char *what) {
     int done = 0;
     for (double t0 = now_s(); !done;) {
-        if (N.test(&req, &done, NULL /* MPI_STATUS_IGNORE */)) return mock_fail("NCCL (the stand-in's): MPI_Test failed");
+        if (N.test(&req, &done, NULL /* MPI_STATUS_IGNORE */))
+            return mock_fail("NCCL (the stand-in's): MPI_Test failed");
         if (done) break;
         if (now_s() - t0 > N.timeout) {
             N.joined = 0;
