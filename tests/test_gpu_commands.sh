@@ -249,6 +249,15 @@ if command -v mpirun > /dev/null; then
   export OMPI_MCA_btl_vader_single_copy_mechanism=none ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
   M=(--model m --data D.jsonl --template none --list-size 3 --batch-size 4 --lr 0.001 --max-steps 3 --precision fp32
      --save-every 2)
+  # gtrain NP OUT [VAR=VALUE ...] [-- ARG ...]: ppa train on the GPU path under mpirun -np NP into OUT, each VAR=VALUE
+  # passed to the ranks (-x), each ARG after the train's own; BIN: the binary (default ppa)
+  gtrain() {
+    local np=$1 out=$2 x=()
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do x+=(-x "$1"); shift; done
+    [ $# -gt 0 ] && shift
+    timeout 300 mpirun -np "$np" "${mx[@]}" "${x[@]}" "${BIN:-$ppa}" train "${M[@]}" --out "$out" --device cuda "$@"
+  }
   timeout 300 mpirun -np 2 "${mx[@]}" "$ppa" train "${M[@]}" --out mg2 --device cuda > /dev/null 2> err.txt
   expect "mpirun -np 2 train on the GPU path: exit 0, 2 ranks" sh -c "test $? -eq 0 && grep -q '2 ranks (MPI)' err.txt"
   expect "... the gradients through the host, saying why ($host_why)" \
@@ -256,13 +265,11 @@ if command -v mpirun > /dev/null; then
   if [ "${PPA_GPU_REAL:-0}" != 1 ]; then
     # a GPU of its own for each rank, each seeing it as GPU 0 (Slurm's CUDA_VISIBLE_DEVICES): known by its identity,
     # so the ranks vote on NCCL (every rank loads it first), which the stand-in lacks: the host path, saying why
-    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 "$ppa" train "${M[@]}" --out mgu --device cuda \
-      > /dev/null 2> err.txt
+    gtrain 2 mgu PPA_MOCK_GPU_PER_RANK=1 > /dev/null 2> err.txt
     expect "mpirun -np 2, a GPU each all seen as GPU 0: not taken for one shared GPU; NCCL missing on a rank said" \
       sh -c "test $? -eq 0 && grep -q \"the 2 ranks' gradients are summed through the host (MPI): rank 0: NCCL: the CPU stand-in\" err.txt"
     # NCCL on rank 0 only: rank 1 votes no before anyone joins, and rank 0 names it
-    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL_LOADS=0 "$ppa" train "${M[@]}" \
-      --out mgv --device cuda > /dev/null 2> err.txt
+    gtrain 2 mgv PPA_MOCK_GPU_PER_RANK=1 PPA_MOCK_NCCL_LOADS=0 > /dev/null 2> err.txt
     expect "mpirun -np 2, NCCL on rank 0 only: every rank votes, the host path naming rank 1" \
       sh -c "test $? -eq 0 && grep -q \"summed through the host (MPI): rank 1: NCCL: the CPU stand-in\" err.txt"
   fi
@@ -280,31 +287,28 @@ if command -v mpirun > /dev/null; then
     timeout 120 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_NO_GPU_RANK=1 "$ppa" train "${M[@]}" --out mga > /dev/null 2> err.txt
     expect "mpirun -np 2, rank 1 without a GPU, --device auto: every rank on the CPU, naming rank 1" \
       sh -c "test $? -eq 0 && grep -q 'device: cpu (--device auto: rank 1: no CUDA device' err.txt"
-    timeout 120 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_NO_GPU_RANK=1 "$ppa" train "${M[@]}" --out mgc --device cuda \
-      > /dev/null 2> err.txt
+    gtrain 2 mgc PPA_MOCK_NO_GPU_RANK=1 > /dev/null 2> err.txt
     expect "... with --device cuda: refused (exit 2), naming rank 1" \
       sh -c "test $? -eq 2 && grep -q -- '--device cuda: rank 1: no CUDA device' err.txt"
     # the NCCL path itself: a GPU each and the stand-in's NCCL (over MPI): the gradients summed by the engine
-    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${M[@]}" \
-      --out mgn --device cuda > /dev/null 2> err.txt
+    nccl=(PPA_MOCK_GPU_PER_RANK=1 PPA_MOCK_NCCL=1) # a GPU each, and the stand-in's NCCL
+    gtrain 2 mgn "${nccl[@]}" > /dev/null 2> err.txt
     expect "mpirun -np 2, a GPU each and NCCL: the gradients summed GPU to GPU (NCCL), said" \
       sh -c "test $? -eq 0 && grep -q \"the 2 ranks' gradients are summed GPU to GPU (NCCL)\" err.txt"
     expect "... = one process up to rounding" track mgn/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
     expect "... = the host path's sums, the same bytes at 2 ranks" cmp -s mgn/model.safetensors mg2/model.safetensors
-    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${M[@]}" \
-      --out mgn2 --device cuda > /dev/null 2>&1
+    gtrain 2 mgn2 "${nccl[@]}" > /dev/null 2>&1
     expect "... a rerun gives the same bytes" cmp -s mgn/model.safetensors mgn2/model.safetensors
     # a rank whose step fails (the test hook) says so before the gradients' sum: every rank ends at once, naming it
-    timeout 120 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 -x PPA_TEST_FAIL_STEP=1:2 \
-      "$build/ppa-hooks" train "${M[@]}" --out mgf --device cuda > /dev/null 2> err.txt
+    BIN=$build/ppa-hooks gtrain 2 mgf "${nccl[@]}" PPA_TEST_FAIL_STEP=1:2 > /dev/null 2> err.txt
     st=$?
     expect "... rank 1's step 2 failing: the job ends (status $st, not the timeout's), rank 0 naming rank 1" \
       sh -c "test $st -ne 0 && test $st -ne 124 && grep -q 'ppa.rank 0.: train: step 2: rank 1: a test' err.txt"
     # a rank stopped (SIGSTOP, the test hook) between the vote and NCCL's sum: the other's sum gives up after
     # --collective-timeout, aborting the communicator, and the job ends
     t0=$(date +%s.%N)
-    timeout 60 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 -x PPA_TEST_STOP_BEFORE_SUM=1:2 \
-      "$build/ppa-hooks" train "${M[@]}" --out mgs --device cuda --collective-timeout 3 > /dev/null 2> err.txt
+    BIN=$build/ppa-hooks gtrain 2 mgs "${nccl[@]}" PPA_TEST_STOP_BEFORE_SUM=1:2 -- --collective-timeout 3 \
+      > /dev/null 2> err.txt
     st=$?
     took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     for pid in $(pgrep -f -- "--out mgs"); do kill -CONT "$pid"; kill -KILL "$pid"; done 2> /dev/null
@@ -323,22 +327,19 @@ if command -v mpirun > /dev/null; then
     cmp -s mgz/checkpoint-2/optimizer.safetensors mg2/checkpoint-2/optimizer.safetensors
   if [ "${PPA_GPU_REAL:-0}" != 1 ]; then
     # ZeRO-1 through NCCL (the stand-in's): the shares of the weights gathered device to device, the host path's bytes
-    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 -x PPA_MOCK_GUARD=1 "$ppa" train \
-      "${M[@]}" --out mgzn --zero 1 --device cuda > /dev/null 2> err.txt
+    gtrain 2 mgzn "${nccl[@]}" PPA_MOCK_GUARD=1 -- --zero 1 > /dev/null 2> err.txt
     expect "... --zero 1 through NCCL: exit 0, = plain 2 ranks, the same bytes" \
       sh -c "test $? -eq 0 && grep -q 'summed GPU to GPU (NCCL)' err.txt && cmp -s mgzn/model.safetensors mg2/model.safetensors"
     expect "... its checkpoint's moments = plain's" \
       cmp -s mgzn/checkpoint-2/optimizer.safetensors mg2/checkpoint-2/optimizer.safetensors
     # 4 ranks through NCCL, ZeRO-1: = one process up to rounding (shares of unequal sizes: the padded all-gather)
-    timeout 300 mpirun -np 4 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${M[@]}" \
-      --out mgz4 --zero 1 --device cuda > /dev/null 2> err.txt
+    gtrain 4 mgz4 "${nccl[@]}" -- --zero 1 > /dev/null 2> err.txt
     expect "... 4 ranks through NCCL with --zero 1: exit 0, = one process up to rounding" \
       sh -c "test $? -eq 0 && grep -q \"the 4 ranks' gradients are summed GPU to GPU (NCCL)\" err.txt" 
     expect "... (the log)" track mgz4/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
     # the 2-rank NCCL run's checkpoint resumed at 4 ranks through NCCL: its last step within rounding of the 2 ranks'
     mkdir mgz42 && cp -r mgzn/checkpoint-2 mgz42/
-    timeout 300 mpirun -np 4 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${M[@]}" \
-      --out mgz42 --zero 1 --resume mgz42/checkpoint-2 --device cuda > /dev/null 2> err.txt
+    gtrain 4 mgz42 "${nccl[@]}" -- --zero 1 --resume mgz42/checkpoint-2 > /dev/null 2> err.txt
     grep '^{"step"' mgzn/train_log.jsonl | tail -1 > mgzn_tail.jsonl
     expect "... a 2-rank NCCL checkpoint resumes at 4 ranks through NCCL, saying so" \
       sh -c "test $? -eq 0 && grep -q 'written by 2 ranks, this run has 4' err.txt"

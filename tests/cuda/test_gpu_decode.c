@@ -71,17 +71,23 @@ static double log_softmax_at(const float *x, int V, int t) {
     return (double)x[t] - m - log(s);
 }
 
+/* case c's host model (*m) and its upload, or NULL after a failed check */
+static GpuModel *case_model(const char *name, const ModelConfig *c, ModelPrecision prec, Model **m) {
+    char err[1024] = "";
+    *m = ge_model(tmpdir, name, c, 0.3, ST_F32, prec, err, sizeof err);
+    GpuModel *g = *m ? gpu_model_new(&api, *m, prec, err, sizeof err) : NULL;
+    H_CHECK(g != NULL, "%s %s: model: %s", name, prec == MODEL_BF16 ? "bf16" : "fp32", err);
+    if (!g) model_free(*m), *m = NULL;
+    return g;
+}
+
 static void run_case(const char *name, const ModelConfig *c, ModelPrecision prec, uint64_t seed) {
     char err[1024];
     int bf = prec == MODEL_BF16, V = c->vocab_size, S = NP * NS, max_len = 10 + STEPS + 1;
     const char *p = bf ? "bf16" : "fp32";
-    Model *m = ge_model(tmpdir, name, c, 0.3, ST_F32, prec, err, sizeof err);
-    GpuModel *g = m ? gpu_model_new(&api, m, prec, err, sizeof err) : NULL;
-    H_CHECK(g != NULL, "%s %s: model: %s", name, p, err);
-    if (!g) {
-        model_free(m);
-        return;
-    }
+    Model *m;
+    GpuModel *g = case_model(name, c, prec, &m);
+    if (!g) return;
     /* prompts of 3 .. 10 tokens */
     int prompts[NP][10], plen[NP];
     uint64_t s = seed;
@@ -188,13 +194,9 @@ static void sampler_case(const char *name, const ModelConfig *c, ModelPrecision 
     int bf = prec == MODEL_BF16, V = c->vocab_size, max_len = decoder_model_max_len(c) < 24 ? decoder_model_max_len(c) : 24;
     const char *p = bf ? "bf16" : "fp32";
     double bound = bf ? BF16_LOGIT : F32_LOGIT, worst = 0;
-    Model *m = ge_model(tmpdir, name, c, 0.3, ST_F32, prec, err, sizeof err);
-    GpuModel *g = m ? gpu_model_new(&api, m, prec, err, sizeof err) : NULL;
-    H_CHECK(g != NULL, "%s %s: model: %s", name, p, err);
-    if (!g) {
-        model_free(m);
-        return;
-    }
+    Model *m;
+    GpuModel *g = case_model(name, c, prec, &m);
+    if (!g) return;
     int prompts[4][10], plen[4];
     uint64_t s = seed ^ 0xdec0de;
     for (int i = 0; i < 4; i++) {
@@ -304,8 +306,8 @@ static void graph_case(const char *name, const ModelConfig *c, ModelPrecision pr
     char err[1024] = "";
     const char *p = prec == MODEL_BF16 ? "bf16" : "fp32";
     int V = c->vocab_size, max_len = decoder_model_max_len(c) < 24 ? decoder_model_max_len(c) : 24;
-    Model *m = ge_model(tmpdir, name, c, 0.3, ST_F32, prec, err, sizeof err);
-    GpuModel *g = m ? gpu_model_new(&api, m, prec, err, sizeof err) : NULL;
+    Model *m;
+    GpuModel *g = case_model(name, c, prec, &m);
     GpuDecoder *d[2] = {NULL, NULL};
     for (int k = 0; g && k < 2; k++)
         if ((d[k] = gpu_decoder_new(g, 5, max_len, err, sizeof err))) gpu_decoder_graphs(d[k], k == 0);
