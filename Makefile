@@ -78,7 +78,7 @@ CUDA_SKIP := cuda: nvcc not found (looked on PATH and in /usr/local/cuda/bin; NV
 
 # the CPU stand-in of the CUDA module as a shared object (below, with the GPU engine's test)
 MOCK_LIB := $(BUILD)/cuda-mock/libppa_cuda_mock.so
-MOCK_SRC := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c tests/cuda/mock/mock_nccl.c $(sort $(wildcard src/kernels/*.c src/core/*.c src/optim/*.c src/cuda/*.c))
+MOCK_SRC := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c tests/cuda/mock/mock_nccl.c tests/cuda/mock/mock_decode.c $(sort $(wildcard src/kernels/*.c src/core/*.c src/optim/*.c src/cuda/*.c))
 
 all: $(BIN) $(BUILD)/ppa-hooks $(TESTS) $(MOCK_LIB) $(CUDA_ALL)
 
@@ -113,7 +113,8 @@ $(BUILD)/tests/%: tests/%.c $(HOOK_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $< $(HOOK_OBJ) $(LIB) -o $@ $(LDLIBS)
 
 # the GPU engine (src/gpu) against the CPU stand-in of the CUDA module (tests/cuda/mock): no CUDA toolkit needed
-GPU_MOCK := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c tests/cuda/mock/mock_nccl.c
+GPU_MOCK := tests/cuda/mock/mock_cuda.c tests/cuda/mock/mock_attention.c tests/cuda/mock/mock_nccl.c \
+            tests/cuda/mock/mock_decode.c
 $(BUILD)/tests/test_gpu_engine: tests/test_gpu_engine.c $(GPU_MOCK) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPPA_MOCK_NO_CUDA_RUNTIME $< $(GPU_MOCK) $(LIB) -o $@ $(LDLIBS)
@@ -169,7 +170,7 @@ $(BUILD)/cuda-tests/%: tests/cuda/%.c $(CUDA_HARNESS) $(LIB) $(CUDA_LIB)
 cuda-tests: $(CUDA_TESTS)
 
 # the tests' own logic on a machine without a GPU: test_cuda against a CPU stand-in of the module
-# (tests/cuda/mock/mock_cuda.c, mock_attention.c, mock_nccl.c); tests/test_cuda_build.sh runs it with --small
+# (tests/cuda/mock/mock_*.c); tests/test_cuda_build.sh runs it with --small
 $(BUILD)/cuda-mock/test_cuda_mock: tests/cuda/test_cuda.c $(CUDA_FAMILY) tests/cuda/harness.c $(GPU_MOCK) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -Itests/cuda $< $(CUDA_FAMILY) tests/cuda/harness.c $(GPU_MOCK) $(LIB) \
