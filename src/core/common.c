@@ -15,16 +15,22 @@ static void (*die_exit)(int status);
 void ppa_die_setup(int rank, void (*exit_fn)(int status)) { die_rank = rank, die_exit = exit_fn; }
 
 void ppa_die(int status, const char *fmt, ...) {
+    /* one write: the ranks of a job share stderr, and a message written in pieces interleaves with theirs */
+    char buf[8192];
+    int at = die_rank >= 0 ? snprintf(buf, sizeof buf, "ppa[rank %d]: ", die_rank) : snprintf(buf, sizeof buf, "ppa: ");
     va_list ap;
     va_start(ap, fmt);
-    if (die_rank >= 0)
-        fprintf(stderr, "ppa[rank %d]: ", die_rank);
-    else
-        fputs("ppa: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    int n = vsnprintf(buf + at, sizeof buf - (size_t)at - 1, fmt, ap);
     va_end(ap);
+    size_t room = sizeof buf - (size_t)at - 2; /* a longer message is cut there, its newline kept */
+    size_t len = (size_t)at + (n < 0 ? 0 : (size_t)n < room ? (size_t)n : room);
+    buf[len++] = '\n';
     fflush(stderr);
+    for (size_t done = 0; done < len;) {
+        ssize_t w = write(STDERR_FILENO, buf + done, len - done);
+        if (w <= 0 && errno != EINTR) break;
+        if (w > 0) done += (size_t)w;
+    }
     ppa_exit_fatal(status);
 }
 

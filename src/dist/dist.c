@@ -78,6 +78,7 @@ static struct {
     void *lib;
     int rank, size;
     int threads; /* MPI_THREAD_MULTIPLE was given: the watchdog may ask */
+    int agreed;  /* every rank knows of the error this one dies of (dist_agreed_failure) */
     double sec, bytes, wait; /* dist_stats */
 } M = {.size = 1};
 
@@ -343,7 +344,13 @@ static int launched(void) {
     return v && atoi(v) > 1;
 }
 
+static void finalize(void);
+
 static _Noreturn void abort_job(int status) {
+    if (M.agreed) { /* every rank dies of this error: each says why before the job ends (no MPI_Abort's race) */
+        finalize();
+        _exit(status);
+    }
     M.Abort(M.world, status ? status : 1);
     _exit(status); /* MPI_Abort does not return; if it does, leave anyway (common.h: the leak convention) */
 }
@@ -366,6 +373,8 @@ static void finalize(void) {
     M.Finalize();
     if (M.size > 1) unguard();
 }
+
+void dist_agreed_failure(void) { M.agreed = 1; }
 
 /* a fatal error in a one-process MPI job (ppa_die skips atexit handlers): MPI_Finalize, then the end */
 static _Noreturn void end_alone(int status) {

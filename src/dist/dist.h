@@ -67,6 +67,10 @@ void dist_barrier_at(const char *file, int line);
 /* since the start: seconds spent in the reductions and all-gathers above and the bytes this rank gave them; wait:
  * seconds spent before them waiting for the other ranks to arrive (a barrier each: imbalance, not transfer) */
 void dist_stats(double *seconds, double *bytes, double *wait);
+/* Every rank knows of the error this rank is about to die of (the ranks agreed on it, as the trainer's step vote
+ * does): a fatal error then ends the job after every rank said why (a barrier under the collective timeout, then
+ * MPI_Finalize), not with MPI_Abort, which may kill a rank before it prints. */
+void dist_agreed_failure(void);
 /* Stops every rank of the job with status (MPI_Abort); alone, exit(status). */
 _Noreturn void dist_abort(int status);
 

@@ -245,6 +245,7 @@ int step_vote(int bad, char *err, size_t errlen) {
         if (first != dist_rank()) snprintf(err, errlen, "rank %d: %s", first, colon ? colon + 1 : t);
     }
     free(all);
+    dist_agreed_failure(); /* every rank ends with it: each says why before the job ends */
     return code ? code : -1;
 }
 
