@@ -57,7 +57,7 @@ static void join_nccl(const TrainOptions *o, GpuTrain *t) {
         why[0] = 0;
         if (gpu_train_nccl_join(t, id, me, R, why, sizeof why)) {
             char w[WHY];
-            snprintf(w, sizeof w, "rank %d: %s", me, why);
+            snprintf(w, sizeof w, "rank %d: %.*s", me, WHY - 32, why);
             snprintf(why, sizeof why, "%s", w);
         } else {
             joined = 1;

@@ -85,7 +85,7 @@ void setup_device(TrainOptions *o) {
         enum { W = 1024 };
         char mine[W] = "", *all = NULL;
         size_t total = 0;
-        if (!gpu) snprintf(mine, sizeof mine, "%s", why);
+        if (!gpu) snprintf(mine, sizeof mine, "%.*s", W - 1, why);
         dist_gather_bytes(mine, sizeof mine, &all, &total);
         for (int r = 0; r < dist_size(); r++)
             if (all[(size_t)r * W]) {
