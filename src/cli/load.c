@@ -16,19 +16,6 @@
 #include "kernels/gemm_bf16.h"
 #include "train/trainer.h"
 
-/* the first rank's reason in why [R][n] (gathered), or NULL when every rank's is empty */
-static const char *first_reason(const char *why, int R, size_t n) {
-    for (int r = 0; r < R; r++)
-        if (why[(size_t)r * n]) return why + (size_t)r * n;
-    return NULL;
-}
-
-/* every rank's text of n bytes (this one's mine) into *all [R][n] */
-static void gather_text(const char *mine, size_t n, char **all) {
-    size_t total = 0;
-    dist_gather_bytes(mine, n, all, &total);
-}
-
 /* Several processes training: NCCL's communicator when every rank has a GPU of its own and NCCL loads on every rank,
  * else the gradients go through the host (MPI). Every rank checks before any joins (joining is collective: a rank
  * that fails in it leaves the others waiting), the ranks agree on all or none, and rank 0 says which and why. A GPU
@@ -38,42 +25,33 @@ static void join_nccl(const TrainOptions *o, GpuTrain *t) {
     const PcApi *pc = device_cuda_api();
     enum { ID = 64, WHY = 512 };
     int R = dist_size(), me = dist_rank();
-    char uuid[ID] = {0}, why[WHY] = {0}, *uuids = NULL, *whys = NULL;
+    char uuid[ID] = {0}, why[WHY] = {0}, msg[WHY] = "", *uuids = NULL;
+    size_t total = 0;
     if (pc->pc_device_uuid(uuid, sizeof uuid)) snprintf(uuid, sizeof uuid, "unknown (rank %d)", me);
-    gather_text(uuid, ID, &uuids);
+    dist_gather_bytes(uuid, ID, &uuids, &total);
     for (int r = 0; r < R && !why[0]; r++)
         if (r != me && !strncmp(uuids + (size_t)r * ID, uuid, ID))
             snprintf(why, sizeof why, "ranks %d and %d share one GPU (%s)", r < me ? r : me, r < me ? me : r, uuid);
+    free(uuids);
     if (!why[0] && pc->pc_nccl_load()) snprintf(why, sizeof why, "rank %d: %s", me, pc->pc_error());
-    gather_text(why, WHY, &whys);
-    const char *no = first_reason(whys, R, WHY);
-    char id[PC_NCCL_ID_BYTES + 1] = {0}, msg[WHY] = "";
-    if (no) snprintf(msg, sizeof msg, "%s", no);
+    int no = dist_first_text(why, WHY, msg, sizeof msg) >= 0; /* every rank able, or the first that is not */
+    char id[PC_NCCL_ID_BYTES + 1] = {0};
     if (!no && me == 0 && pc->pc_nccl_id(id)) snprintf(msg, sizeof msg, "rank 0: %s", pc->pc_error());
     id[PC_NCCL_ID_BYTES] = !no && !msg[0]; /* rank 0's id, and whether it has one */
     dist_bcast(id, sizeof id, 0);
-    double joined = 0;
+    int joined = 0;
     if (id[PC_NCCL_ID_BYTES]) {
+        char e[WHY] = "";
         why[0] = 0;
-        if (gpu_train_nccl_join(t, id, me, R, why, sizeof why)) {
-            char w[WHY];
-            snprintf(w, sizeof w, "rank %d: %.*s", me, WHY - 32, why);
-            snprintf(why, sizeof why, "%s", w);
-        } else {
-            joined = 1;
-            pc->pc_nccl_set_timeout(dist_timeout()); /* NCCL's waits bounded as the host's collectives are */
-        }
-        free(whys), whys = NULL;
-        gather_text(why, WHY, &whys);
-        if (!msg[0] && (no = first_reason(whys, R, WHY))) snprintf(msg, sizeof msg, "%s", no);
+        if (gpu_train_nccl_join(t, id, me, R, e, sizeof e)) snprintf(why, sizeof why, "rank %d: %.*s", me, WHY - 32, e);
+        else pc->pc_nccl_set_timeout(dist_timeout()); /* NCCL's waits bounded as the host's collectives are */
+        joined = dist_first_text(why, WHY, msg, sizeof msg) < 0; /* every rank joined, or the first that did not */
     }
-    dist_sum_f64(&joined, 1);
-    if (joined < R) gpu_train_nccl_leave(t);
+    if (!joined) gpu_train_nccl_leave(t);
     if (me == 0)
         fprintf(stderr, "ppa %s: the %d ranks' gradients are summed %s%s%s\n", options_command_name(o->cmd), R,
-                joined == R ? "GPU to GPU (NCCL)" : "through the host (MPI)", joined < R && msg[0] ? ": " : "",
-                joined < R ? msg : "");
-    free(uuids), free(whys);
+                joined ? "GPU to GPU (NCCL)" : "through the host (MPI)", !joined && msg[0] ? ": " : "",
+                joined ? "" : msg);
 }
 
 /* why the GPU engine did not take the model: a shape it cannot run is a refused configuration (2), anything else a

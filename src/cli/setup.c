@@ -83,17 +83,10 @@ void setup_device(TrainOptions *o) {
     if (gpu && device_cuda_open(-1, why, sizeof why)) gpu = 0;
     if (dist_size() > 1 && runs_on_gpu(o) && !cpu) { /* several ranks: all on their GPUs or none, the first why said */
         enum { W = 1024 };
-        char mine[W] = "", *all = NULL;
-        size_t total = 0;
+        char mine[W] = "", first[W];
         if (!gpu) snprintf(mine, sizeof mine, "%.*s", W - 1, why);
-        dist_gather_bytes(mine, sizeof mine, &all, &total);
-        for (int r = 0; r < dist_size(); r++)
-            if (all[(size_t)r * W]) {
-                snprintf(why, sizeof why, "rank %d: %.*s", r, W, all + (size_t)r * W);
-                gpu = 0;
-                break;
-            }
-        free(all);
+        int r = dist_first_text(mine, W, first, sizeof first);
+        if (r >= 0) snprintf(why, sizeof why, "rank %d: %s", r, first), gpu = 0;
     }
     if (!gpu && o->device == DEVICE_CUDA) {
         if (!runs_on_gpu(o) || cpu) {

@@ -519,6 +519,19 @@ void dist_gather_bytes_at(const char *mine, size_t n, char **all, size_t *total,
     free(len), free(counts);
 }
 
+int dist_first_text_at(const char *mine, size_t n, char *out, size_t outlen, const char *file, int line) {
+    char *all = NULL;
+    size_t total = 0;
+    if (M.size < 2) all = xmalloc(n ? n : 1), memcpy(all, mine, n);
+    else dist_gather_bytes_at(mine, n, &all, &total, file, line);
+    int first = -1;
+    for (int r = 0; r < (M.size < 2 ? 1 : M.size) && first < 0; r++)
+        if (n && all[(size_t)r * n]) first = r;
+    if (first >= 0) snprintf(out, outlen, "%.*s", (int)n, all + (size_t)first * n);
+    free(all);
+    return first;
+}
+
 void dist_barrier_at(const char *file, int line) {
     if (M.size < 2) return;
     guard(K_BARRIER, file, line);

@@ -62,6 +62,11 @@ void dist_allgather_f32_at(const float *mine, float *all, const long *counts, co
  * of a command whose rows were divided, in input order. */
 void dist_gather_bytes_at(const char *mine, size_t n, char **all, size_t *total, const char *file, int line);
 #define dist_gather_bytes(mine, n, all, total) dist_gather_bytes_at((mine), (n), (all), (total), __FILE__, __LINE__)
+/* Every rank's text of n bytes (empty: nothing to say) gathered: the first rank's non-empty one copied into out
+ * (outlen bytes) and that rank returned, or -1 when every rank's is empty; the same on every rank. A vote in which a
+ * rank that cannot go on says why. */
+int dist_first_text_at(const char *mine, size_t n, char *out, size_t outlen, const char *file, int line);
+#define dist_first_text(mine, n, out, outlen) dist_first_text_at((mine), (n), (out), (outlen), __FILE__, __LINE__)
 void dist_barrier_at(const char *file, int line);
 #define dist_barrier() dist_barrier_at(__FILE__, __LINE__)
 /* since the start: seconds spent in the reductions and all-gathers above and the bytes this rank gave them; wait:

@@ -229,22 +229,16 @@ int step_zero_gather(Model *m, char *err, size_t errlen) {
 
 int step_vote(int bad, char *err, size_t errlen) {
     if (dist_size() < 2) return bad;
-    double any = bad != 0;
+    double any = bad != 0; /* the usual answer, no rank failed, in one small sum */
     dist_sum_f64(&any, 1);
     if (any == 0) return 0;
     enum { TEXT = 1024 };
-    char mine[TEXT] = {0}, *all = NULL;
-    size_t total = 0;
+    char mine[TEXT] = {0}, first[TEXT];
     if (bad) snprintf(mine, sizeof mine, "%d:%s", bad, err); /* the code, then the message */
-    dist_gather_bytes(mine, sizeof mine, &all, &total);
-    int first = 0, code = -1;
-    while (first < dist_size() && !all[(size_t)first * TEXT]) first++;
-    if (first < dist_size()) {
-        const char *t = all + (size_t)first * TEXT, *colon = strchr(t, ':');
-        code = atoi(t);
-        if (first != dist_rank()) snprintf(err, errlen, "rank %d: %s", first, colon ? colon + 1 : t);
-    }
-    free(all);
+    int r = dist_first_text(mine, TEXT, first, sizeof first);
+    const char *colon = strchr(first, ':');
+    int code = atoi(first);
+    if (r != dist_rank()) snprintf(err, errlen, "rank %d: %s", r, colon ? colon + 1 : first);
     dist_agreed_failure(); /* every rank ends with it: each says why before the job ends */
     return code ? code : -1;
 }
