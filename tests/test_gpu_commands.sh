@@ -305,15 +305,13 @@ if command -v mpirun > /dev/null; then
     expect "... rank 1's step 2 failing: the job ends (status $st, not the timeout's), rank 0 naming rank 1" \
       sh -c "test $st -ne 0 && test $st -ne 124 && grep -q 'ppa.rank 0.: train: step 2: rank 1: a test' err.txt"
     # a rank stopped (SIGSTOP, the test hook) between the vote and NCCL's sum: the other's sum gives up after
-    # --collective-timeout, aborting the communicator, and the job ends
-    t0=$(date +%s.%N)
+    # --collective-timeout, aborting the communicator, and the job ends (not gtrain's own timeout's 124)
     BIN=$build/ppa-hooks gtrain 2 mgs "${nccl[@]}" PPA_TEST_STOP_BEFORE_SUM=1:2 -- --collective-timeout 3 \
       > /dev/null 2> err.txt
     st=$?
-    took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     for pid in $(pgrep -f -- "--out mgs"); do kill -CONT "$pid"; kill -KILL "$pid"; done 2> /dev/null
-    expect "... rank 1 stopped before NCCL's sum: the job ends (status $st) in $took s, the sum's timeout said" \
-      sh -c "test $st -ne 0 && test $st -ne 124 && awk -v t=$took 'BEGIN { exit !(t < 30) }' &&
+    expect "... rank 1 stopped before NCCL's sum: the job ends (status $st), the sum's timeout said" \
+      sh -c "test $st -ne 0 && test $st -ne 124 &&
         grep -q 'waited 3 s (--collective-timeout) for a rank that does not arrive' err.txt"
   fi
   # ZeRO-1 on the GPU path: each rank's engine keeps its share of the moments and updates its share of the weights,
