@@ -84,7 +84,7 @@ all: $(BIN) $(BUILD)/ppa-hooks $(TESTS) $(MOCK_LIB) $(CUDA_ALL)
 
 # the sources with test hooks (PPA_TEST_HOOK, core/common.h), compiled a second time with them for the test binaries
 # and build/ppa-hooks (the CLI tests that need one); ./ppa has none
-HOOK_SRC := src/train/state.c src/train/trainer.c src/kernels/gemm.c
+HOOK_SRC := src/train/state.c src/train/trainer.c src/train/step.c src/kernels/gemm.c
 HOOK_OBJ := $(HOOK_SRC:%.c=$(BUILD)/hooks/%.o)
 $(BUILD)/hooks/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -342,7 +342,54 @@ if command -v mpirun > /dev/null; then
     expect "... a 2-rank NCCL checkpoint resumes at 4 ranks through NCCL, saying so" \
       sh -c "test $? -eq 0 && grep -q 'written by 2 ranks, this run has 4' err.txt"
     expect "... its last step within rounding of the 2 ranks'" track mgz42/train_log.jsonl mgzn_tail.jsonl 1e-5 loss
+    # ZeRO-2 through NCCL (the stand-in's): each layer's gradients reduced onto the ranks that own them during the
+    # backward, no whole gradient buffer; every rank logs its reductions (count, root) for the bucket order
+    gtrain 2 mgy "${nccl[@]}" PPA_MOCK_GUARD=1 PPA_MOCK_NCCL_LOG="$PWD/mgy_log" -- --zero 2 > /dev/null 2> err.txt
+    expect "... --zero 2 through NCCL: exit 0, saying so" sh -c "test $? -eq 0 && grep -q 'ZeRO-2: this rank' err.txt &&
+      grep -q \"summed layer by layer onto the ranks that own them (ZeRO-2), GPU to GPU (NCCL)\" err.txt"
+    expect "... = one process up to rounding" track mgy/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
+    expect "... both ranks made the same reductions in the same order (NCCL's calls match)" \
+      sh -c "test \$(wc -l < mgy_log.0) -gt 8 && cmp -s mgy_log.0 mgy_log.1"
+    gtrain 2 mgy2 "${nccl[@]}" -- --zero 2 > /dev/null 2>&1
+    expect "... a rerun gives the same bytes" cmp -s mgy/model.safetensors mgy2/model.safetensors
+    mkdir mgyr && cp -r mgy/checkpoint-2 mgyr/
+    gtrain 2 mgyr "${nccl[@]}" -- --zero 2 --resume mgyr/checkpoint-2 > /dev/null 2>&1
+    expect "... resumed from its checkpoint = the uninterrupted run" cmp -s mgy/model.safetensors mgyr/model.safetensors
+    mkdir mgy4 && cp -r mgy/checkpoint-2 mgy4/
+    gtrain 4 mgy4 "${nccl[@]}" -- --zero 2 --resume mgy4/checkpoint-2 > /dev/null 2> err.txt
+    grep '^{"step"' mgy/train_log.jsonl | tail -1 > mgy_tail.jsonl
+    expect "... its checkpoint resumes at 4 ranks, saying so" \
+      sh -c "test $? -eq 0 && grep -q 'written by 2 ranks, this run has 4' err.txt"
+    expect "... its last step within rounding of the 2 ranks'" track mgy4/train_log.jsonl mgy_tail.jsonl 1e-5 loss
+    gtrain 4 mgy5 "${nccl[@]}" -- --zero 2 > /dev/null 2>&1
+    expect "... 4 ranks = one process up to rounding" track mgy5/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
+    # 3 lists over 2 ranks a micro-step each: rank 1 has one backward less, and joins the other's reductions with
+    # zeros (else NCCL would wait for ever)
+    MU=(--model m --data D.jsonl --template none --list-size 3 --batch-size 3 --micro-batch 1 --lr 0.001 --max-steps 3
+        --precision fp32)
+    gpu train "${MU[@]}" --out mgw1 > /dev/null 2>&1
+    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${MU[@]}" \
+      --out mgw --zero 2 --device cuda --collective-timeout 10 > /dev/null 2>&1
+    expect "... --zero 2 with uneven micro-steps: exit 0" test $? -eq 0
+    expect "... = one process up to rounding" track mgw/train_log.jsonl mgw1/train_log.jsonl 1e-5 loss grad_norm
+    # a rank whose step fails votes with the others' first micro-step, before any reduction: every rank ends at once
+    BIN=$build/ppa-hooks gtrain 2 mgyf "${nccl[@]}" PPA_TEST_FAIL_STEP=1:2 -- --zero 2 > /dev/null 2> err.txt
+    st=$?
+    expect "... --zero 2, rank 1's step 2 failing: the job ends (status $st, not a timeout), rank 0 naming rank 1" \
+      sh -c "test $st -ne 0 && test $st -ne 124 && grep -q 'ppa.rank 0.: train: step 2: rank 1: a test' err.txt"
+    # a rank stopped after the vote, before its backward: the other's layer reductions give up after the timeout
+    BIN=$build/ppa-hooks gtrain 2 mgys "${nccl[@]}" PPA_TEST_STOP_BEFORE_BACKWARD=1:2 -- --zero 2 \
+      --collective-timeout 3 > /dev/null 2> err.txt
+    st=$?
+    for pid in $(pgrep -f -- "--out mgys"); do kill -CONT "$pid"; kill -KILL "$pid"; done 2> /dev/null
+    expect "... --zero 2, rank 1 stopped before its backward: the job ends (status $st), the reduction's timeout said" \
+      sh -c "test $st -ne 0 && test $st -ne 124 && grep -q 'waited 3 s (--collective-timeout) for a rank that does not arrive' err.txt"
   fi
+  # ZeRO-2 on the host path (the ranks share one GPU): the layers' reductions through the host, said
+  timeout 300 mpirun -np 2 "${mx[@]}" "$ppa" train "${M[@]}" --out mgyh --zero 2 --device cuda > /dev/null 2> err.txt
+  expect "... --zero 2 through the host: exit 0, saying why" sh -c "test $? -eq 0 &&
+    grep -q \"summed layer by layer onto the ranks that own them (ZeRO-2), through the host (MPI): $host_why\" err.txt"
+  expect "... = one process up to rounding" track mgyh/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
   mkdir mgr && cp -r mgz/checkpoint-2 mgr/
   timeout 300 mpirun -np 2 "${mx[@]}" "$ppa" train "${M[@]}" --out mgr --zero 1 --resume mgr/checkpoint-2 \
     --device cuda > /dev/null 2>&1

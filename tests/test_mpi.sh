@@ -135,6 +135,14 @@ expect "a ZeRO-1 checkpoint holds all of the state = the plain run's" cmp -s "$t
 rm -f "$tmp/z/model.safetensors" "$tmp/z/config.json"
 mpi "$ppa" train "${run[@]}" --out "$tmp/z" --zero 1 --save-every 3 --resume "$tmp/z/checkpoint-3" > /dev/null 2>&1
 expect "ZeRO-1 resume: the same bytes" cmp -s "$tmp/two/model.safetensors" "$tmp/z/model.safetensors"
+# ZeRO-2 shards the GPU engine's gradients: on the CPU it is refused, naming --zero 1 (by --device auto when no GPU
+# was found: this build machine's stand-in is not loaded here)
+mpi "$ppa" train "${run[@]}" --out "$tmp/z2" --zero 2 > /dev/null 2> "$tmp/err"
+expect "--zero 2 on the CPU: refused (exit 2), naming --zero 1" sh -c "test $? -eq 2 && grep -q -- 'use --zero 1' '$tmp/err'"
+"$ppa" train "${run[@]}" --out "$tmp/z2" --zero 2 --device cpu > /dev/null 2> "$tmp/err"
+expect "--zero 2 --device cpu: refused (exit 2)" sh -c "test $? -eq 2 && grep -q -- 'use --zero 1' '$tmp/err'"
+"$ppa" train "${run[@]}" --out "$tmp/z2" --zero 3 > /dev/null 2> "$tmp/err"
+expect "--zero 3: refused (exit 2)" sh -c "test $? -eq 2 && grep -q -- 'must be 0, 1 or 2' '$tmp/err'"
 
 # -- LoRA and bf16 under 2 ranks
 lora=(--lora-r 4 --lora-alpha 8 --lora-dropout 0.1)

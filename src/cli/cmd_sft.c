@@ -189,9 +189,10 @@ int cmd_sft(int argc, char **argv) {
             nll += sft_micro_step(m, &d, perm + at + i, (int)(hi - i < a.micro ? hi - i : a.micro), tokens);
         }
         model_lora_dropout(m, 0, 0);
-        if (step_sum_grads(m, err, sizeof err)) ppa_die(1, "sft: step %ld: %s", step + 1, err); /* every rank's share */
+        int sharded; /* sft keeps every rank's whole sum (no ZeRO) */
+        if (step_sum_grads(m, 0, &sharded, err, sizeof err)) ppa_die(1, "sft: step %ld: %s", step + 1, err);
         dist_sum_f64(&nll, 1);
-        if (step_grad_norm(m, &gnorm, err, sizeof err)) ppa_die(1, "sft: step %ld: %s", step + 1, err);
+        if (step_grad_norm(m, 0, &gnorm, err, sizeof err)) ppa_die(1, "sft: step %ld: %s", step + 1, err);
         double lr = schedule_lr(a.schedule, a.lr, step, warmup, total);
         if (!isfinite(nll) || !isfinite(gnorm)) { /* never update with, print or save a NaN */
             char cause[1200], hint[1024];

@@ -216,7 +216,7 @@ static void plan_of(TrainPlan *pl, const TrainOptions *o, long lists) {
     memset(pl, 0, sizeof *pl);
     int reward = o->cmd == CMD_REWARD;
     pl->score = (ScoreSpec){o->objective, o->loss, reward ? 1.0 : o->beta, o->reference_free || reward, reward,
-                            o->reward_index};
+                            o->reward_index, o->zero == 2 && dist_size() > 1};
     plan_steps(o, lists, o->batch_size, &pl->total_steps, &pl->warmup_steps);
     pl->batch_size = o->batch_size, pl->micro_batch = o->micro_batch;
     pl->lr = o->lr, pl->weight_decay = o->weight_decay, pl->clip_grad = o->clip_grad, pl->schedule = o->schedule;
@@ -332,7 +332,10 @@ static int train_main(TrainOptions *o) {
     plan.tokenizer_dir = o->model; /* its tokenizer and template files, whichever it has */
     AdamW opt;
     size_t zlo = 0, zhi = model_n_params(policy);
-    plan.zero = o->zero && dist_size() > 1;
+    plan.zero = dist_size() > 1 ? o->zero : 0;
+    if (plan.zero == 2 && !model_train_engine(policy)) /* --device auto found no GPU */
+        ppa_die(2, "%s: --zero 2 shards the GPU engine's gradients, and this run trains on the CPU, which keeps them "
+                   "whole: use --zero 1", WHO);
     if (plan.zero) trainer_zero_share(zhi, &zlo, &zhi);
     adamw_init(&opt, o->resume ? model_n_params(policy) : zhi - zlo);
     if (o->resume) {
@@ -374,7 +377,8 @@ static int train_main(TrainOptions *o) {
                 ranks_text());
     if (lead && dist_size() > 1)
         fprintf(stderr, "ppa %s: AdamW state %.1f MB per rank (%s)\n", who, 8.0 * (double)(zhi - zlo) / 1e6,
-                plan.zero ? "ZeRO-1: this rank's share" : "every rank all of it; --zero 1 shares it");
+                plan.zero == 2 ? "ZeRO-2: this rank's share, and of the gradients too"
+                : plan.zero ? "ZeRO-1: this rank's share" : "every rank all of it; --zero 1 shares it");
     if (st.step && lead) fprintf(stderr, "ppa %s: resuming at step %ld (epoch %ld, list %ld)\n", who, st.step, st.epoch, st.cursor);
     /* the run failed while running (the device, a collective, writing a checkpoint or the log, a model that
      * diverged), or the weights as loaded give non-finite numbers */

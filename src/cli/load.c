@@ -16,6 +16,13 @@
 #include "kernels/gemm_bf16.h"
 #include "train/trainer.h"
 
+/* ZeRO-2 without NCCL: a layer's gradients summed through the host (every rank gets the sum; its owner keeps it) */
+static int host_reduce(void *ctx, float *host, size_t n, int root, char *err, size_t errlen) {
+    (void)ctx, (void)root, (void)err, (void)errlen;
+    dist_sum_f32(host, n);
+    return 0;
+}
+
 /* Several processes training: NCCL's communicator when every rank has a GPU of its own and NCCL loads on every rank,
  * else the gradients go through the host (MPI). Every rank checks before any joins (joining is collective: a rank
  * that fails in it leaves the others waiting), the ranks agree on all or none, and rank 0 says which and why. A GPU
@@ -48,8 +55,10 @@ static void join_nccl(const TrainOptions *o, GpuTrain *t) {
         joined = dist_first_text(why, WHY, msg, sizeof msg) < 0; /* every rank joined, or the first that did not */
     }
     if (!joined) gpu_train_nccl_leave(t);
+    if (!joined && o->zero == 2) gpu_train_host_reduce(t, host_reduce, NULL);
     if (me == 0)
-        fprintf(stderr, "ppa %s: the %d ranks' gradients are summed %s%s%s\n", options_command_name(o->cmd), R,
+        fprintf(stderr, "ppa %s: the %d ranks' gradients are summed %s%s%s%s\n", options_command_name(o->cmd), R,
+                o->zero == 2 ? "layer by layer onto the ranks that own them (ZeRO-2), " : "",
                 joined ? "GPU to GPU (NCCL)" : "through the host (MPI)", !joined && msg[0] ? ": " : "",
                 joined ? "" : msg);
 }
@@ -66,7 +75,8 @@ static int device_status(Model *m) {
 static void train_on_device(const TrainOptions *o, Model *m, int trains) {
     if (o->device != DEVICE_CUDA) return;
     char err[4096];
-    GpuShare share = {0, model_n_params(m)}; /* ZeRO-1: this rank's moments alone (train_run's share) */
+    /* ZeRO: this rank's moments alone (train_run's share), and at stage 2 its gradients */
+    GpuShare share = {0, model_n_params(m), dist_size(), dist_rank(), o->zero};
     int zero = trains && options_takes(o->cmd, TOPT_ZERO) && o->zero && dist_size() > 1;
     if (zero) trainer_zero_share(model_n_params(m), &share.lo, &share.hi);
     GpuTrain *t = gpu_train_new(device_cuda_api(), m, model_precision(m), o->gradient_checkpointing,

@@ -79,3 +79,19 @@ extern "C" int pc_adamw_step(float *p, PcBf16 *pb, const float *g, float *m, flo
     LAUNCH_TRY();
     return 0;
 }
+
+__global__ void add_kernel(float *__restrict__ acc, const float *__restrict__ x, size_t n) {
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) acc[i] += x[i];
+}
+
+int pc_add_f32_on(float *acc, const float *x, size_t n, cudaStream_t stream) {
+    if (!n) return 0;
+    size_t blocks = (n + ADAMW_THREADS - 1) / ADAMW_THREADS;
+    blocks = blocks > 65536 ? 65536 : blocks;
+    add_kernel<<<(unsigned)blocks, ADAMW_THREADS, 0, stream>>>(acc, x, n);
+    LAUNCH_TRY();
+    return 0;
+}
+
+extern "C" int pc_add_f32(float *acc, const float *x, size_t n) { return pc_add_f32_on(acc, x, n, pc_cuda_stream()); }

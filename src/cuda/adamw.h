@@ -20,6 +20,9 @@ extern "C" {
 int pc_adamw_step(float *p, PcBf16 *pb, const float *g, float *m, float *v, size_t n, float grad_scale,
                   const PcSpan *decay, int n_decay, size_t base, const PcAdamW *hp);
 
+/* acc [n] += x [n] (float32, device): ZeRO-2's share of the gradients accumulating a reduced bucket */
+int pc_add_f32(float *acc, const float *x, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

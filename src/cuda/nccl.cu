@@ -1,4 +1,4 @@
-/* nccl.cu: NCCL's all-reduce of the gradients (nccl.h), its library loaded at run time. */
+/* nccl.cu: NCCL's collectives over the gradients and weights (nccl.h), its library loaded at run time. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +10,9 @@
 
 #include "cuda/check.cuh"
 #include "cuda/nccl.h"
+
+/* adamw.cu's pc_add_f32 on a stream of the caller's: a reduced bucket added into the owner's share, after NCCL */
+int pc_add_f32_on(float *acc, const float *x, size_t n, cudaStream_t stream);
 
 static double now_s(void) {
     struct timespec t;
@@ -25,12 +28,18 @@ static struct {
     ncclResult_t (*init)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
     ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
     ncclResult_t (*all_gather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*reduce_scatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                   cudaStream_t);
+    ncclResult_t (*reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*rank_of)(ncclComm_t, int *);
     ncclResult_t (*destroy)(ncclComm_t);
     ncclResult_t (*abort)(ncclComm_t);
     ncclResult_t (*async_error)(ncclComm_t, ncclResult_t *);
     const char *(*error)(ncclResult_t);
     ncclComm_t comm;
+    int rank;
+    cudaStream_t side;          /* ZeRO-2's bucket reductions, beside the backward on the module's stream */
+    cudaEvent_t ready, tag[4];  /* the module's stream's work so far; a tag's last reduction done */
 } N;
 static double timeout_s = 600; /* seconds a collective may wait for the other ranks (pc_nccl_set_timeout) */
 
@@ -49,9 +58,13 @@ static int load(void) {
     N.all_gather = (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))dlsym(
         lib, "ncclAllGather");
     N.rank_of = (ncclResult_t(*)(ncclComm_t, int *))dlsym(lib, "ncclCommUserRank");
+    N.reduce_scatter = (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                        cudaStream_t))dlsym(lib, "ncclReduceScatter");
+    N.reduce = (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
+                                cudaStream_t))dlsym(lib, "ncclReduce");
     N.error = (const char *(*)(ncclResult_t))dlsym(lib, "ncclGetErrorString");
     if (!N.get_id || !N.init || !N.all_reduce || !N.destroy || !N.error || !N.abort || !N.async_error ||
-        !N.all_gather || !N.rank_of) {
+        !N.all_gather || !N.rank_of || !N.reduce_scatter || !N.reduce) {
         dlclose(lib);
         return pc_fail(__FILE__, __LINE__, "libnccl.so.2", "a function is missing (too old a NCCL)");
     }
@@ -122,7 +135,14 @@ extern "C" int pc_nccl_init(const void *id, int rank, int size) {
         N.comm = nullptr;
         return pc_fail(__FILE__, __LINE__, "ncclCommInitRankConfig", N.error(r));
     }
-    return wait_nccl(NULL, "ncclCommInitRankConfig");
+    if (wait_nccl(NULL, "ncclCommInitRankConfig")) return -1;
+    NCCL_TRY(N.rank_of(N.comm, &N.rank));
+    if (!N.side) {
+        CUDA_TRY(cudaStreamCreateWithFlags(&N.side, cudaStreamNonBlocking));
+        CUDA_TRY(cudaEventCreateWithFlags(&N.ready, cudaEventDisableTiming));
+        for (int i = 0; i < 4; i++) CUDA_TRY(cudaEventCreateWithFlags(&N.tag[i], cudaEventDisableTiming));
+    }
+    return 0;
 }
 
 extern "C" int pc_nccl_sum_f32(float *buf, size_t n) {
@@ -139,6 +159,53 @@ extern "C" int pc_nccl_all_gather_f32(float *buf, size_t count) {
     ncclResult_t r = N.all_gather(buf + (size_t)rank * count, buf, count, ncclFloat32, N.comm, pc_cuda_stream());
     if (r != ncclSuccess && r != ncclInProgress) return pc_fail(__FILE__, __LINE__, "ncclAllGather", N.error(r));
     return wait_nccl(pc_cuda_stream(), "ncclAllGather");
+}
+
+extern "C" int pc_nccl_reduce_scatter_f32(float *buf, size_t count) {
+    ARG_TRY(N.comm != nullptr, "no communicator (pc_nccl_init first)");
+    ncclResult_t r = N.reduce_scatter(buf, buf + (size_t)N.rank * count, count, ncclFloat32, ncclSum, N.comm,
+                                      pc_cuda_stream());
+    if (r != ncclSuccess && r != ncclInProgress) return pc_fail(__FILE__, __LINE__, "ncclReduceScatter", N.error(r));
+    return wait_nccl(pc_cuda_stream(), "ncclReduceScatter");
+}
+
+/* a non-blocking communicator may still be queueing the last call (ncclInProgress): waits for that alone, within
+ * the timeout, so that the next call finds it ready */
+static int wait_queued(const char *what) {
+    for (double t0 = now_s();;) {
+        ncclResult_t st = ncclSuccess;
+        N.async_error(N.comm, &st);
+        if (st == ncclSuccess) return 0;
+        if (st != ncclInProgress || now_s() - t0 > timeout_s) {
+            N.abort(N.comm), N.comm = nullptr;
+            return pc_fail(__FILE__, __LINE__, what, st != ncclInProgress ? N.error(st) : "queueing timed out");
+        }
+        usleep(20);
+    }
+}
+
+extern "C" int pc_nccl_reduce_f32(float *buf, size_t n, int root, float *acc, int tag) {
+    ARG_TRY(N.comm != nullptr && N.side, "no communicator (pc_nccl_init first)");
+    ARG_TRY(tag >= 0 && tag < 4 && root >= 0, "tag in 0..3, root");
+    CUDA_TRY(cudaEventRecord(N.ready, pc_cuda_stream()));
+    CUDA_TRY(cudaStreamWaitEvent(N.side, N.ready, 0));
+    ncclResult_t r = N.reduce(buf, buf, n, ncclFloat32, ncclSum, root, N.comm, N.side);
+    if (r != ncclSuccess && r != ncclInProgress) return pc_fail(__FILE__, __LINE__, "ncclReduce", N.error(r));
+    if (r == ncclInProgress && wait_queued("ncclReduce")) return -1;
+    if (acc && root == N.rank && pc_add_f32_on(acc, buf, n, N.side)) return -1;
+    CUDA_TRY(cudaEventRecord(N.tag[tag], N.side));
+    return 0;
+}
+
+extern "C" int pc_nccl_await(int tag) {
+    ARG_TRY(N.side && tag >= 0 && tag < 4, "a tag in 0..3 of a communicator's reductions");
+    CUDA_TRY(cudaStreamWaitEvent(pc_cuda_stream(), N.tag[tag], 0));
+    return 0;
+}
+
+extern "C" int pc_nccl_finish(void) {
+    ARG_TRY(N.comm != nullptr && N.side, "no communicator (pc_nccl_init first)");
+    return wait_nccl(N.side, "ncclReduce");
 }
 
 extern "C" void pc_nccl_free(void) {

@@ -1,5 +1,5 @@
 /* nccl.h: the gradients of several processes summed GPU to GPU with NCCL (one process a GPU), for data-parallel
- * training. NCCL is loaded at run time (dlopen of libnccl.so.2): the module works without it, and then these say
+ * training, and ZeRO's reduce-scatter, bucket reductions and all-gather. NCCL is loaded at run time (dlopen of libnccl.so.2): the module works without it, and then these say
  * so and the caller adds the gradients up through the host instead (MPI). */
 #ifndef PPA_CUDA_NCCL_H
 #define PPA_CUDA_NCCL_H
@@ -28,6 +28,20 @@ int pc_nccl_sum_f32(float *buf, size_t n);
 /* buf [size count] float32 (device) = every rank's chunk buf[rank count .. +count) gathered, in place, on the
  * module's stream; waits as pc_nccl_sum_f32 does */
 int pc_nccl_all_gather_f32(float *buf, size_t count);
+/* buf [size count] float32 (device): this rank's chunk buf[rank count .. +count) = the sum over the ranks of their
+ * chunk, in place (ZeRO's reduce-scatter: the rest of buf is left as it was), on the module's stream; waits as
+ * pc_nccl_sum_f32 does */
+int pc_nccl_reduce_scatter_f32(float *buf, size_t count);
+/* ZeRO-2's reduction of one bucket, queued without waiting: buf [n] float32 (device) summed over the ranks onto rank
+ * root, in place there, on NCCL's own stream once the module's stream has done what was queued before the call (so
+ * the backward goes on meanwhile); on root, acc [n] (device) += that sum afterwards (acc NULL: nothing). tag (0..3)
+ * names the call for pc_nccl_await. Every rank must make the same calls in the same order. */
+int pc_nccl_reduce_f32(float *buf, size_t n, int root, float *acc, int tag);
+/* the module's stream waits (on the device; the host goes on) for the last pc_nccl_reduce_f32 of tag to be done:
+ * its buf may then be written again */
+int pc_nccl_await(int tag);
+/* the host waits for every queued pc_nccl_reduce_f32 (polling NCCL's errors within the timeout, aborting past it) */
+int pc_nccl_finish(void);
 /* leaves the communicator (nothing when there is none) */
 void pc_nccl_free(void);
 

@@ -128,6 +128,10 @@
     X(void, pc_nccl_set_timeout, (double seconds))                                                                     \
     X(int, pc_nccl_sum_f32, (float *buf, size_t n))                                                                    \
     X(int, pc_nccl_all_gather_f32, (float *buf, size_t count))                                                         \
+    X(int, pc_nccl_reduce_scatter_f32, (float *buf, size_t count))                                                     \
+    X(int, pc_nccl_reduce_f32, (float *buf, size_t n, int root, float *acc, int tag))                                  \
+    X(int, pc_nccl_await, (int tag))                                                                                   \
+    X(int, pc_nccl_finish, (void))                                                                                     \
     X(void, pc_nccl_free, (void))                                                                                      \
     /* cuda/lora.h: LoRA's dropout masks (lora.c's keep) */                                                            \
     X(int, pc_lora_dropout, (float *y, float beta, const float *x, int T, int in, uint64_t key, int target,            \
@@ -136,7 +140,8 @@
     X(int, pc_adamw_step, (float *p, PcBf16 *pb, const float *g, float *m, float *v, size_t n, float grad_scale,       \
         const PcSpan *decay, int n_decay, size_t base, const PcAdamW *hp))                                             \
     X(int, pc_grad_norm, (double *norm, const float *g, size_t n))                                                     \
-    X(int, pc_grad_sumsq, (double *sumsq_device, const float *g, size_t n))
+    X(int, pc_grad_sumsq, (double *sumsq_device, const float *g, size_t n))                                            \
+    X(int, pc_add_f32, (float *acc, const float *x, size_t n))
 
 /* The table: field pc_NAME points at the module's pc_NAME. */
 typedef struct PcApi {

@@ -605,7 +605,7 @@ static int reward_head_backward(Run *r, TrainBatch *b, const double *drewards) {
     size_t H = (size_t)t->c.hidden_size, NL = (size_t)t->c.num_labels, nr = (size_t)b->lay.n_resp;
     size_t nw = NL * H > 0 ? NL * H : 1, nx = nr * H > 0 ? nr * H : 1;
     float *dW = xmalloc(sizeof(float) * nw), *rows = xcalloc(nx, sizeof(float));
-    int rc = pc->pc_download(dW, t->g + t->head_off, sizeof(float) * NL * H) || pc->pc_sync();
+    int rc = pc->pc_download(dW, gpu_zero_grad_at(t, t->head_off), sizeof(float) * NL * H) || pc->pc_sync();
     for (size_t g = 0; !rc && g < nr; g++) { /* in response order: deterministic */
         const float *h = b->hl_host + g * H;
         float *dh = rows + g * H;
@@ -618,7 +618,7 @@ static int reward_head_backward(Run *r, TrainBatch *b, const double *drewards) {
         }
     }
     Scratch sc = scratch_of(t, b);
-    rc = rc || pc->pc_upload(t->g + t->head_off, dW, sizeof(float) * NL * H) ||
+    rc = rc || pc->pc_upload(gpu_zero_grad_at(t, t->head_off), dW, sizeof(float) * NL * H) ||
          pc->pc_upload(sc.rows, rows, sizeof(float) * nr * H) ||
          pc->pc_memset(b->dxf, 0, sizeof(float) * (size_t)b->lay.T * H) ||
          pc->pc_scatter_add_rows(b->dxf, (int)H, sc.rows, (int)H, b->last_order, b->last_seg, b->last_key,
@@ -642,7 +642,12 @@ int gpu_train_backward(GpuTrain *t, const double *dout, char *err, size_t errlen
     size_t TH = (size_t)T * H;
     if (!lay->n_resp) {
         gpu_train_batch_free(t);
-        return 0;
+        return gpu_train_idle(t, err, errlen); /* ZeRO-2: the other ranks reduce with this one */
+    }
+    int zero2 = t->stage == 2;
+    if (zero2 && gpu_zero_open(t, -1, err, errlen)) {
+        gpu_train_batch_free(t);
+        return -1;
     }
     if (b->reward) {
         rc = reward_head_backward(&r, b, dout);
@@ -666,11 +671,14 @@ int gpu_train_backward(GpuTrain *t, const double *dout, char *err, size_t errlen
     for (int l = L - 1; l >= 0 && !rc; l--) {
         /* one kept slot: recompute layer l from its input (the forward left the last layer's) */
         if (b->slots == 1 && l < L - 1) rc = layer_forward(&r, b, l);
+        if (!rc && zero2) rc = gpu_zero_open(t, l, err, errlen);
         if (!rc) rc = layer_backward(&r, b, l);
+        if (!rc && zero2) rc = gpu_zero_close(t, l, err, errlen); /* reduced while layer l - 1's backward runs */
     }
     if (!rc && t->d_embed && pc->pc_embed_backward(t->d_embed, b->dx, b->tok_order, b->tok_seg, b->tok_key,
                                      b->n_seg_tok, H))
         rc = fail(&r, "embed_tokens' backward");
+    if (!rc && zero2) rc = gpu_zero_close(t, -1, err, errlen);
     if (!rc && pc->pc_sync()) rc = fail(&r, "the backward");
     gpu_train_batch_free(t);
     return rc;

@@ -69,7 +69,9 @@ static int tr_backward(void *t, const double *dout, char *err, size_t errlen) {
     return gpu_train_backward(t, dout, err, errlen);
 }
 static int tr_zero(void *t, char *err, size_t errlen) { return gpu_train_zero_grads(t, err, errlen); }
-static int tr_norm(void *t, double *norm, char *err, size_t errlen) { return gpu_train_grad_norm(t, norm, err, errlen); }
+static int tr_norm(void *t, int shard, double *norm, char *err, size_t errlen) {
+    return gpu_train_grad_norm(t, shard, norm, err, errlen);
+}
 static int tr_adamw(void *t, long step, float scale, double lr, double b1, double b2, double eps, double wd, char *err,
                     size_t errlen) {
     return gpu_train_adamw(t, step, scale, lr, b1, b2, eps, wd, err, errlen);
@@ -83,7 +85,10 @@ static int tr_pull(void *t, float *p, float *m, float *v, char *err, size_t errl
 static int tr_grads(void *t, float *g, int to_device, char *err, size_t errlen) {
     return to_device ? gpu_train_set_grads(t, g, err, errlen) : gpu_train_grads(t, g, err, errlen);
 }
-static int tr_sum_grads(void *t, char *err, size_t errlen) { return gpu_train_sum_grads(t, err, errlen); }
+static int tr_sum_grads(void *t, int zero, int *sharded, char *err, size_t errlen) {
+    return gpu_train_sum_grads(t, zero, sharded, err, errlen);
+}
+static int tr_idle(void *t, char *err, size_t errlen) { return gpu_train_idle(t, err, errlen); }
 static int tr_zero_gather(void *t, const size_t *start, int R, char *err, size_t errlen) {
     return gpu_train_zero_gather(t, start, R, err, errlen);
 }
@@ -95,7 +100,8 @@ ForwardEngine gpu_train_engine(GpuTrain *t, const char *name) {
     ForwardEngine e = {.ctx = t, .logps = tr_logps, .rewards = tr_rewards, .free = tr_free, .bytes = tr_bytes,
                        .train_forward = tr_forward, .train_backward = tr_backward, .zero_grads = tr_zero,
                        .grad_norm = tr_norm, .adamw = tr_adamw, .push = tr_push, .pull = tr_pull, .peak = tr_peak,
-                       .grads = tr_grads, .sum_grads = tr_sum_grads, .zero_gather = tr_zero_gather};
+                       .grads = tr_grads, .sum_grads = tr_sum_grads, .zero_gather = tr_zero_gather,
+                       .train_idle = tr_idle};
     snprintf(e.name, sizeof e.name, "%s", name ? name : "gpu");
     return e;
 }

@@ -143,9 +143,28 @@ struct GpuTrain {
     size_t act_bytes, peak;
     TrainBatch *batch;        /* the kept forward, or NULL */
     int nccl;                 /* joined NCCL's communicator: the ranks' gradients summed GPU to GPU */
-    float *gather;            /* device: ZeRO-1's all-gather buffer [R chunk] (gpu_train_zero_gather), or NULL */
-    size_t gather_n;
+    /* ZeRO (gpu_zero.c) over `ranks` ranks, this one `rank`, in chunks of ceil(n / ranks): p (and g at stage 1) hold
+     * ranks x chunk floats, so that NCCL's reduce-scatter and all-gather run in place. gs: the gradient of this
+     * rank's share [hi - lo] (g + lo, or at stage 2 its own buffer, which the backward's reductions add into). */
+    int ranks, rank, stage;
+    size_t chunk;
+    float *gs;
+    /* stage 2, no whole gradient buffer: layer l's gradients [bucket[l], bucket[l + 1]) of the flat buffer are
+     * written in slot[l % 2] and reduced onto their owners once its backward is done, while the next layer's runs;
+     * the rest (the embedding before layer 0; the final norm and head after the last) in gx, reduced at the end */
+    size_t *bucket;           /* [L + 1] */
+    float *slot[2], *gx;
+    GpuHostReduce host_reduce; /* the reductions through the host (no NCCL), or NULL */
+    void *host_ctx;
 };
+
+/* [stage 2] where offset o of the flat gradient buffer lives on the device (g + o below stage 2) */
+float *gpu_zero_grad_at(const GpuTrain *t, long o);
+/* [stage 2] the layer regions (t->bucket) from the model's tensor offsets: 0, or -1 with why in err */
+int gpu_zero_buckets(GpuTrain *t, const Model *m, char *err, size_t errlen);
+/* [stage 2] before and after layer l's backward (l = -1: the rest, gx, after the whole backward) */
+int gpu_zero_open(GpuTrain *t, int l, char *err, size_t errlen);
+int gpu_zero_close(GpuTrain *t, int l, char *err, size_t errlen);
 
 /* frees the kept batch (gpu_backward.c) */
 void gpu_train_batch_free(GpuTrain *t);

@@ -47,7 +47,7 @@ static void full_layout(GpuTrain *t, const Model *m) {
     int L = c->num_hidden_layers;
 #define MAT(o) ((o) < 0 ? NULL : t->pb ? (const void *)(t->pb + (o)) : (const void *)(t->p + (o)))
 #define VEC(o) ((o) < 0 ? NULL : t->p + (o))
-#define GRD(o) ((o) < 0 ? NULL : t->g + (o))
+#define GRD(o) ((o) < 0 ? NULL : gpu_zero_grad_at(t, o))
 #define SET(field, suffix, kind)                                                                                       \
     do {                                                                                                               \
         long o = layer_offset(m, l, suffix);                                                                           \
@@ -89,7 +89,7 @@ static void full_layout(GpuTrain *t, const Model *m) {
     }
     long e = model_param_offset(m, "model.embed_tokens.weight"), f = model_param_offset(m, "model.norm.weight");
     long h = model_lm_offset(m);
-    t->embed = t->p + e, t->embed_dt = PC_F32, t->d_embed = t->g + e; /* the master rows: model_embed's */
+    t->embed = t->p + e, t->embed_dt = PC_F32, t->d_embed = GRD(e); /* the master rows: model_embed's */
     t->final_norm = VEC(f), t->d_final_norm = GRD(f);
     if (c->head == HEAD_LM) t->head = MAT(h), t->d_head = GRD(h);
     t->head_off = h;
@@ -140,8 +140,19 @@ GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int chec
     t->pc = pc, t->c = *model_config(m), t->prec = prec, t->dt = prec == MODEL_BF16 ? PC_BF16 : PC_F32;
     t->gc = checkpointing != 0, t->n = model_n_params(m);
     t->lo = share ? share->lo : 0, t->hi = share ? share->hi : t->n;
-    if (t->lo > t->hi || t->hi > t->n) {
-        snprintf(err, errlen, "gpu train: the share [%zu, %zu) is not inside the %zu parameters", t->lo, t->hi, t->n);
+    t->ranks = share ? share->ranks : 1, t->rank = share ? share->rank : 0, t->stage = share ? share->stage : 0;
+    t->chunk = t->ranks > 0 ? (t->n + (size_t)t->ranks - 1) / (size_t)t->ranks : t->n;
+    size_t want_lo = (size_t)t->rank * t->chunk < t->n ? (size_t)t->rank * t->chunk : t->n;
+    if (t->ranks < 1 || t->rank < 0 || t->rank >= t->ranks || t->lo > t->hi || t->hi > t->n ||
+        (share && (t->lo != want_lo || t->hi - t->lo > t->chunk))) {
+        snprintf(err, errlen, "gpu train: the share [%zu, %zu) of rank %d of %d is not its chunk of the %zu parameters",
+                 t->lo, t->hi, t->rank, t->ranks, t->n);
+        free(t);
+        return NULL;
+    }
+    if (t->stage == 2 && lora) {
+        snprintf(err, errlen, "gpu train: --zero 2 shards a full fine-tuning's gradients; an adapter's are small: use "
+                              "--zero 1");
         free(t);
         return NULL;
     }
@@ -150,27 +161,47 @@ GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int chec
     t->layers = xcalloc((size_t)(L ? L : 1), sizeof(TrainLayer));
     t->inv_freq = xmalloc(sizeof(double) * (size_t)(c->head_dim / 2));
     rope_inv_freq(&c->rope, c->head_dim, t->inv_freq);
+    if (t->stage == 2 && gpu_zero_buckets(t, m, err, errlen)) {
+        gpu_train_free(t);
+        return NULL;
+    }
 
     Spans d = model_decay(m);
     t->n_decay = d.n;
-    /* an adapter's products run in float32 (lora.h): no bf16 copy of it */
-    size_t n = t->n, f = up(n * sizeof(float)), b = prec == MODEL_BF16 && !lora ? up(n * sizeof(PcBf16)) : 0;
-    size_t fm = up((t->hi - t->lo) * sizeof(float)), sp = up(sizeof(PcSpan) * (size_t)(d.n ? d.n : 1));
-    t->state_bytes = 2 * f + 2 * fm + b + sp;
+    /* an adapter's products run in float32 (lora.h): no bf16 copy of it. Under ZeRO the weights (and stage 1's
+     * gradients) are padded to whole chunks; stage 2 has a share, two layers and the rest of gradients instead. */
+    size_t n = t->n, np = t->stage ? (size_t)t->ranks * t->chunk : n, f = up(np * sizeof(float));
+    size_t b = prec == MODEL_BF16 && !lora ? up(n * sizeof(PcBf16)) : 0;
+    size_t fm = up((t->hi - t->lo) * sizeof(float)), sp = up(sizeof(PcSpan) * (size_t)(d.n ? d.n : 1)), fg = f;
+    size_t fx = 0, fl = 0, fs = 0;
+    if (t->stage == 2) {
+        size_t most = 0;
+        for (int l = 0; l < L; l++) most = t->bucket[l + 1] - t->bucket[l] > most ? t->bucket[l + 1] - t->bucket[l] : most;
+        fx = up((t->bucket[0] + (n - t->bucket[L])) * sizeof(float)), fl = up(most * sizeof(float));
+        fs = up(t->chunk * sizeof(float)), fg = fx + 2 * fl + fs;
+    }
+    t->state_bytes = f + fg + 2 * fm + b + sp;
     if (!(t->state = pc->pc_alloc(t->state_bytes))) {
-        snprintf(err, errlen, "gpu train: the weights, gradients and AdamW moments of %zu parameters (%.2f GB): %s", n,
-                 (double)t->state_bytes / 1e9, pc->pc_error());
+        snprintf(err, errlen, "gpu train: the weights, gradients and AdamW moments of %zu parameters (%.2f GB%s): %s", n,
+                 (double)t->state_bytes / 1e9, t->stage ? ", this rank's share under ZeRO" : "", pc->pc_error());
         spans_free(&d);
         gpu_train_free(t);
         return NULL;
     }
     char *at = t->state;
-    t->p = (float *)at, t->g = (float *)(at + f), t->m = (float *)(at + 2 * f), t->v = (float *)(at + 2 * f + fm);
-    t->pb = b ? (PcBf16 *)(at + 2 * f + 2 * fm) : NULL;
-    t->decay = (PcSpan *)(at + 2 * f + 2 * fm + b);
+    t->p = (float *)at;
+    if (t->stage == 2) {
+        t->gx = (float *)(at + f), t->slot[0] = (float *)(at + f + fx), t->slot[1] = (float *)(at + f + fx + fl);
+        t->gs = (float *)(at + f + fx + 2 * fl);
+    } else {
+        t->g = (float *)(at + f), t->gs = t->g + t->lo;
+    }
+    t->m = (float *)(at + f + fg), t->v = (float *)(at + f + fg + fm);
+    t->pb = b ? (PcBf16 *)(at + f + fg + 2 * fm) : NULL;
+    t->decay = (PcSpan *)(at + f + fg + 2 * fm + b);
     PcSpan *hs = xmalloc(sizeof(PcSpan) * (size_t)(d.n ? d.n : 1));
     for (int i = 0; i < d.n; i++) hs[i] = (PcSpan){d.s[i].lo, d.s[i].hi};
-    int bad = pc->pc_memset(t->state, 0, 2 * f + 2 * fm) || pc->pc_upload(t->decay, hs, sizeof(PcSpan) * (size_t)d.n) ||
+    int bad = pc->pc_memset(t->state, 0, f + fg + 2 * fm) || pc->pc_upload(t->decay, hs, sizeof(PcSpan) * (size_t)d.n) ||
               pc->pc_sync();
     free(hs), spans_free(&d);
     if (bad) {
@@ -195,12 +226,11 @@ void gpu_train_free(GpuTrain *t) {
     if (!t) return;
     gpu_train_batch_free(t);
     if (t->nccl) t->pc->pc_nccl_free();
-    t->pc->pc_free(t->gather);
     t->pc->pc_free(t->state);
     t->pc->pc_free(t->act);
     t->pc->pc_free(t->cs);
     gpu_model_free(t->base);
-    free(t->layers), free(t->inv_freq), free(t->lora);
+    free(t->layers), free(t->inv_freq), free(t->lora), free(t->bucket);
     free(t);
 }
 
@@ -222,72 +252,38 @@ int gpu_train_pull(GpuTrain *t, float *params, float *m, float *v, char *err, si
     return 0;
 }
 
+/* stage 2 keeps no whole gradient buffer: its sums never go through the host this way */
+static int whole_grads(const GpuTrain *t, char *err, size_t errlen) {
+    if (t->g) return 1;
+    snprintf(err, errlen, "gpu train: ZeRO-2 keeps this rank's share of the gradients alone (internal)");
+    return 0;
+}
+
 int gpu_train_grads(GpuTrain *t, float *grads, char *err, size_t errlen) {
+    if (!whole_grads(t, err, errlen)) return -1;
     if (t->pc->pc_download(grads, t->g, sizeof(float) * t->n) || t->pc->pc_sync())
         return fail(t, "reading the gradients back", err, errlen);
     return 0;
 }
 
 int gpu_train_set_grads(GpuTrain *t, const float *grads, char *err, size_t errlen) {
+    if (!whole_grads(t, err, errlen)) return -1;
     if (t->pc->pc_upload(t->g, grads, sizeof(float) * t->n) || t->pc->pc_sync())
         return fail(t, "writing the gradients", err, errlen);
     return 0;
 }
 
-int gpu_train_nccl_join(GpuTrain *t, const void *id, int rank, int size, char *err, size_t errlen) {
-    if (t->pc->pc_nccl_init(id, rank, size)) return fail(t, "joining NCCL", err, errlen);
-    t->nccl = 1;
-    return 0;
-}
-
-void gpu_train_nccl_leave(GpuTrain *t) {
-    if (t->nccl) t->pc->pc_nccl_free();
-    t->nccl = 0;
-}
-
-int gpu_train_sum_grads(GpuTrain *t, char *err, size_t errlen) {
-    if (!t->nccl) return 1;
-    if (t->pc->pc_nccl_sum_f32(t->g, t->n)) return fail(t, "summing the ranks' gradients (NCCL)", err, errlen);
-    return 0;
-}
-
-int gpu_train_zero_gather(GpuTrain *t, const size_t *start, int R, char *err, size_t errlen) {
-    if (!t->nccl) return 1;
-    const PcApi *pc = t->pc;
-    size_t c = 0;
-    int me = -1;
-    for (int r = 0; r < R; r++) {
-        c = start[r + 1] - start[r] > c ? start[r + 1] - start[r] : c;
-        if (start[r] == t->lo && start[r + 1] == t->hi) me = r;
-    }
-    if (me < 0) return snprintf(err, errlen, "gpu train: ZeRO-1: this rank's share [%zu, %zu) is none of the ranks'",
-                                t->lo, t->hi), -1;
-    if (t->gather_n < (size_t)R * c) { /* the shares padded to the largest: NCCL gathers equal chunks */
-        pc->pc_free(t->gather);
-        t->gather_n = 0;
-        size_t want = (size_t)R * c > 0 ? (size_t)R * c : 1;
-        if (!(t->gather = pc->pc_alloc(sizeof(float) * want)))
-            return fail(t, "ZeRO-1's all-gather buffer", err, errlen);
-        t->gather_n = (size_t)R * c;
-    }
-    size_t f = sizeof(float);
-    if (pc->pc_copy(t->gather + (size_t)me * c, t->p + t->lo, f * (t->hi - t->lo)) ||
-        pc->pc_nccl_all_gather_f32(t->gather, c))
-        return fail(t, "gathering the ranks' weights (NCCL)", err, errlen);
-    for (int r = 0; r < R; r++)
-        if (r != me && pc->pc_copy(t->p + start[r], t->gather + (size_t)r * c, f * (start[r + 1] - start[r])))
-            return fail(t, "gathering the ranks' weights (NCCL)", err, errlen);
-    if (t->pb && pc->pc_f32_to_bf16(t->pb, t->p, t->n)) return fail(t, "the weights' bf16 copy", err, errlen);
-    return 0;
-}
-
 int gpu_train_zero_grads(GpuTrain *t, char *err, size_t errlen) {
-    if (t->pc->pc_memset(t->g, 0, sizeof(float) * t->n)) return fail(t, "clearing the gradients", err, errlen);
+    float *g = t->g ? t->g : t->gs; /* stage 2: the share, which the buckets' reductions add into */
+    size_t n = t->g ? (t->stage ? (size_t)t->ranks * t->chunk : t->n) : t->hi - t->lo;
+    if (t->pc->pc_memset(g, 0, sizeof(float) * n)) return fail(t, "clearing the gradients", err, errlen);
     return 0;
 }
 
-int gpu_train_grad_norm(GpuTrain *t, double *norm, char *err, size_t errlen) {
-    if (t->pc->pc_grad_norm(norm, t->g, t->n)) return fail(t, "the gradient norm", err, errlen);
+int gpu_train_grad_norm(GpuTrain *t, int shard, double *norm, char *err, size_t errlen) {
+    if (!shard && !whole_grads(t, err, errlen)) return -1;
+    if (t->pc->pc_grad_norm(norm, shard ? t->gs : t->g, shard ? t->hi - t->lo : t->n))
+        return fail(t, "the gradient norm", err, errlen);
     return 0;
 }
 
@@ -295,7 +291,7 @@ int gpu_train_adamw(GpuTrain *t, long step, float grad_scale, double lr, double 
                     double weight_decay, char *err, size_t errlen) {
     PcAdamW hp = {step, lr, beta1, beta2, eps, weight_decay};
     size_t lo = t->lo;
-    if (t->pc->pc_adamw_step(t->p + lo, t->pb ? t->pb + lo : NULL, t->g + lo, t->m, t->v, t->hi - lo, grad_scale,
+    if (t->pc->pc_adamw_step(t->p + lo, t->pb ? t->pb + lo : NULL, t->gs, t->m, t->v, t->hi - lo, grad_scale,
                              t->decay, t->n_decay, lo, &hp))
         return fail(t, "the AdamW step", err, errlen);
     return 0;

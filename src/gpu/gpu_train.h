@@ -39,8 +39,13 @@ typedef struct GpuTrain GpuTrain;
  * [lo, hi) of this rank (trainer_zero_share): the moments are kept for it alone and AdamW updates it alone. NULL
  * with why in err: what it cannot train, or out of GPU memory (the bytes asked and free). */
 typedef struct {
-    size_t lo, hi;
+    size_t lo, hi;    /* this rank's share of the parameters (step_zero_share: rank x chunk, chunk = ceil(n / ranks)) */
+    int ranks, rank;
+    int stage;        /* ZeRO's: 1 (the moments sharded), 2 (the gradients too: no whole gradient buffer) */
 } GpuShare;
+/* ZeRO-2 without NCCL: host [n] summed over the ranks, the sum wanted on rank root (every rank calls it, in the same
+ * order); 0, or -1 with why in err */
+typedef int (*GpuHostReduce)(void *ctx, float *host, size_t n, int root, char *err, size_t errlen);
 GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int checkpointing, const GpuShare *share,
                         char *err, size_t errlen);
 void gpu_train_free(GpuTrain *t);
@@ -57,14 +62,22 @@ int gpu_train_zero_grads(GpuTrain *t, char *err, size_t errlen);
 /* Several processes: joins NCCL's communicator id (cuda/nccl.h, PC_NCCL_ID_BYTES) as rank of size; from then on
  * gpu_train_sum_grads adds the ranks' gradients up GPU to GPU (1 before a join: the caller sums through the host) */
 int gpu_train_nccl_join(GpuTrain *t, const void *id, int rank, int size, char *err, size_t errlen);
-int gpu_train_sum_grads(GpuTrain *t, char *err, size_t errlen);
 void gpu_train_nccl_leave(GpuTrain *t); /* back to the host's sums */
-/* ZeRO-1 after the step: each rank updated its share [start[r], start[r + 1]) of the weights (r < R, this rank's
- * [lo, hi)); every rank's gathered into every rank's weights through NCCL (float32, the bf16 copy refreshed from
- * them: the host path's bytes). 1 before a join (the caller gathers through the host) */
+/* ZeRO-2 without NCCL (ranks sharing a GPU): the backward's bucket reductions go through the host with reduce */
+void gpu_train_host_reduce(GpuTrain *t, GpuHostReduce reduce, void *ctx);
+/* The ranks' gradients summed (gpu_zero.c). zero 0: all of them, an all-reduce; zero > 0: this rank's share alone,
+ * *sharded = 1 (a reduce-scatter; at stage 2 the backward's buckets did it). 1 (nothing done) when the gradients
+ * must go through the host (no NCCL, below stage 2). */
+int gpu_train_sum_grads(GpuTrain *t, int zero, int *sharded, char *err, size_t errlen);
+/* ZeRO-2: a micro-step's reductions, of zero gradients, for a rank that has no lists for it */
+int gpu_train_idle(GpuTrain *t, char *err, size_t errlen);
+/* ZeRO after the step: each rank updated its share [start[r], start[r + 1]) of the weights (r < R, this rank's
+ * [lo, hi)); every rank's gathered into every rank's weights through NCCL in place (float32, the bf16 copy refreshed
+ * from them: the host path's bytes). 1 before a join (the caller gathers through the host) */
 int gpu_train_zero_gather(GpuTrain *t, const size_t *start, int R, char *err, size_t errlen);
-/* the global L2 norm of the gradients (cuda/global_norm.h's fixed order: the same bits on every rerun) */
-int gpu_train_grad_norm(GpuTrain *t, double *norm, char *err, size_t errlen);
+/* the global L2 norm of the gradients (cuda/global_norm.h's fixed order: the same bits on every rerun); shard: of
+ * this rank's share alone (after a sharded sum) */
+int gpu_train_grad_norm(GpuTrain *t, int shard, double *norm, char *err, size_t errlen);
 /* AdamW step t >= 1 on every parameter of the share (optim.h's adamw_step element for element), the bf16 copy
  * refreshed there */
 int gpu_train_adamw(GpuTrain *t, long step, float grad_scale, double lr, double beta1, double beta2, double eps,

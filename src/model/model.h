@@ -184,7 +184,7 @@ typedef struct {
     int (*train_forward)(void *ctx, const Row *rows, int n_rows, double *out, int *n_scored, char *err, size_t errlen);
     int (*train_backward)(void *ctx, const double *dout, char *err, size_t errlen);
     int (*zero_grads)(void *ctx, char *err, size_t errlen);
-    int (*grad_norm)(void *ctx, double *norm, char *err, size_t errlen);
+    int (*grad_norm)(void *ctx, int shard, double *norm, char *err, size_t errlen); /* shard: this rank's share's */
     /* torch.optim.AdamW's step t on the whole buffer (optim.h's adamw_step: the gradient scaled by grad_scale,
      * decay on the model's model_decay spans), the products' copy of the weights refreshed */
     int (*adamw)(void *ctx, long t, float grad_scale, double lr, double beta1, double beta2, double eps,
@@ -195,11 +195,14 @@ typedef struct {
     /* the gradients to host grads [n] (to_device 0) or back (1): several processes add theirs up on the host */
     int (*grads)(void *ctx, float *grads, int to_device, char *err, size_t errlen);
     /* the processes' gradients summed device to device (NCCL): 0, -1 with err, or 1 when it cannot (NULL too):
-     * then through the host with grads */
-    int (*sum_grads)(void *ctx, char *err, size_t errlen);
-    /* ZeRO-1: every rank's updated share [start[r], start[r + 1]) of the weights gathered device to device (NCCL): 0,
+     * then through the host with grads. zero (the ZeRO stage) > 0: only this rank's share of the sum is needed;
+     * *sharded = 1 when only it was summed (a reduce-scatter; the backward's buckets at stage 2) */
+    int (*sum_grads)(void *ctx, int zero, int *sharded, char *err, size_t errlen);
+    /* ZeRO: every rank's updated share [start[r], start[r + 1]) of the weights gathered device to device (NCCL): 0,
      * -1 with err, or 1 when it cannot (NULL too): then through the host with pull and push */
     int (*zero_gather)(void *ctx, const size_t *start, int R, char *err, size_t errlen);
+    /* ZeRO-2: the reductions of a backward, of zero gradients, by a rank without lists for a micro-step (NULL: none) */
+    int (*train_idle)(void *ctx, char *err, size_t errlen);
     /* incremental decoding (NULL: decode.h's decoder on the CPU): decode.c delegates its slots' computations and
      * keeps their bookkeeping and checks; prefill takes np prompts at once (seq[i] gets ids[i] [n[i]]); fork
      * starts slots as the first len positions of slot src; logits NULL keeps them where they are, tok NULL feeds

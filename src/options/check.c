@@ -418,7 +418,9 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
                              opt_where(o, TOPT_REPORT_TO, w, sizeof w), ign);
     }
     if (validate_magnitudes(o, err, errlen)) return -1;
-    if (o->zero < 0 || o->zero > 1) BAD(TOPT_ZERO, "must be 0 or 1 (ZeRO stage 1), found %d", o->zero);
+    if (o->zero < 0 || o->zero > 2) BAD(TOPT_ZERO, "must be 0, 1 or 2 (the ZeRO stage), found %d", o->zero);
+    if (o->zero == 2 && o->device == DEVICE_CPU && opt_takes(o->cmd, TOPT_ZERO))
+        BAD(TOPT_ZERO, "2 shards the GPU engine's gradients; the CPU keeps them whole: use --zero 1");
     if (o->collective_timeout < 1 || o->collective_timeout > COLLECTIVE_TIMEOUT_MAX)
         BAD(TOPT_COLLECTIVE_TIMEOUT, "must be in 1..%d seconds (a week), found %ld", COLLECTIVE_TIMEOUT_MAX,
             o->collective_timeout);

@@ -222,7 +222,7 @@ typedef struct {
     int use_rslora;         /* s = alpha / sqrt(r) */
     char *adapter;          /* --adapter DIR: a PEFT LoRA folder on --model */
     int use_peft;           /* a recipe's use_peft: true (its lora_* keys count only then, as in TRL) */
-    int zero;               /* ZeRO stage: 0, or 1 (AdamW state sharded over the MPI ranks) */
+    int zero;               /* ZeRO stage: 0; 1 (AdamW state sharded over the MPI ranks); 2 (gradients too, GPU) */
     long collective_timeout; /* seconds an MPI collective waits for the ranks before it aborts the job, 600
                               * (PyTorch's process groups' 10 minutes; src/dist) */
     int log_lambdas;        /* log the per-response d loss / d s of every list */

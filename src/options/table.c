@@ -112,7 +112,9 @@ const OptSpec OPT[TOPT_COUNT] = {
     F(TOPT_ADAPTER, "adapter", "adapter", T_STR, adapter, MODEL_CMDS | JUDGES, 0, S_LORA, "DIR",
       "a PEFT LoRA adapter folder on --model (training continues it)"),
     F(TOPT_ZERO, "zero", "zero", T_INT, zero, LISTS, 0, S_RUN, "STAGE",
-      "1: each MPI rank keeps the AdamW state of its share of the weights (ZeRO-1); 0: all of it"),
+      "under mpirun, each rank keeps the AdamW state of its share of the weights (1, ZeRO-1), and on\n"
+                 "the GPU its share of the gradients too (2, ZeRO-2: reduced layer by layer during the backward);\n"
+                 "0: every rank all of it"),
     F(TOPT_COLLECTIVE_TIMEOUT, "collective_timeout", "collective-timeout", T_LONG, collective_timeout, RANKS, 0, S_RUN,
       "SECONDS", "under mpirun: how long rank 0 waits at a collective for the other ranks (they wait twice\n"
                  "as long + 5 s for rank 0), then aborts the job naming the ranks that did not arrive"),

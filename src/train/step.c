@@ -2,6 +2,7 @@
 #include "train/step.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +104,7 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
     if (pass_forward(m, mb, sp, nr, lp, ntok, err, errlen)) {
         model_pass_end(m);
         free(lp), free(dlp), free(ntok);
-        return -1;
+        return backward && sp->vote ? step_vote(-1, err, errlen) : -1;
     }
     PpaLossOptions lo = sp->lo;
     if (sp->obj == PPA_IPO) lo.beta = sp->beta;
@@ -151,6 +152,13 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
         }
         at += K;
     }
+    if (backward && sp->vote) rc = step_vote(rc, err, errlen);
+    static long backwards; /* tests: "R:K" stops rank R before its K-th backward (ZeRO-2: after the vote) */
+    const char *stop_at = PPA_TEST_HOOK("PPA_TEST_STOP_BEFORE_BACKWARD");
+    int sr;
+    long sk;
+    if (!rc && backward && stop_at && sscanf(stop_at, "%d:%ld", &sr, &sk) == 2 && sr == dist_rank() && ++backwards == sk)
+        raise(SIGSTOP);
     if (!rc && backward) rc = pass_backward(m, sp, nr, dlp, err, errlen);
     model_pass_end(m);
     free(lp), free(dlp), free(ntok);
@@ -166,9 +174,17 @@ int step_zero_grads(Model *m, char *err, size_t errlen) {
     return 0;
 }
 
-int step_grad_norm(Model *m, double *norm, char *err, size_t errlen) {
+int step_grad_norm(Model *m, int sharded, double *norm, char *err, size_t errlen) {
     const ForwardEngine *e = model_train_engine(m);
-    if (e) return e->grad_norm(e->ctx, norm, err, errlen);
+    if (e && sharded) { /* the shares' squares, added in rank order */
+        double sq;
+        if (e->grad_norm(e->ctx, 1, &sq, err, errlen)) return -1;
+        sq *= sq;
+        dist_sum_f64(&sq, 1);
+        *norm = sqrt(sq);
+        return 0;
+    }
+    if (e) return e->grad_norm(e->ctx, 0, norm, err, errlen);
     *norm = model_device(m)->grad_norm(model_grads(m), model_n_params(m));
     return 0;
 }
@@ -197,11 +213,17 @@ int step_push(Model *m, const AdamW *a, char *err, size_t errlen) {
     return e ? e->push(e->ctx, model_params(m), a ? a->m : NULL, a ? a->v : NULL, err, errlen) : 0;
 }
 
+void step_zero_share(size_t n, int r, size_t *lo, size_t *hi) {
+    size_t R = (size_t)(dist_size() > 0 ? dist_size() : 1), c = (n + R - 1) / R, a = (size_t)r * c;
+    *lo = a < n ? a : n, *hi = a + c < n ? a + c : n;
+}
+
 void step_gather_shares(float *x, size_t n) {
     int R = dist_size();
-    long *counts = xmalloc(sizeof(long) * (size_t)R), lo, hi;
-    for (int r = 0; r < R; r++) dist_share((long)n, r, &lo, &hi), counts[r] = hi - lo;
-    dist_share((long)n, dist_rank(), &lo, &hi);
+    long *counts = xmalloc(sizeof(long) * (size_t)R);
+    size_t lo, hi;
+    for (int r = 0; r < R; r++) step_zero_share(n, r, &lo, &hi), counts[r] = (long)(hi - lo);
+    step_zero_share(n, dist_rank(), &lo, &hi);
     float *mine = xmalloc(sizeof(float) * (size_t)(hi - lo ? hi - lo : 1));
     memcpy(mine, x + lo, sizeof(float) * (size_t)(hi - lo));
     dist_allgather_f32(mine, x, counts);
@@ -213,11 +235,7 @@ int step_zero_gather(Model *m, char *err, size_t errlen) {
     if (e && e->zero_gather) { /* device to device where the engine can */
         int R = dist_size();
         size_t *start = xmalloc(sizeof(size_t) * (size_t)(R + 1));
-        for (int r = 0; r < R; r++) {
-            long lo, hi;
-            dist_share((long)model_n_params(m), r, &lo, &hi);
-            start[r] = (size_t)lo, start[r + 1] = (size_t)hi;
-        }
+        for (int r = 0; r < R; r++) step_zero_share(model_n_params(m), r, &start[r], &start[r + 1]);
         int rc = e->zero_gather(e->ctx, start, R, err, errlen);
         free(start);
         if (rc <= 0) return rc;
@@ -243,13 +261,20 @@ int step_vote(int bad, char *err, size_t errlen) {
     return code ? code : -1;
 }
 
-int step_sum_grads(Model *m, char *err, size_t errlen) {
+int step_sum_grads(Model *m, int zero, int *sharded, char *err, size_t errlen) {
+    *sharded = 0;
     if (dist_size() < 2) return 0;
     const ForwardEngine *e = model_train_engine(m);
-    int rc = e && e->sum_grads ? e->sum_grads(e->ctx, err, errlen) : 1; /* NCCL, where the engine has it */
+    int rc = e && e->sum_grads ? e->sum_grads(e->ctx, zero, sharded, err, errlen) : 1; /* NCCL, where it can */
     if (rc <= 0) return rc;
     float *g = model_grads(m); /* an engine's run: the host's buffer carries them */
     if (e && e->grads(e->ctx, g, 0, err, errlen)) return -1;
     dist_sum_f32(g, model_n_params(m));
     return e ? e->grads(e->ctx, g, 1, err, errlen) : 0;
+}
+
+int step_idle(Model *m, char *err, size_t errlen) {
+    if (step_vote(0, err, errlen)) return -1;
+    const ForwardEngine *e = model_train_engine(m);
+    return e && e->train_idle ? e->train_idle(e->ctx, err, errlen) : 0;
 }

@@ -23,6 +23,8 @@ typedef struct {
     int reference_free;
     int reward;       /* a reward model trains: s_i = its head's output reward_index (no beta, no reference) */
     int reward_index;
+    int vote; /* several ranks whose backward reduces with the others (ZeRO-2): each says before it whether its
+                 forward failed (step_vote), so that none waits in a reduction another never joins */
 } ScoreSpec;
 
 /* The lists of one forward/backward: row r is one prompt with its K_r responses. */
@@ -73,20 +75,29 @@ int micro_step(Model *m, const MicroLists *mb, const ScoreSpec *sp, double weigh
  * err (an engine's failure; the CPU's never fail). step_adamw advances a->step as adamw_step does; base and a ZeRO
  * share are the CPU's (an engine updates the share it was made with, gpu_train.h, and its own bf16 copy). */
 int step_zero_grads(Model *m, char *err, size_t errlen);
-int step_grad_norm(Model *m, double *norm, char *err, size_t errlen);
+/* sharded: each rank holds only its share of the summed gradients (step_sum_grads said so): the ranks' squares added */
+int step_grad_norm(Model *m, int sharded, double *norm, char *err, size_t errlen);
 int step_adamw(Model *m, AdamW *a, float grad_scale, const Spans *decay, size_t base, double lr, const AdamWConfig *c,
                char *err, size_t errlen);
 /* The engine's weights (and moments, with a) into the host's buffers, the bf16 copy refreshed; or the host's into the
  * engine. Nothing to do on the CPU. The trainer pushes before its first step and pulls before it reads the weights. */
 int step_pull(Model *m, AdamW *a, char *err, size_t errlen);
 /* Every process's gradients added up on every process (dist_sum_f32 over model_grads; an engine's through the
- * host: read back, summed, written again). Nothing in one process. */
-int step_sum_grads(Model *m, char *err, size_t errlen);
+ * host: read back, summed, written again). Nothing in one process. zero (the ZeRO stage): an engine with NCCL then
+ * sums each rank's share alone (a reduce-scatter; at stage 2 the backward did it, layer by layer), and *sharded
+ * says so: the rest of its buffer is not the sum. */
+int step_sum_grads(Model *m, int zero, int *sharded, char *err, size_t errlen);
+/* ZeRO-2 (sp->vote): a rank that has no lists left for a micro-step its step's other ranks run votes with them and
+ * joins its backward's reductions with zero gradients */
+int step_idle(Model *m, char *err, size_t errlen);
+/* [*lo, *hi): rank r's share of n parameters under ZeRO: equal chunks of ceil(n / R) (the last one shorter, a rank
+ * past the end none), which NCCL's reduce-scatter and all-gather take in place */
+void step_zero_share(size_t n, int r, size_t *lo, size_t *hi);
 /* Several processes, before a step's gradients are summed: every rank says whether its micro-steps failed (bad:
  * micro_step's code, err its message), so that a failing rank never leaves the others waiting in the sum. 0 when no
  * rank failed; else the first failing rank's code on every rank, err its message ("rank R: ..." on the others). */
 int step_vote(int bad, char *err, size_t errlen);
-/* ZeRO-1 (several processes): every rank's share (dist_share) of x [n] gathered on every rank */
+/* ZeRO (several processes): every rank's share (step_zero_share) of x [n] gathered on every rank */
 void step_gather_shares(float *x, size_t n);
 /* ZeRO-1: each rank updated its share of the weights; every rank gets all of them (an engine's through the host:
  * read back, gathered, written again, its bf16 copy refreshed) */

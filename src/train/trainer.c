@@ -24,6 +24,7 @@ typedef struct {
     int *lam_k;      /* [lists] responses per list */
     long n_lam;
     double comm_s, comm_bytes, wait_s; /* in the MPI collectives during the step, and waiting before them (dist_stats) */
+    int sharded; /* each rank holds only its share of the summed gradients (step_sum_grads) */
 } StepLog;
 
 static void print_num(FILE *f, const char *key, double v) {
@@ -125,9 +126,9 @@ void train_tally_text(const TrainTally *t, char *buf, size_t n) {
 
 /* Every rank's share of a step made whole on every rank: the gradients and the log's sums added up (each list
  * weighs 1/n of the step's lists on whichever rank it ran), the lambdas and list sizes gathered in list order. */
-static int combine(Model *m, StepLog *sl, long n, long mine, char *err, size_t errlen) {
+static int combine(Model *m, int zero, StepLog *sl, long n, long mine, char *err, size_t errlen) {
     if (dist_size() < 2) return 0;
-    if (step_sum_grads(m, err, errlen)) return -1;
+    if (step_sum_grads(m, zero, &sl->sharded, err, errlen)) return -1;
     StepSums *u = &sl->sums;
     enum { NO = PPA_N_OBJECTIVES };
     double v[6 + 2 * NO] = {(double)u->lists, (double)u->tokens, (double)u->lists_with_pairs, (double)sl->tokens,
@@ -177,8 +178,13 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
     long lo, hi; /* this rank's lists of the step (all of them in one process) */
     dist_share(n, dist_rank(), &lo, &hi);
     if (p->log_lambdas) sl->lam_k = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
-    int bad = 0;
-    for (long done = lo; done < hi;) {
+    int bad = 0, fr, fs;
+    const char *fail_at = PPA_TEST_HOOK("PPA_TEST_FAIL_STEP"); /* tests: "R:S" fails rank R's step S */
+    if (fail_at && sscanf(fail_at, "%d:%d", &fr, &fs) == 2 && fr == dist_rank() && fs == st->step + 1) {
+        bad = -1, snprintf(err, errlen, "a test's failure (PPA_TEST_FAIL_STEP)");
+        if (p->score.vote) bad = step_vote(bad, err, errlen); /* with the others' first micro-step */
+    }
+    for (long done = lo; done < hi && !bad;) {
         int mb = (int)(hi - done < p->micro_batch ? hi - done : p->micro_batch);
         MicroLists ml;
         train_data_take(data, st->epoch, st->cursor + done, mb, p->score.reference_free ? NULL : ref, &ml);
@@ -201,16 +207,22 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
         if (bad) break;
         done += mb;
     }
-    const char *fail_at = PPA_TEST_HOOK("PPA_TEST_FAIL_STEP"); /* tests: "R:S" fails rank R's step S */
-    int fr, fs;
-    if (!bad && fail_at && sscanf(fail_at, "%d:%d", &fr, &fs) == 2 && fr == dist_rank() && fs == st->step + 1)
-        bad = -1, snprintf(err, errlen, "a test's failure (PPA_TEST_FAIL_STEP)");
-    /* a rank whose micro-step failed says so before the gradients' sum, which it would not join */
-    if ((bad = step_vote(bad, err, errlen))) return bad;
+    if (!bad && p->score.vote) { /* ZeRO-2: as many backwards as the rank with the most micro-steps, which reduce */
+        long most = 0, a, b;
+        for (int r = 0; r < dist_size(); r++) {
+            dist_share(n, r, &a, &b);
+            long k = (b - a + p->micro_batch - 1) / p->micro_batch;
+            most = k > most ? k : most;
+        }
+        for (long k = (hi - lo + p->micro_batch - 1) / p->micro_batch; k < most && !bad; k++) bad = step_idle(m, err, errlen);
+    }
+    /* a rank whose micro-step failed says so before the gradients' sum, which it would not join (under ZeRO-2 every
+     * micro-step voted before its backward's reductions; a failure after that ends the job, or times out) */
+    if (p->score.vote ? bad : (bad = step_vote(bad, err, errlen))) return bad;
     const char *stop_at = PPA_TEST_HOOK("PPA_TEST_STOP_BEFORE_SUM"); /* tests: "R:S" stops rank R before step S's sum */
     if (stop_at && sscanf(stop_at, "%d:%d", &fr, &fs) == 2 && fr == dist_rank() && fs == st->step + 1) raise(SIGSTOP);
     st->cursor += n;
-    if (combine(m, sl, n, hi - lo, err, errlen)) return -1;
+    if (combine(m, p->zero, sl, n, hi - lo, err, errlen)) return -1;
     dist_stats(&c1, &b1, &w1);
     sl->comm_s = c1 - c0, sl->comm_bytes = b1 - b0, sl->wait_s = w1 - w0;
     sl->lists = n;
@@ -335,11 +347,7 @@ static int step_lists_finite(Model *m, TrainData *data, const RefCache *ref, con
     return 0;
 }
 
-void trainer_zero_share(size_t n, size_t *lo, size_t *hi) {
-    long a, b;
-    dist_share((long)n, dist_rank(), &a, &b);
-    *lo = (size_t)a, *hi = (size_t)b;
-}
+void trainer_zero_share(size_t n, size_t *lo, size_t *hi) { step_zero_share(n, dist_rank(), lo, hi); }
 
 /* the whole optimizer state for a checkpoint: opt itself, or under ZeRO-1 every rank's share gathered (in *tmp) */
 static const AdamW *whole_state(const AdamW *opt, size_t n, int zero, AdamW *tmp) {
@@ -404,7 +412,7 @@ int train_run(Model *policy, TrainData *data, const RefCache *ref, AdamW *opt, T
             rc = nonfinite && st->step == first ? -2 : -1;
         } else {
             double gnorm; /* clipping happens inside the AdamW pass */
-            if (step_grad_norm(policy, &gnorm, err, errlen)) {
+            if (step_grad_norm(policy, sl.sharded, &gnorm, err, errlen)) {
                 rc = -1;
                 free(sl.lambdas), free(sl.lam_k);
                 break;

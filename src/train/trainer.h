@@ -61,11 +61,11 @@ typedef struct {
     void (*eval)(Model *policy, long step, FILE *log, void *ctx);
     void *eval_ctx;
     long eval_every;
-    int zero; /* ZeRO stage 1 over the MPI ranks: opt holds this rank's share (trainer_zero_share) only */
+    int zero; /* the ZeRO stage over the MPI ranks (1, 2; 0: none): opt holds this rank's share (trainer_zero_share) */
     TrainTally *tally; /* may be NULL: counts what this run's steps did to the weights */
 } TrainPlan;
 
-/* [*lo, *hi): the parameters whose AdamW state this rank keeps under ZeRO-1 (all of them in one process) */
+/* [*lo, *hi): the parameters whose AdamW state this rank keeps under ZeRO (step_zero_share; all in one process) */
 void trainer_zero_share(size_t n, size_t *lo, size_t *hi);
 
 /* Runs from st (step, epoch, cursor; zeros for a fresh run) to total_steps.

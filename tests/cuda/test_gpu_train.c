@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "../gpu_engine_cases.h"
+#include "gpu/gpu_internal.h"
 #include "gpu/gpu_train.h"
 #include "harness.h"
 #include "model/lora.h"
@@ -200,6 +201,88 @@ done:
     model_free(m);
 }
 
+/* ---- ZeRO-2's buckets ---- */
+
+/* the host's reductions of one process standing for `ranks` ranks that all have its gradients: the sum is ranks x
+ * the buffer, exact for a power of two; every call's count and root recorded in order */
+enum { MAX_CALLS = 4096 };
+static struct {
+    int ranks, n;
+    size_t count[MAX_CALLS];
+    int root[MAX_CALLS];
+} calls;
+static int record(void *ctx, float *host, size_t n, int root, char *err, size_t errlen) {
+    (void)ctx, (void)err, (void)errlen;
+    for (size_t i = 0; i < n; i++) host[i] *= (float)calls.ranks;
+    if (calls.n < MAX_CALLS) calls.count[calls.n] = n, calls.root[calls.n] = root;
+    calls.n++;
+    return 0;
+}
+
+/* the pieces [a, b) of the flat buffer falls into, one per owner, appended to the expected calls */
+static int pieces(size_t a, size_t b, size_t chunk, size_t *count, int *root, int k) {
+    for (size_t x = a; x < b && k < MAX_CALLS;) {
+        size_t r = x / chunk, end = (r + 1) * chunk < b ? (r + 1) * chunk : b;
+        count[k] = end - x, root[k++] = (int)r, x = end;
+    }
+    return k;
+}
+
+/* --zero 2 at 2 and 4 ranks of identical gradients: each rank's share of the sum = ranks x the plain engine's
+ * gradients, bit for bit; the layers reduced last first as the backward finishes them, then the rest, each
+ * parameter once, onto the rank that owns it */
+static void zero2_case(const char *name, const ModelConfig *c, const GeRows *R, ModelPrecision prec) {
+    char err[1024];
+    const char *p = prec == MODEL_BF16 ? "bf16" : "fp32";
+    int n = ge_n_resp(R->rows, R->n) * ge_width(c);
+    Model *m = trainable(name, c, prec, err, sizeof err);
+    H_CHECK(m != NULL, "%s %s: model: %s", name, p, err);
+    if (!m) return;
+    size_t np = model_n_params(m);
+    float *gg = calloc(np, sizeof(float)), *gs = calloc(np, sizeof(float));
+    double *d = calloc((size_t)n, sizeof(double)), *o = calloc((size_t)n, sizeof(double));
+    douts(d, n, h_seed ^ 0x2e70);
+    GpuTrain *t = gpu_train_new(&api, m, prec, 0, NULL, err, sizeof err);
+    int ok = t && !gpu_grads(t, R, d, o, gg, err, sizeof err);
+    H_CHECK(ok, "%s %s: the plain engine's gradients: %s", name, p, err);
+    gpu_train_free(t);
+    for (int ranks = 2; ok && ranks <= 4; ranks *= 2) {
+        size_t chunk = (np + (size_t)ranks - 1) / (size_t)ranks, *want_n = calloc(MAX_CALLS, sizeof(size_t));
+        int *want_root = calloc(MAX_CALLS, sizeof(int)), same = 1, order = 1, L = c->num_hidden_layers;
+        for (int r = 0; r < ranks; r++) {
+            size_t lo = (size_t)r * chunk < np ? (size_t)r * chunk : np, hi = lo + chunk < np ? lo + chunk : np;
+            GpuShare sh = {lo, hi, ranks, r, 2};
+            t = gpu_train_new(&api, m, prec, 0, &sh, err, sizeof err);
+            H_CHECK(t != NULL, "%s %s: ZeRO-2 rank %d of %d: %s", name, p, r, ranks, err);
+            if (!t) break;
+            gpu_train_host_reduce(t, record, NULL);
+            calls.ranks = ranks, calls.n = 0;
+            int k = 0;
+            for (int l = L - 1; l >= 0; l--) k = pieces(t->bucket[l], t->bucket[l + 1], chunk, want_n, want_root, k);
+            k = pieces(0, t->bucket[0], chunk, want_n, want_root, k);
+            k = pieces(t->bucket[L], np, chunk, want_n, want_root, k);
+            ok = !gpu_train_zero_grads(t, err, sizeof err) &&
+                 !gpu_train_forward(t, R->rows, R->n, 1, o, NULL, err, sizeof err) &&
+                 !gpu_train_backward(t, d, err, sizeof err) && !api.pc_download(gs + lo, t->gs, sizeof(float) * (hi - lo)) &&
+                 !api.pc_sync();
+            H_CHECK(ok, "%s %s: ZeRO-2 rank %d of %d: the backward: %s", name, p, r, ranks, err);
+            order &= calls.n == k;
+            for (int i = 0; i < k && i < calls.n; i++) order &= calls.count[i] == want_n[i] && calls.root[i] == want_root[i];
+            gpu_train_free(t);
+        }
+        for (size_t i = 0; ok && i < np; i++) same &= gs[i] == (float)ranks * gg[i];
+        H_CHECK(ok && same, "%s %s: ZeRO-2 at %d ranks: each share of the sum = the plain gradients x %d, bit for bit",
+                name, p, ranks, ranks);
+        H_CHECK(ok && order, "%s %s: ZeRO-2 at %d ranks: the buckets reduced last layer first, then the rest, each "
+                "parameter once onto its owner (%d calls)", name, p, ranks, calls.n);
+        if (ok) printf("%-15s %s ZeRO-2 at %d ranks: shares = %d x plain %s, %d reductions in the backward's order %s\n",
+                       name, p, ranks, ranks, same ? "bit for bit" : "NOT", calls.n, order ? "" : "(NOT)");
+        free(want_n), free(want_root);
+    }
+    free(gg), free(gs), free(d), free(o);
+    model_free(m);
+}
+
 /* ---- LoRA ---- */
 
 /* a LoRA model of the case in prec: r 4 on every target, dropout p; PEFT's start (B = 0: the base), or with
@@ -293,7 +376,7 @@ static int one_step(Runner *u, const GeRows *R, double *const *lab, double *cons
     model_lora_dropout(u->m, 1, 0xd209 + (uint64_t)step); /* as the trainer: masks fixed by the step */
     int bad = step_zero_grads(u->m, err, errlen) || micro_step(u->m, &ml, sp, 1.0 / R->n, 1, sums, NULL, err, errlen);
     model_lora_dropout(u->m, 0, 0);
-    if (bad || step_grad_norm(u->m, &norm, err, errlen) ||
+    if (bad || step_grad_norm(u->m, 0, &norm, err, errlen) ||
         step_adamw(u->m, &u->opt, clip_scale(norm, 1.0), &u->decay, 0, 1e-3 * (step + 1) / STEPS, &ac, err, errlen))
         return -1;
     if (!model_train_engine(u->m)) model_bf16_refresh(u->m);
@@ -496,6 +579,7 @@ int main(int argc, char **argv) {
         }
         grads_case(name, &c, &R, MODEL_FP32, NULL);
         grads_case(name, &c, &R, MODEL_BF16, g32);
+        if (!lora_steps && (!tiny || i == 0)) zero2_case(name, &c, &R, MODEL_FP32), zero2_case(name, &c, &R, MODEL_BF16);
         if (c.head == HEAD_LM) lora_case(name, &c, &R, MODEL_FP32), lora_case(name, &c, &R, MODEL_BF16);
         steps_case(name, &c, &R, MODEL_FP32, i == 0);
         steps_case(name, &c, &R, MODEL_BF16, i == 0);

@@ -674,6 +674,11 @@ int pc_adamw_step(float *p, PcBf16 *pb, const float *g, float *m, float *v, size
     }
     return 0;
 }
+int pc_add_f32(float *acc, const float *x, size_t n) {
+    MOCK_GUARD;
+    for (size_t i = 0; i < n; i++) acc[i] += x[i];
+    return 0;
+}
 int pc_grad_sumsq(double *out, const float *g, size_t n) {
     MOCK_GUARD;
     double acc = 0.0;

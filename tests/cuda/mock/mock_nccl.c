@@ -2,7 +2,9 @@
  * callers then sum through the host. PPA_MOCK_NCCL=1: NCCL's calls done over the MPI job's own library (ppa loads
  * Open MPI's libmpi with RTLD_GLOBAL: its symbols are found here), so that the GPU engine's NCCL path runs under
  * mpirun without a GPU: an all-reduce is MPI_Allreduce in place on MPI_COMM_WORLD, in the ranks' fixed order.
- * PPA_MOCK_NCCL_LOADS=R: the library loads on MPI rank R alone (a job where the other ranks lack it). */
+ * PPA_MOCK_NCCL_LOADS=R: the library loads on MPI rank R alone (a job where the other ranks lack it).
+ * PPA_MOCK_NCCL_LOG=PREFIX: each rank appends a line for every bucket reduction (pc_nccl_reduce_f32: its count and
+ * root) to PREFIX.RANK, for the tests of their order. */
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -20,6 +22,8 @@ static struct {
     int (*test)(void **, int *, void *);
     int (*iallgather)(const void *, int, void *, void *, int, void *, void *, void **);
     int (*cancel)(void **);
+    int (*ireduce_scatter)(const void *, void *, int, void *, void *, void *, void **);
+    int (*ireduce)(const void *, void *, int, void *, void *, int, void *, void **);
     void *world, *f32, *sum;
     int joined, rank, size;
     double timeout;
@@ -49,9 +53,12 @@ int pc_nccl_load(void) {
     *(void **)&N.iallreduce = dlsym(RTLD_DEFAULT, "MPI_Iallreduce");
     *(void **)&N.test = dlsym(RTLD_DEFAULT, "MPI_Test"), *(void **)&N.cancel = dlsym(RTLD_DEFAULT, "MPI_Cancel");
     *(void **)&N.iallgather = dlsym(RTLD_DEFAULT, "MPI_Iallgather");
+    *(void **)&N.ireduce_scatter = dlsym(RTLD_DEFAULT, "MPI_Ireduce_scatter_block");
+    *(void **)&N.ireduce = dlsym(RTLD_DEFAULT, "MPI_Ireduce");
     N.world = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world"), N.f32 = dlsym(RTLD_DEFAULT, "ompi_mpi_float");
     N.sum = dlsym(RTLD_DEFAULT, "ompi_mpi_op_sum");
-    if (!N.iallreduce || !N.test || !N.cancel || !N.iallgather || !N.world || !N.f32 || !N.sum) {
+    if (!N.iallreduce || !N.test || !N.cancel || !N.iallgather || !N.ireduce_scatter || !N.ireduce || !N.world ||
+        !N.f32 || !N.sum) {
         N.iallreduce = NULL;
         return mock_fail("NCCL: the stand-in's NCCL runs over Open MPI's libmpi, which is not loaded (mpirun)");
     }
@@ -125,6 +132,53 @@ int pc_nccl_sum_f32(float *buf, size_t n) {
         i += (size_t)c;
     }
     return 0;
+}
+
+int pc_nccl_reduce_scatter_f32(float *buf, size_t count) {
+    MOCK_GUARD;
+    if (!N.joined) return mock_fail("pc_nccl_reduce_scatter_f32: bad arguments: no communicator (pc_nccl_init first)");
+    if (count > (size_t)INT_MAX) return mock_fail("pc_nccl_reduce_scatter_f32: the stand-in takes at most 2^31 - 1 a rank");
+    void *req = NULL; /* in place, MPI puts this rank's sum at the buffer's start: moved to its chunk after */
+    if (N.ireduce_scatter((void *)1 /* MPI_IN_PLACE */, buf, (int)count, N.f32, N.sum, N.world, &req))
+        return mock_fail("NCCL (the stand-in's, over MPI): MPI_Ireduce_scatter_block failed");
+    if (wait_request(req, "ncclReduceScatter")) return -1;
+    memmove(buf + (size_t)N.rank * count, buf, sizeof(float) * count);
+    return 0;
+}
+
+int pc_nccl_reduce_f32(float *buf, size_t n, int root, float *acc, int tag) {
+    MOCK_GUARD;
+    if (!N.joined) return mock_fail("pc_nccl_reduce_f32: bad arguments: no communicator (pc_nccl_init first)");
+    if (tag < 0 || tag > 3 || root < 0 || root >= N.size) return mock_fail("pc_nccl_reduce_f32: bad arguments: tag, root");
+    const char *log = getenv("PPA_MOCK_NCCL_LOG");
+    if (log && *log) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s.%d", log, N.rank);
+        FILE *f = fopen(path, "a");
+        if (f) fprintf(f, "reduce %zu %d\n", n, root), fclose(f);
+    }
+    for (size_t i = 0; i < n;) { /* MPI counts are ints; synchronous here: the stand-in has one stream */
+        int c = n - i > (size_t)INT_MAX ? INT_MAX : (int)(n - i);
+        void *req = NULL, *in_place = (void *)1 /* MPI_IN_PLACE */;
+        if (N.ireduce(N.rank == root ? in_place : buf + i, N.rank == root ? buf + i : NULL, c, N.f32, N.sum, root,
+                      N.world, &req))
+            return mock_fail("NCCL (the stand-in's, over MPI): MPI_Ireduce failed");
+        if (wait_request(req, "ncclReduce")) return -1;
+        i += (size_t)c;
+    }
+    if (acc && N.rank == root)
+        for (size_t i = 0; i < n; i++) acc[i] += buf[i];
+    return 0;
+}
+
+int pc_nccl_await(int tag) {
+    MOCK_GUARD;
+    return tag < 0 || tag > 3 ? mock_fail("pc_nccl_await: bad arguments: a tag in 0..3") : 0;
+}
+
+int pc_nccl_finish(void) {
+    MOCK_GUARD;
+    return N.joined ? 0 : mock_fail("pc_nccl_finish: bad arguments: no communicator (pc_nccl_init first)");
 }
 
 void pc_nccl_free(void) {
