@@ -5,7 +5,10 @@
 # Usage: scripts/gpu-checks.sh STEP
 #   checks  scripts/test-cuda.sh gpu-carry with FULL=1 (test_gpu_train on every case and objective) and all four
 #           compute-sanitizer tools (memcheck, racecheck, synccheck, initcheck) on the small shapes, then the kernel
-#           benchmark beside PyTorch's log_softmax and scaled_dot_product_attention (about 4-5 minutes)
+#           benchmark beside PyTorch's log_softmax and scaled_dot_product_attention (about 4-5 minutes); it holds the
+#           several-GPU checks one GPU allows: t_nccl's one-rank communicator through the real libnccl.so.2 (its
+#           all-reduce, all-gather, reduce-scatter and ZeRO-2's bucket reduction on NCCL's stream), and in
+#           test_gpu_commands 2 ranks sharing the GPU through the host: plain, --zero 1 and --zero 2 = 1 rank
 #   train   bench/gpu_train.sh: Qwen2-0.5B full fine-tuning at 1 and 8 lists a step beside transformers and the
 #           shared anchors (gpu_anchor_hf.py, gpu_smart_anchor.py) in the same call
 #   lora    bench/gpu_train.sh llama3.1_8b_lora: Llama-3.1-8B LoRA beside transformers + PEFT and

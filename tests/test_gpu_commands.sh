@@ -390,6 +390,16 @@ if command -v mpirun > /dev/null; then
   expect "... --zero 2 through the host: exit 0, saying why" sh -c "test $? -eq 0 &&
     grep -q \"summed layer by layer onto the ranks that own them (ZeRO-2), through the host (MPI): $host_why\" err.txt"
   expect "... = one process up to rounding" track mgyh/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
+  # in bf16 (the products' precision): ZeRO-1 and ZeRO-2 at 2 ranks = one process within bf16's rounding (2^-7; the
+  # sums' order moves a float32 weight by an ulp, which can move its bf16 copy by one)
+  MB=("${M[@]/fp32/bf16}")
+  gpu train "${MB[@]}" --out mb1 > /dev/null 2>&1
+  for z in 1 2; do
+    timeout 300 mpirun -np 2 "${mx[@]}" "$ppa" train "${MB[@]}" --out mbz$z --zero $z --device cuda > /dev/null 2>&1
+    expect "... bf16, --zero $z: exit 0" test $? -eq 0
+    expect "... = one process within bf16's rounding" track mbz$z/train_log.jsonl mb1/train_log.jsonl 0.0078125 loss \
+      grad_norm
+  done
   mkdir mgr && cp -r mgz/checkpoint-2 mgr/
   timeout 300 mpirun -np 2 "${mx[@]}" "$ppa" train "${M[@]}" --out mgr --zero 1 --resume mgr/checkpoint-2 \
     --device cuda > /dev/null 2>&1
