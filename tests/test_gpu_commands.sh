@@ -335,13 +335,18 @@ if command -v mpirun > /dev/null; then
     expect "... 4 ranks through NCCL with --zero 1: exit 0, = one process up to rounding" \
       sh -c "test $? -eq 0 && grep -q \"the 4 ranks' gradients are summed GPU to GPU (NCCL)\" err.txt" 
     expect "... (the log)" track mgz4/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
-    # the 2-rank NCCL run's checkpoint resumed at 4 ranks through NCCL: its last step within rounding of the 2 ranks'
-    mkdir mgz42 && cp -r mgzn/checkpoint-2 mgz42/
-    gtrain 4 mgz42 "${nccl[@]}" -- --zero 1 --resume mgz42/checkpoint-2 > /dev/null 2> err.txt
-    grep '^{"step"' mgzn/train_log.jsonl | tail -1 > mgzn_tail.jsonl
-    expect "... a 2-rank NCCL checkpoint resumes at 4 ranks through NCCL, saying so" \
-      sh -c "test $? -eq 0 && grep -q 'written by 2 ranks, this run has 4' err.txt"
-    expect "... its last step within rounding of the 2 ranks'" track mgz42/train_log.jsonl mgzn_tail.jsonl 1e-5 loss
+    # resumed4 RUN OUT ZERO: the 2-rank NCCL run RUN's checkpoint-2 resumed into OUT at 4 ranks through NCCL with
+    # --zero ZERO, saying so; its last step within rounding of the 2 ranks'
+    resumed4() {
+      mkdir "$2" && cp -r "$1/checkpoint-2" "$2/"
+      gtrain 4 "$2" "${nccl[@]}" -- --zero "$3" --resume "$2/checkpoint-2" > /dev/null 2> err.txt
+      local st=$?
+      grep '^{"step"' "$1/train_log.jsonl" | tail -1 > "$1_tail.jsonl"
+      expect "... $1's checkpoint resumes at 4 ranks through NCCL (--zero $3), saying so" \
+        sh -c "test $st -eq 0 && grep -q 'written by 2 ranks, this run has 4' err.txt"
+      expect "... its last step within rounding of the 2 ranks'" track "$2/train_log.jsonl" "$1_tail.jsonl" 1e-5 loss
+    }
+    resumed4 mgzn mgz42 1
     # ZeRO-2 through NCCL (the stand-in's): each layer's gradients reduced onto the ranks that own them during the
     # backward, no whole gradient buffer; every rank logs its reductions (count, root) for the bucket order
     gtrain 2 mgy "${nccl[@]}" PPA_MOCK_GUARD=1 PPA_MOCK_NCCL_LOG="$PWD/mgy_log" -- --zero 2 > /dev/null 2> err.txt
@@ -355,12 +360,7 @@ if command -v mpirun > /dev/null; then
     mkdir mgyr && cp -r mgy/checkpoint-2 mgyr/
     gtrain 2 mgyr "${nccl[@]}" -- --zero 2 --resume mgyr/checkpoint-2 > /dev/null 2>&1
     expect "... resumed from its checkpoint = the uninterrupted run" cmp -s mgy/model.safetensors mgyr/model.safetensors
-    mkdir mgy4 && cp -r mgy/checkpoint-2 mgy4/
-    gtrain 4 mgy4 "${nccl[@]}" -- --zero 2 --resume mgy4/checkpoint-2 > /dev/null 2> err.txt
-    grep '^{"step"' mgy/train_log.jsonl | tail -1 > mgy_tail.jsonl
-    expect "... its checkpoint resumes at 4 ranks, saying so" \
-      sh -c "test $? -eq 0 && grep -q 'written by 2 ranks, this run has 4' err.txt"
-    expect "... its last step within rounding of the 2 ranks'" track mgy4/train_log.jsonl mgy_tail.jsonl 1e-5 loss
+    resumed4 mgy mgy4 2
     gtrain 4 mgy5 "${nccl[@]}" -- --zero 2 > /dev/null 2>&1
     expect "... 4 ranks = one process up to rounding" track mgy5/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
     # 3 lists over 2 ranks a micro-step each: rank 1 has one backward less, and joins the other's reductions with
