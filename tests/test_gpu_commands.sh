@@ -304,15 +304,18 @@ if command -v mpirun > /dev/null; then
     st=$?
     expect "... rank 1's step 2 failing: the job ends (status $st, not the timeout's), rank 0 naming rank 1" \
       sh -c "test $st -ne 0 && test $st -ne 124 && grep -q 'ppa.rank 0.: train: step 2: rank 1: a test' err.txt"
-    # a rank stopped (SIGSTOP, the test hook) between the vote and NCCL's sum: the other's sum gives up after
+    # a rank stopped (SIGSTOP, the test hook) after the vote, before the backward that reduces with NCCL (its second:
+    # the step's last, a list a micro-step; at stage 2 every backward reduces): the other's reductions give up after
     # --collective-timeout, aborting the communicator, and the job ends (not gtrain's own timeout's 124)
-    BIN=$build/ppa-hooks gtrain 2 mgs "${nccl[@]}" PPA_TEST_STOP_BEFORE_SUM=1:2 -- --collective-timeout 3 \
-      > /dev/null 2> err.txt
-    st=$?
-    for pid in $(pgrep -f -- "--out mgs"); do kill -CONT "$pid"; kill -KILL "$pid"; done 2> /dev/null
-    expect "... rank 1 stopped before NCCL's sum: the job ends (status $st), the sum's timeout said" \
-      sh -c "test $st -ne 0 && test $st -ne 124 &&
-        grep -q 'waited 3 s (--collective-timeout) for a rank that does not arrive' err.txt"
+    for z in 0 2; do
+      BIN=$build/ppa-hooks gtrain 2 mgs$z "${nccl[@]}" PPA_TEST_STOP_BEFORE_BACKWARD=1:2 -- --zero $z \
+        --collective-timeout 3 > /dev/null 2> err.txt
+      st=$?
+      for pid in $(pgrep -f -- "--out mgs$z"); do kill -CONT "$pid"; kill -KILL "$pid"; done 2> /dev/null
+      expect "... --zero $z, rank 1 stopped before its backward: the job ends (status $st), NCCL's timeout said" \
+        sh -c "test $st -ne 0 && test $st -ne 124 &&
+          grep -q 'waited 3 s (--collective-timeout) for a rank that does not arrive' err.txt"
+    done
   fi
   # ZeRO-1 on the GPU path: each rank's engine keeps its share of the moments and updates its share of the weights,
   # gathered through the host; AdamW is element-wise, so the bytes are plain 2 ranks'
@@ -363,27 +366,22 @@ if command -v mpirun > /dev/null; then
     resumed4 mgy mgy4 2
     gtrain 4 mgy5 "${nccl[@]}" -- --zero 2 > /dev/null 2>&1
     expect "... 4 ranks = one process up to rounding" track mgy5/train_log.jsonl mg1/train_log.jsonl 1e-5 loss grad_norm
-    # 3 lists over 2 ranks a micro-step each: rank 1 has one backward less, and joins the other's reductions with
-    # zeros (else NCCL would wait for ever)
+    # 3 lists over 2 ranks a micro-step each: rank 1 has one backward less, and joins the other's reductions without
+    # one (of what it accumulated; of zeros at stage 2), else NCCL would wait for ever
     MU=(--model m --data D.jsonl --template none --list-size 3 --batch-size 3 --micro-batch 1 --lr 0.001 --max-steps 3
         --precision fp32)
-    gpu train "${MU[@]}" --out mgw1 > /dev/null 2>&1
-    timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${MU[@]}" \
-      --out mgw --zero 2 --device cuda --collective-timeout 10 > /dev/null 2>&1
-    expect "... --zero 2 with uneven micro-steps: exit 0" test $? -eq 0
-    expect "... = one process up to rounding" track mgw/train_log.jsonl mgw1/train_log.jsonl 1e-5 loss grad_norm
+    gpu train "${MU[@]}" --out mgwp > /dev/null 2>&1
+    for z in 0 1 2; do
+      timeout 300 mpirun -np 2 "${mx[@]}" -x PPA_MOCK_GPU_PER_RANK=1 -x PPA_MOCK_NCCL=1 "$ppa" train "${MU[@]}" \
+        --out mgw$z --zero $z --device cuda --collective-timeout 10 > /dev/null 2>&1
+      expect "... --zero $z with uneven micro-steps: exit 0" test $? -eq 0
+      expect "... = one process up to rounding" track mgw$z/train_log.jsonl mgwp/train_log.jsonl 1e-5 loss grad_norm
+    done
     # a rank whose step fails votes with the others' first micro-step, before any reduction: every rank ends at once
     BIN=$build/ppa-hooks gtrain 2 mgyf "${nccl[@]}" PPA_TEST_FAIL_STEP=1:2 -- --zero 2 > /dev/null 2> err.txt
     st=$?
     expect "... --zero 2, rank 1's step 2 failing: the job ends (status $st, not a timeout), rank 0 naming rank 1" \
       sh -c "test $st -ne 0 && test $st -ne 124 && grep -q 'ppa.rank 0.: train: step 2: rank 1: a test' err.txt"
-    # a rank stopped after the vote, before its backward: the other's layer reductions give up after the timeout
-    BIN=$build/ppa-hooks gtrain 2 mgys "${nccl[@]}" PPA_TEST_STOP_BEFORE_BACKWARD=1:2 -- --zero 2 \
-      --collective-timeout 3 > /dev/null 2> err.txt
-    st=$?
-    for pid in $(pgrep -f -- "--out mgys"); do kill -CONT "$pid"; kill -KILL "$pid"; done 2> /dev/null
-    expect "... --zero 2, rank 1 stopped before its backward: the job ends (status $st), the reduction's timeout said" \
-      sh -c "test $st -ne 0 && test $st -ne 124 && grep -q 'waited 3 s (--collective-timeout) for a rank that does not arrive' err.txt"
   fi
   # ZeRO-2 on the host path (the ranks share one GPU): the layers' reductions through the host, said
   timeout 300 mpirun -np 2 "${mx[@]}" "$ppa" train "${M[@]}" --out mgyh --zero 2 --device cuda > /dev/null 2> err.txt

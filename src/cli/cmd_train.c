@@ -216,7 +216,7 @@ static void plan_of(TrainPlan *pl, const TrainOptions *o, long lists) {
     memset(pl, 0, sizeof *pl);
     int reward = o->cmd == CMD_REWARD;
     pl->score = (ScoreSpec){o->objective, o->loss, reward ? 1.0 : o->beta, o->reference_free || reward, reward,
-                            o->reward_index, o->zero == 2 && dist_size() > 1};
+                            o->reward_index, 0};
     plan_steps(o, lists, o->batch_size, &pl->total_steps, &pl->warmup_steps);
     pl->batch_size = o->batch_size, pl->micro_batch = o->micro_batch;
     pl->lr = o->lr, pl->weight_decay = o->weight_decay, pl->clip_grad = o->clip_grad, pl->schedule = o->schedule;
@@ -333,6 +333,7 @@ static int train_main(TrainOptions *o) {
     AdamW opt;
     size_t zlo = 0, zhi = model_n_params(policy);
     plan.zero = dist_size() > 1 ? o->zero : 0;
+    plan.score.vote = step_reduce_in_backward(policy, 1); /* the ranks' backwards then reduce: in step */
     if (plan.zero == 2 && !model_train_engine(policy)) /* --device auto found no GPU */
         ppa_die(2, "%s: --zero 2 shards the GPU engine's gradients, and this run trains on the CPU, which keeps them "
                    "whole: use --zero 1", WHO);

@@ -75,12 +75,12 @@ static int device_status(Model *m) {
 static void train_on_device(const TrainOptions *o, Model *m, int trains) {
     if (o->device != DEVICE_CUDA) return;
     char err[4096];
-    /* ZeRO: this rank's moments alone (train_run's share), and at stage 2 its gradients */
-    GpuShare share = {0, model_n_params(m), dist_size(), dist_rank(), o->zero};
+    /* the ranks; under ZeRO this rank's moments alone (train_run's share), and at stage 2 its gradients */
     int zero = trains && options_takes(o->cmd, TOPT_ZERO) && o->zero && dist_size() > 1;
+    GpuShare share = {0, model_n_params(m), dist_size(), dist_rank(), zero ? o->zero : 0};
     if (zero) trainer_zero_share(model_n_params(m), &share.lo, &share.hi);
     GpuTrain *t = gpu_train_new(device_cuda_api(), m, model_precision(m), o->gradient_checkpointing,
-                                zero ? &share : NULL, err, sizeof err);
+                                trains && dist_size() > 1 ? &share : NULL, err, sizeof err);
     if (!t) {
         ppa_die(device_status(m), "%s: --device cuda: %s", options_command_name(o->cmd), err);
     }

@@ -186,12 +186,14 @@ static int wait_queued(const char *what) {
 
 extern "C" int pc_nccl_reduce_f32(float *buf, size_t n, int root, float *acc, int tag) {
     ARG_TRY(N.comm != nullptr && N.side, "no communicator (pc_nccl_init first)");
-    ARG_TRY(tag >= 0 && tag < 4 && root >= 0, "tag in 0..3, root");
+    ARG_TRY(tag >= 0 && tag < 4 && root >= -1 && (root >= 0 || !acc), "tag in 0..3, root, acc with a root");
     CUDA_TRY(cudaEventRecord(N.ready, pc_cuda_stream()));
     CUDA_TRY(cudaStreamWaitEvent(N.side, N.ready, 0));
-    ncclResult_t r = N.reduce(buf, buf, n, ncclFloat32, ncclSum, root, N.comm, N.side);
-    if (r != ncclSuccess && r != ncclInProgress) return pc_fail(__FILE__, __LINE__, "ncclReduce", N.error(r));
-    if (r == ncclInProgress && wait_queued("ncclReduce")) return -1;
+    const char *what = root < 0 ? "ncclAllReduce" : "ncclReduce";
+    ncclResult_t r = root < 0 ? N.all_reduce(buf, buf, n, ncclFloat32, ncclSum, N.comm, N.side)
+                              : N.reduce(buf, buf, n, ncclFloat32, ncclSum, root, N.comm, N.side);
+    if (r != ncclSuccess && r != ncclInProgress) return pc_fail(__FILE__, __LINE__, what, N.error(r));
+    if (r == ncclInProgress && wait_queued(what)) return -1;
     if (acc && root == N.rank && pc_add_f32_on(acc, buf, n, N.side)) return -1;
     CUDA_TRY(cudaEventRecord(N.tag[tag], N.side));
     return 0;

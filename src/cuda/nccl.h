@@ -32,10 +32,11 @@ int pc_nccl_all_gather_f32(float *buf, size_t count);
  * chunk, in place (ZeRO's reduce-scatter: the rest of buf is left as it was), on the module's stream; waits as
  * pc_nccl_sum_f32 does */
 int pc_nccl_reduce_scatter_f32(float *buf, size_t count);
-/* ZeRO-2's reduction of one bucket, queued without waiting: buf [n] float32 (device) summed over the ranks onto rank
- * root, in place there, on NCCL's own stream once the module's stream has done what was queued before the call (so
- * the backward goes on meanwhile); on root, acc [n] (device) += that sum afterwards (acc NULL: nothing). tag (0..3)
- * names the call for pc_nccl_await. Every rank must make the same calls in the same order. */
+/* The reduction of one bucket of the backward, queued without waiting: buf [n] float32 (device) summed over the ranks
+ * onto rank root, in place there (root -1: on every rank, an all-reduce), on NCCL's own stream once the module's
+ * stream has done what was queued before the call (so the backward goes on meanwhile); on root, acc [n] (device) +=
+ * that sum afterwards (ZeRO-2's share; acc NULL: nothing). tag (0..3) names the call for pc_nccl_await. Every rank
+ * must make the same calls in the same order. */
 int pc_nccl_reduce_f32(float *buf, size_t n, int root, float *acc, int tag);
 /* the module's stream waits (on the device; the host goes on) for the last pc_nccl_reduce_f32 of tag to be done:
  * its buf may then be written again */

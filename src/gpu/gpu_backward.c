@@ -644,8 +644,8 @@ int gpu_train_backward(GpuTrain *t, const double *dout, char *err, size_t errlen
         gpu_train_batch_free(t);
         return gpu_train_idle(t, err, errlen); /* ZeRO-2: the other ranks reduce with this one */
     }
-    int zero2 = t->stage == 2;
-    if (zero2 && gpu_zero_open(t, -1, err, errlen)) {
+    int reducing = gpu_zero_reduces(t); /* the ranks' sums, layer by layer (gpu_zero.c) */
+    if (reducing && gpu_zero_open(t, -1, err, errlen)) {
         gpu_train_batch_free(t);
         return -1;
     }
@@ -671,14 +671,14 @@ int gpu_train_backward(GpuTrain *t, const double *dout, char *err, size_t errlen
     for (int l = L - 1; l >= 0 && !rc; l--) {
         /* one kept slot: recompute layer l from its input (the forward left the last layer's) */
         if (b->slots == 1 && l < L - 1) rc = layer_forward(&r, b, l);
-        if (!rc && zero2) rc = gpu_zero_open(t, l, err, errlen);
+        if (!rc && reducing) rc = gpu_zero_open(t, l, err, errlen);
         if (!rc) rc = layer_backward(&r, b, l);
-        if (!rc && zero2) rc = gpu_zero_close(t, l, err, errlen); /* reduced while layer l - 1's backward runs */
+        if (!rc && reducing) rc = gpu_zero_close(t, l, err, errlen); /* reduced while layer l - 1's backward runs */
     }
     if (!rc && t->d_embed && pc->pc_embed_backward(t->d_embed, b->dx, b->tok_order, b->tok_seg, b->tok_key,
                                      b->n_seg_tok, H))
         rc = fail(&r, "embed_tokens' backward");
-    if (!rc && zero2) rc = gpu_zero_close(t, -1, err, errlen);
+    if (!rc && reducing) rc = gpu_zero_close(t, -1, err, errlen);
     if (!rc && pc->pc_sync()) rc = fail(&r, "the backward");
     gpu_train_batch_free(t);
     return rc;

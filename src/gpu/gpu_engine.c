@@ -89,6 +89,7 @@ static int tr_sum_grads(void *t, int zero, int *sharded, char *err, size_t errle
     return gpu_train_sum_grads(t, zero, sharded, err, errlen);
 }
 static int tr_idle(void *t, char *err, size_t errlen) { return gpu_train_idle(t, err, errlen); }
+static int tr_reduce_in_backward(void *t, int last) { return gpu_train_reduce_in_backward(t, last); }
 static int tr_zero_gather(void *t, const size_t *start, int R, char *err, size_t errlen) {
     return gpu_train_zero_gather(t, start, R, err, errlen);
 }
@@ -101,7 +102,7 @@ ForwardEngine gpu_train_engine(GpuTrain *t, const char *name) {
                        .train_forward = tr_forward, .train_backward = tr_backward, .zero_grads = tr_zero,
                        .grad_norm = tr_norm, .adamw = tr_adamw, .push = tr_push, .pull = tr_pull, .peak = tr_peak,
                        .grads = tr_grads, .sum_grads = tr_sum_grads, .zero_gather = tr_zero_gather,
-                       .train_idle = tr_idle};
+                       .reduce_in_backward = tr_reduce_in_backward, .train_idle = tr_idle};
     snprintf(e.name, sizeof e.name, "%s", name ? name : "gpu");
     return e;
 }

@@ -149,20 +149,25 @@ struct GpuTrain {
     int ranks, rank, stage;
     size_t chunk;
     float *gs;
-    /* stage 2, no whole gradient buffer: layer l's gradients [bucket[l], bucket[l + 1]) of the flat buffer are
-     * written in slot[l % 2] and reduced onto their owners once its backward is done, while the next layer's runs;
-     * the rest (the embedding before layer 0; the final norm and head after the last) in gx, reduced at the end */
+    /* layer l's gradients are [bucket[l], bucket[l + 1]) of the flat buffer (NULL: not one region a layer, an
+     * adapter's); a backward that reduces (`reduce`: the step's last with NCCL, every one at stage 2) reduces each
+     * layer's once it is done while the next layer's runs, the rest (the embedding before layer 0; the final norm
+     * and head after the last) at the end, and marks `reduced`. Stage 2 has no whole gradient buffer: layer l's
+     * are written in slot[l % 2] and reduced onto their owners, the rest in gx. */
     size_t *bucket;           /* [L + 1] */
+    int last, reduced;
     float *slot[2], *gx;
     GpuHostReduce host_reduce; /* the reductions through the host (no NCCL), or NULL */
     void *host_ctx;
 };
 
-/* [stage 2] where offset o of the flat gradient buffer lives on the device (g + o below stage 2) */
+/* where offset o of the flat gradient buffer lives on the device (g + o below stage 2) */
 float *gpu_zero_grad_at(const GpuTrain *t, long o);
-/* [stage 2] the layer regions (t->bucket) from the model's tensor offsets: 0, or -1 with why in err */
+/* the layer regions (t->bucket) from the model's tensor offsets: 0, or -1 with why in err */
 int gpu_zero_buckets(GpuTrain *t, const Model *m, char *err, size_t errlen);
-/* [stage 2] before and after layer l's backward (l = -1: the rest, gx, after the whole backward) */
+/* whether the coming backward reduces (gpu_train_reduce_in_backward's answer) */
+int gpu_zero_reduces(const GpuTrain *t);
+/* in a backward that reduces: before and after layer l's backward (l = -1: the rest, before and after the whole) */
 int gpu_zero_open(GpuTrain *t, int l, char *err, size_t errlen);
 int gpu_zero_close(GpuTrain *t, int l, char *err, size_t errlen);
 

@@ -144,7 +144,7 @@ GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int chec
     t->chunk = t->ranks > 0 ? (t->n + (size_t)t->ranks - 1) / (size_t)t->ranks : t->n;
     size_t want_lo = (size_t)t->rank * t->chunk < t->n ? (size_t)t->rank * t->chunk : t->n;
     if (t->ranks < 1 || t->rank < 0 || t->rank >= t->ranks || t->lo > t->hi || t->hi > t->n ||
-        (share && (t->lo != want_lo || t->hi - t->lo > t->chunk))) {
+        (t->stage && (t->lo != want_lo || t->hi - t->lo > t->chunk)) || (!t->stage && t->hi - t->lo != t->n)) {
         snprintf(err, errlen, "gpu train: the share [%zu, %zu) of rank %d of %d is not its chunk of the %zu parameters",
                  t->lo, t->hi, t->rank, t->ranks, t->n);
         free(t);
@@ -161,7 +161,8 @@ GpuTrain *gpu_train_new(const PcApi *pc, Model *m, ModelPrecision prec, int chec
     t->layers = xcalloc((size_t)(L ? L : 1), sizeof(TrainLayer));
     t->inv_freq = xmalloc(sizeof(double) * (size_t)(c->head_dim / 2));
     rope_inv_freq(&c->rope, c->head_dim, t->inv_freq);
-    if (t->stage == 2 && gpu_zero_buckets(t, m, err, errlen)) {
+    /* several ranks: each layer's gradients reduced as the backward finishes it; at stage 2 there is no other way */
+    if (t->ranks > 1 && !lora && gpu_zero_buckets(t, m, err, errlen) && t->stage == 2) {
         gpu_train_free(t);
         return NULL;
     }

@@ -39,9 +39,10 @@ typedef struct GpuTrain GpuTrain;
  * [lo, hi) of this rank (trainer_zero_share): the moments are kept for it alone and AdamW updates it alone. NULL
  * with why in err: what it cannot train, or out of GPU memory (the bytes asked and free). */
 typedef struct {
-    size_t lo, hi;    /* this rank's share of the parameters (step_zero_share: rank x chunk, chunk = ceil(n / ranks)) */
+    size_t lo, hi;    /* this rank's share of the parameters (step_zero_share: rank x chunk, chunk = ceil(n / ranks));
+                         all of them at stage 0 */
     int ranks, rank;
-    int stage;        /* ZeRO's: 1 (the moments sharded), 2 (the gradients too: no whole gradient buffer) */
+    int stage;        /* ZeRO's: 0 (none), 1 (the moments sharded), 2 (the gradients too: no whole gradient buffer) */
 } GpuShare;
 /* ZeRO-2 without NCCL: host [n] summed over the ranks, the sum wanted on rank root (every rank calls it, in the same
  * order); 0, or -1 with why in err */
@@ -69,7 +70,13 @@ void gpu_train_host_reduce(GpuTrain *t, GpuHostReduce reduce, void *ctx);
  * *sharded = 1 (a reduce-scatter; at stage 2 the backward's buckets did it). 1 (nothing done) when the gradients
  * must go through the host (no NCCL, below stage 2). */
 int gpu_train_sum_grads(GpuTrain *t, int zero, int *sharded, char *err, size_t errlen);
-/* ZeRO-2: a micro-step's reductions, of zero gradients, for a rank that has no lists for it */
+/* Several ranks joined by NCCL: the backward of the step's last micro-step (last 1) reduces each layer's gradients
+ * as soon as it is done, on NCCL's own stream while the backward goes on (an all-reduce; ZeRO-1: onto the ranks that
+ * own them), and gpu_train_sum_grads then has nothing left to do; ZeRO-2 reduces in every backward. 1 when the
+ * coming backward reduces, 0 when the gradients are summed after the step (no NCCL, an adapter's). */
+int gpu_train_reduce_in_backward(GpuTrain *t, int last);
+/* a micro-step's reductions without its backward, for a rank that has no lists for it (ZeRO-2: of zero gradients;
+ * else of what it has accumulated); nothing when the coming backward does not reduce */
 int gpu_train_idle(GpuTrain *t, char *err, size_t errlen);
 /* ZeRO after the step: each rank updated its share [start[r], start[r + 1]) of the weights (r < R, this rank's
  * [lo, hi)); every rank's gathered into every rank's weights through NCCL in place (float32, the bf16 copy refreshed

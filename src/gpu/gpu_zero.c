@@ -1,6 +1,6 @@
 /* gpu_zero.c: the ranks' gradients and weights on the device (gpu_train.h): NCCL's all-reduce, ZeRO's reduce-scatter
- * and in-place all-gather, and ZeRO-2's buckets, each layer's gradients reduced onto the ranks that own them while
- * the backward goes on to the next layer. */
+ * and in-place all-gather, and the backward's buckets: each layer's gradients reduced (onto the ranks that own them
+ * under ZeRO) while the backward goes on to the next layer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +26,7 @@ void gpu_train_nccl_leave(GpuTrain *t) {
 
 void gpu_train_host_reduce(GpuTrain *t, GpuHostReduce reduce, void *ctx) { t->host_reduce = reduce, t->host_ctx = ctx; }
 
-/* ---- stage 2's buckets ---- */
+/* ---- the backward's buckets ---- */
 
 static long layer_offset(const Model *m, int l, const char *suffix) {
     char name[MODEL_TENSOR_NAME_LEN + 16];
@@ -71,6 +71,7 @@ int gpu_zero_buckets(GpuTrain *t, const Model *m, char *err, size_t errlen) {
 apart:
     snprintf(err, errlen, "gpu train: --zero 2 reduces the gradients layer by layer, and this model's tensor table does "
                           "not keep each layer's tensors together");
+    free(t->bucket), t->bucket = NULL;
     return -1;
 }
 
@@ -89,15 +90,19 @@ float *gpu_zero_grad_at(const GpuTrain *t, long o) {
     return t->slot[lo & 1] + (u - t->bucket[lo]);
 }
 
-/* buf [b - a]: the gradients [a, b) of the flat buffer, summed over the ranks onto each part's owner, who adds its
- * part into its share (gs); tag: pc_nccl_await's. Without NCCL through the host, part by part. */
+/* buf [b - a]: the gradients [a, b) of the flat buffer summed over the ranks: onto each part's owner, who adds its
+ * part into its share (stage 2: gs) or finds it in place (stage 1: g), or on every rank (stage 0); tag:
+ * pc_nccl_await's. Without NCCL (stage 2 alone) through the host, part by part. */
 static int reduce_range(GpuTrain *t, float *buf, size_t a, size_t b, int tag, char *err, size_t errlen) {
     const PcApi *pc = t->pc;
     size_t c = t->chunk;
+    if (!t->stage) /* NCCL's all-reduce in place */
+        return b > a && pc->pc_nccl_reduce_f32(buf, b - a, -1, NULL, tag)
+                   ? fail(t, "summing a layer's gradients (NCCL)", err, errlen) : 0;
     for (int r = c ? (int)(a / c) : 0; c && r < t->ranks && (size_t)r * c < b; r++) {
         size_t x0 = a > (size_t)r * c ? a : (size_t)r * c, x1 = b < (size_t)(r + 1) * c ? b : (size_t)(r + 1) * c;
         if (x0 >= x1) continue;
-        float *part = buf + (x0 - a), *acc = r == t->rank ? t->gs + (x0 - t->lo) : NULL;
+        float *part = buf + (x0 - a), *acc = r == t->rank && t->stage == 2 ? t->gs + (x0 - t->lo) : NULL;
         if (t->nccl) {
             if (pc->pc_nccl_reduce_f32(part, x1 - x0, r, acc, tag))
                 return fail(t, "reducing a layer's gradients onto their rank (NCCL)", err, errlen);
@@ -119,9 +124,17 @@ static int reduce_range(GpuTrain *t, float *buf, size_t a, size_t b, int tag, ch
     return 0;
 }
 
+int gpu_zero_reduces(const GpuTrain *t) { return t->stage == 2 || (t->nccl && t->bucket && t->last); }
+
+int gpu_train_reduce_in_backward(GpuTrain *t, int last) {
+    t->last = last;
+    return gpu_zero_reduces(t);
+}
+
 int gpu_zero_open(GpuTrain *t, int l, char *err, size_t errlen) {
     const PcApi *pc = t->pc;
     int L = t->c.num_hidden_layers;
+    if (t->stage != 2) return 0; /* below stage 2 the layers reduce in place in g */
     if (l < 0) {
         size_t nx = t->bucket[0] + (t->n - t->bucket[L]);
         return pc->pc_memset(t->gx, 0, sizeof(float) * nx) ? fail(t, "clearing the gradients", err, errlen) : 0;
@@ -134,17 +147,20 @@ int gpu_zero_open(GpuTrain *t, int l, char *err, size_t errlen) {
 }
 
 int gpu_zero_close(GpuTrain *t, int l, char *err, size_t errlen) {
-    int L = t->c.num_hidden_layers;
-    if (l >= 0) return reduce_range(t, t->slot[l & 1], t->bucket[l], t->bucket[l + 1], l & 1, err, errlen);
-    if (reduce_range(t, t->gx, 0, t->bucket[0], 2, err, errlen) ||
-        reduce_range(t, t->gx + t->bucket[0], t->bucket[L], t->n, 2, err, errlen))
+    int L = t->c.num_hidden_layers, two = t->stage == 2;
+    if (l >= 0)
+        return reduce_range(t, two ? t->slot[l & 1] : t->g + t->bucket[l], t->bucket[l], t->bucket[l + 1], l & 1, err,
+                            errlen);
+    float *head = two ? t->gx : t->g, *tail = two ? t->gx + t->bucket[0] : t->g + t->bucket[L];
+    if (reduce_range(t, head, 0, t->bucket[0], 2, err, errlen) || reduce_range(t, tail, t->bucket[L], t->n, 2, err, errlen))
         return -1;
     if (t->nccl && t->pc->pc_nccl_finish()) return fail(t, "the layers' reductions (NCCL)", err, errlen);
+    t->reduced = 1;
     return 0;
 }
 
 int gpu_train_idle(GpuTrain *t, char *err, size_t errlen) {
-    if (t->stage != 2) return 0;
+    if (!gpu_zero_reduces(t)) return 0;
     if (gpu_zero_open(t, -1, err, errlen)) return -1;
     for (int l = t->c.num_hidden_layers - 1; l >= 0; l--)
         if (gpu_zero_open(t, l, err, errlen) || gpu_zero_close(t, l, err, errlen)) return -1;
@@ -155,7 +171,11 @@ int gpu_train_idle(GpuTrain *t, char *err, size_t errlen) {
 
 int gpu_train_sum_grads(GpuTrain *t, int zero, int *sharded, char *err, size_t errlen) {
     *sharded = 0;
-    if (t->stage == 2) return *sharded = 1, 0; /* the backward's buckets did it */
+    if (t->reduced || t->stage == 2) { /* the backward's buckets did it */
+        t->reduced = 0;
+        *sharded = t->stage > 0;
+        return 0;
+    }
     if (!t->nccl) return 1;
     if (zero && t->stage) {
         if (t->pc->pc_nccl_reduce_scatter_f32(t->g, t->chunk))

@@ -201,7 +201,11 @@ typedef struct {
     /* ZeRO: every rank's updated share [start[r], start[r + 1]) of the weights gathered device to device (NCCL): 0,
      * -1 with err, or 1 when it cannot (NULL too): then through the host with pull and push */
     int (*zero_gather)(void *ctx, const size_t *start, int R, char *err, size_t errlen);
-    /* ZeRO-2: the reductions of a backward, of zero gradients, by a rank without lists for a micro-step (NULL: none) */
+    /* Several ranks: whether the coming backward is its step's last (last) is told before each; the answer is 1
+     * when that backward reduces the ranks' gradients itself, layer by layer as it finishes them (NCCL's buckets;
+     * ZeRO-2's every backward), and 0 when the caller sums them after the step (NULL: 0). A rank without lists for
+     * a micro-step then runs train_idle: the reductions of a backward without its computation (NULL: none). */
+    int (*reduce_in_backward)(void *ctx, int last);
     int (*train_idle)(void *ctx, char *err, size_t errlen);
     /* incremental decoding (NULL: decode.h's decoder on the CPU): decode.c delegates its slots' computations and
      * keeps their bookkeeping and checks; prefill takes np prompts at once (seq[i] gets ids[i] [n[i]]); fork

@@ -273,6 +273,11 @@ int step_sum_grads(Model *m, int zero, int *sharded, char *err, size_t errlen) {
     return e ? e->grads(e->ctx, g, 1, err, errlen) : 0;
 }
 
+int step_reduce_in_backward(Model *m, int last) {
+    const ForwardEngine *e = model_train_engine(m);
+    return dist_size() > 1 && e && e->reduce_in_backward ? e->reduce_in_backward(e->ctx, last) : 0;
+}
+
 int step_idle(Model *m, char *err, size_t errlen) {
     if (step_vote(0, err, errlen)) return -1;
     const ForwardEngine *e = model_train_engine(m);

@@ -23,8 +23,8 @@ typedef struct {
     int reference_free;
     int reward;       /* a reward model trains: s_i = its head's output reward_index (no beta, no reference) */
     int reward_index;
-    int vote; /* several ranks whose backward reduces with the others (ZeRO-2): each says before it whether its
-                 forward failed (step_vote), so that none waits in a reduction another never joins */
+    int vote; /* several ranks whose backward reduces with the others (step_reduce_in_backward): each says before it
+                 whether its forward failed (step_vote), so that none waits in a reduction another never joins */
 } ScoreSpec;
 
 /* The lists of one forward/backward: row r is one prompt with its K_r responses. */
@@ -87,8 +87,12 @@ int step_pull(Model *m, AdamW *a, char *err, size_t errlen);
  * sums each rank's share alone (a reduce-scatter; at stage 2 the backward did it, layer by layer), and *sharded
  * says so: the rest of its buffer is not the sum. */
 int step_sum_grads(Model *m, int zero, int *sharded, char *err, size_t errlen);
-/* ZeRO-2 (sp->vote): a rank that has no lists left for a micro-step its step's other ranks run votes with them and
- * joins its backward's reductions with zero gradients */
+/* Several ranks whose engine reduces the gradients inside the backward (NCCL's buckets, ZeRO-2): before each
+ * backward, whether it is the step's last; 1 when that backward reduces (then every rank must run as many, with
+ * sp->vote: step_idle for a rank without lists), 0 when the gradients are summed after the step (step_sum_grads) */
+int step_reduce_in_backward(Model *m, int last);
+/* a rank that has no lists left for a micro-step its step's other ranks run votes with them and joins its backward's
+ * reductions (of zero gradients under ZeRO-2, else of what it accumulated) */
 int step_idle(Model *m, char *err, size_t errlen);
 /* [*lo, *hi): rank r's share of n parameters under ZeRO: equal chunks of ceil(n / R) (the last one shorter, a rank
  * past the end none), which NCCL's reduce-scatter and all-gather take in place */

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,7 +183,20 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
         bad = -1, snprintf(err, errlen, "a test's failure (PPA_TEST_FAIL_STEP)");
         if (p->score.vote) bad = step_vote(bad, err, errlen); /* with the others' first micro-step */
     }
-    for (long done = lo; done < hi && !bad;) {
+    /* with p->score.vote every rank runs as many micro-steps as the one with the most (an idle one: the reductions
+     * alone), the step's last reducing the gradients in its backward (step_reduce_in_backward) */
+    long mine = (hi - lo + p->micro_batch - 1) / p->micro_batch, most = mine;
+    for (int r = 0; p->score.vote && r < dist_size(); r++) {
+        long a, b;
+        dist_share(n, r, &a, &b);
+        most = (b - a + p->micro_batch - 1) / p->micro_batch > most ? (b - a + p->micro_batch - 1) / p->micro_batch : most;
+    }
+    for (long k = 0, done = lo; k < most && !bad; k++) {
+        if (p->score.vote) step_reduce_in_backward(m, k == most - 1);
+        if (k >= mine) {
+            bad = step_idle(m, err, errlen);
+            continue;
+        }
         int mb = (int)(hi - done < p->micro_batch ? hi - done : p->micro_batch);
         MicroLists ml;
         train_data_take(data, st->epoch, st->cursor + done, mb, p->score.reference_free ? NULL : ref, &ml);
@@ -192,7 +204,7 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
         for (int r = 0; r < mb; r++) {
             resp += ml.rows[r].n_resp;
             sl->tokens += ml.rows[r].prompt_len;
-            for (int k = 0; k < ml.rows[r].n_resp; k++) sl->tokens += ml.rows[r].resp_len[k];
+            for (int j = 0; j < ml.rows[r].n_resp; j++) sl->tokens += ml.rows[r].resp_len[j];
             if (sl->lam_k) sl->lam_k[done - lo + r] = ml.rows[r].n_resp;
         }
         double *lam = NULL;
@@ -204,23 +216,12 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
         model_lora_dropout(m, 1, hash64(where, sizeof where, 0x64726f70ull));
         bad = micro_step(m, &ml, &p->score, weight, 1, &sl->sums, lam, err, errlen);
         model_lora_dropout(m, 0, 0); /* evaluation and sampling run without */
-        if (bad) break;
         done += mb;
     }
-    if (!bad && p->score.vote) { /* ZeRO-2: as many backwards as the rank with the most micro-steps, which reduce */
-        long most = 0, a, b;
-        for (int r = 0; r < dist_size(); r++) {
-            dist_share(n, r, &a, &b);
-            long k = (b - a + p->micro_batch - 1) / p->micro_batch;
-            most = k > most ? k : most;
-        }
-        for (long k = (hi - lo + p->micro_batch - 1) / p->micro_batch; k < most && !bad; k++) bad = step_idle(m, err, errlen);
-    }
-    /* a rank whose micro-step failed says so before the gradients' sum, which it would not join (under ZeRO-2 every
-     * micro-step voted before its backward's reductions; a failure after that ends the job, or times out) */
+    /* a rank whose micro-step failed says so before the gradients' sum, which it would not join (with
+     * p->score.vote every micro-step voted before its backward's reductions; a failure after that ends the job, or
+     * times out) */
     if (p->score.vote ? bad : (bad = step_vote(bad, err, errlen))) return bad;
-    const char *stop_at = PPA_TEST_HOOK("PPA_TEST_STOP_BEFORE_SUM"); /* tests: "R:S" stops rank R before step S's sum */
-    if (stop_at && sscanf(stop_at, "%d:%d", &fr, &fs) == 2 && fr == dist_rank() && fs == st->step + 1) raise(SIGSTOP);
     st->cursor += n;
     if (combine(m, p->zero, sl, n, hi - lo, err, errlen)) return -1;
     dist_stats(&c1, &b1, &w1);

@@ -149,7 +149,8 @@ int pc_nccl_reduce_scatter_f32(float *buf, size_t count) {
 int pc_nccl_reduce_f32(float *buf, size_t n, int root, float *acc, int tag) {
     MOCK_GUARD;
     if (!N.joined) return mock_fail("pc_nccl_reduce_f32: bad arguments: no communicator (pc_nccl_init first)");
-    if (tag < 0 || tag > 3 || root < 0 || root >= N.size) return mock_fail("pc_nccl_reduce_f32: bad arguments: tag, root");
+    if (tag < 0 || tag > 3 || root < -1 || root >= N.size || (root < 0 && acc))
+        return mock_fail("pc_nccl_reduce_f32: bad arguments: tag in 0..3, root, acc with a root");
     const char *log = getenv("PPA_MOCK_NCCL_LOG");
     if (log && *log) {
         char path[4096];
@@ -157,6 +158,7 @@ int pc_nccl_reduce_f32(float *buf, size_t n, int root, float *acc, int tag) {
         FILE *f = fopen(path, "a");
         if (f) fprintf(f, "reduce %zu %d\n", n, root), fclose(f);
     }
+    if (root < 0) return pc_nccl_sum_f32(buf, n); /* synchronous here: the stand-in has one stream */
     for (size_t i = 0; i < n;) { /* MPI counts are ints; synchronous here: the stand-in has one stream */
         int c = n - i > (size_t)INT_MAX ? INT_MAX : (int)(n - i);
         void *req = NULL, *in_place = (void *)1 /* MPI_IN_PLACE */;
