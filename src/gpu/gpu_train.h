@@ -35,9 +35,10 @@ typedef struct GpuTrain GpuTrain;
 
 /* The device buffers for m (its layout, config and decay spans) and m's weights uploaded (gpu_train_push; the
  * moments start at 0). With an adapter m must outlive the engine (the model that holds it as its engine does).
- * checkpointing: keep every layer's input only, recompute each layer in the backward. share: NULL, or ZeRO-1's
- * [lo, hi) of this rank (trainer_zero_share): the moments are kept for it alone and AdamW updates it alone. NULL
- * with why in err: what it cannot train, or out of GPU memory (the bytes asked and free). */
+ * checkpointing: keep every layer's input only, recompute each layer in the backward. share: NULL (one process), or
+ * this rank of several: under ZeRO its [lo, hi) (trainer_zero_share), whose moments are kept alone and which AdamW
+ * updates alone (stage 2: and whose gradients alone are kept). NULL with why in err: what it cannot train, or out of
+ * GPU memory (the bytes asked and free). */
 typedef struct {
     size_t lo, hi;    /* this rank's share of the parameters (step_zero_share: rank x chunk, chunk = ceil(n / ranks));
                          all of them at stage 0 */
@@ -66,9 +67,9 @@ int gpu_train_nccl_join(GpuTrain *t, const void *id, int rank, int size, char *e
 void gpu_train_nccl_leave(GpuTrain *t); /* back to the host's sums */
 /* ZeRO-2 without NCCL (ranks sharing a GPU): the backward's bucket reductions go through the host with reduce */
 void gpu_train_host_reduce(GpuTrain *t, GpuHostReduce reduce, void *ctx);
-/* The ranks' gradients summed (gpu_zero.c). zero 0: all of them, an all-reduce; zero > 0: this rank's share alone,
- * *sharded = 1 (a reduce-scatter; at stage 2 the backward's buckets did it). 1 (nothing done) when the gradients
- * must go through the host (no NCCL, below stage 2). */
+/* The ranks' gradients summed (gpu_zero.c), unless the last backward's buckets did it. zero 0: all of them, an
+ * all-reduce; zero > 0: this rank's share alone, *sharded = 1 (a reduce-scatter). 1 (nothing done) when the
+ * gradients must go through the host (no NCCL, below stage 2). */
 int gpu_train_sum_grads(GpuTrain *t, int zero, int *sharded, char *err, size_t errlen);
 /* Several ranks joined by NCCL: the backward of the step's last micro-step (last 1) reduces each layer's gradients
  * as soon as it is done, on NCCL's own stream while the backward goes on (an all-reduce; ZeRO-1: onto the ranks that
