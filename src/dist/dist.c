@@ -375,6 +375,7 @@ static void finalize(void) {
 }
 
 void dist_agreed_failure(void) { M.agreed = 1; }
+int dist_failure_agreed(void) { return M.agreed; }
 
 /* a fatal error in a one-process MPI job (ppa_die skips atexit handlers): MPI_Finalize, then the end */
 static _Noreturn void end_alone(int status) {

@@ -76,6 +76,7 @@ void dist_stats(double *seconds, double *bytes, double *wait);
  * does): a fatal error then ends the job after every rank said why (a barrier under the collective timeout, then
  * MPI_Finalize), not with MPI_Abort, which may kill a rank before it prints. */
 void dist_agreed_failure(void);
+int dist_failure_agreed(void); /* 1 once dist_agreed_failure was called */
 /* Stops every rank of the job with status (MPI_Abort); alone, exit(status). */
 _Noreturn void dist_abort(int status);
 

@@ -218,10 +218,12 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
         model_lora_dropout(m, 0, 0); /* evaluation and sampling run without */
         done += mb;
     }
-    /* a rank whose micro-step failed says so before the gradients' sum, which it would not join (with
-     * p->score.vote every micro-step voted before its backward's reductions; a failure after that ends the job, or
-     * times out) */
-    if (p->score.vote ? bad : (bad = step_vote(bad, err, errlen))) return bad;
+    /* a rank whose micro-step failed says so before the gradients' sum, which it would not join. With p->score.vote
+     * a forward's failure was agreed before its backward; one after it (a device error, a reduction that timed out
+     * on a rank that stopped) is agreed here, where a rank that never arrives is named by the host's collective
+     * timeout (dist.h) */
+    if (!(p->score.vote && dist_failure_agreed())) bad = step_vote(bad, err, errlen);
+    if (bad) return bad;
     st->cursor += n;
     if (combine(m, p->zero, sl, n, hi - lo, err, errlen)) return -1;
     dist_stats(&c1, &b1, &w1);
