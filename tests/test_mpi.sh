@@ -141,6 +141,8 @@ mpi "$ppa" train "${run[@]}" --out "$tmp/z2" --zero 2 > /dev/null 2> "$tmp/err"
 expect "--zero 2 on the CPU: refused (exit 2), naming --zero 1" sh -c "test $? -eq 2 && grep -q -- 'use --zero 1' '$tmp/err'"
 "$ppa" train "${run[@]}" --out "$tmp/z2" --zero 2 --device cpu > /dev/null 2> "$tmp/err"
 expect "--zero 2 --device cpu: refused (exit 2)" sh -c "test $? -eq 2 && grep -q -- 'use --zero 1' '$tmp/err'"
+"$ppa" train "${run[@]}" --out "$tmp/z2" --zero 2 --device cuda --lora-r 4 > /dev/null 2> "$tmp/err"
+expect "--zero 2 with LoRA: refused (exit 2), naming --zero 1" sh -c "test $? -eq 2 && grep -q -- 'are small: use --zero 1' '$tmp/err'"
 "$ppa" train "${run[@]}" --out "$tmp/z2" --zero 3 > /dev/null 2> "$tmp/err"
 expect "--zero 3: refused (exit 2)" sh -c "test $? -eq 2 && grep -q -- 'must be 0, 1 or 2' '$tmp/err'"
 

@@ -421,6 +421,8 @@ int opt_validate(TrainOptions *o, char *err, size_t errlen) {
     if (o->zero < 0 || o->zero > 2) BAD(TOPT_ZERO, "must be 0, 1 or 2 (the ZeRO stage), found %d", o->zero);
     if (o->zero == 2 && o->device == DEVICE_CPU && opt_takes(o->cmd, TOPT_ZERO))
         BAD(TOPT_ZERO, "2 shards the GPU engine's gradients; the CPU keeps them whole: use --zero 1");
+    if (o->zero == 2 && (o->lora_r > 0 || o->adapter) && opt_takes(o->cmd, TOPT_ZERO))
+        BAD(TOPT_ZERO, "2 shards a full fine-tuning's gradients; an adapter's are small: use --zero 1");
     if (o->collective_timeout < 1 || o->collective_timeout > COLLECTIVE_TIMEOUT_MAX)
         BAD(TOPT_COLLECTIVE_TIMEOUT, "must be in 1..%d seconds (a week), found %ld", COLLECTIVE_TIMEOUT_MAX,
             o->collective_timeout);
