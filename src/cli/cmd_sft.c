@@ -190,7 +190,7 @@ int cmd_sft(int argc, char **argv) {
         }
         model_lora_dropout(m, 0, 0);
         int sharded; /* sft keeps every rank's whole sum (no ZeRO) */
-        if (step_sum_grads(m, 0, &sharded, err, sizeof err)) ppa_die(1, "sft: step %ld: %s", step + 1, err);
+        if (step_sum_grads(m, &sharded, err, sizeof err)) ppa_die(1, "sft: step %ld: %s", step + 1, err);
         dist_sum_f64(&nll, 1);
         if (step_grad_norm(m, 0, &gnorm, err, sizeof err)) ppa_die(1, "sft: step %ld: %s", step + 1, err);
         double lr = schedule_lr(a.schedule, a.lr, step, warmup, total);

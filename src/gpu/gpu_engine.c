@@ -85,14 +85,12 @@ static int tr_pull(void *t, float *p, float *m, float *v, char *err, size_t errl
 static int tr_grads(void *t, float *g, int to_device, char *err, size_t errlen) {
     return to_device ? gpu_train_set_grads(t, g, err, errlen) : gpu_train_grads(t, g, err, errlen);
 }
-static int tr_sum_grads(void *t, int zero, int *sharded, char *err, size_t errlen) {
-    return gpu_train_sum_grads(t, zero, sharded, err, errlen);
+static int tr_sum_grads(void *t, int *sharded, char *err, size_t errlen) {
+    return gpu_train_sum_grads(t, sharded, err, errlen);
 }
 static int tr_idle(void *t, char *err, size_t errlen) { return gpu_train_idle(t, err, errlen); }
 static int tr_reduce_in_backward(void *t, int last) { return gpu_train_reduce_in_backward(t, last); }
-static int tr_zero_gather(void *t, const size_t *start, int R, char *err, size_t errlen) {
-    return gpu_train_zero_gather(t, start, R, err, errlen);
-}
+static int tr_zero_gather(void *t, char *err, size_t errlen) { return gpu_train_zero_gather(t, err, errlen); }
 static void tr_free(void *t) { gpu_train_free(t); }
 static size_t tr_bytes(void *t) { return gpu_train_bytes(t); }
 static size_t tr_peak(void *t) { return gpu_train_peak(t); }

@@ -161,6 +161,8 @@ struct GpuTrain {
     void *host_ctx;
 };
 
+/* where tensor "model.layers.L.SUFFIX" starts in the flat buffers (model_param_offset), or -1 (gpu_train.c) */
+long gpu_layer_offset(const Model *m, int l, const char *suffix);
 /* where offset o of the flat gradient buffer lives on the device (g + o below stage 2) */
 float *gpu_zero_grad_at(const GpuTrain *t, long o);
 /* the layer regions (t->bucket) from the model's tensor offsets: 0, or -1 with why in err */

@@ -19,7 +19,7 @@ static int fail(const GpuTrain *t, const char *what, char *err, size_t errlen) {
     return -1;
 }
 
-static long layer_offset(const Model *m, int l, const char *suffix) {
+long gpu_layer_offset(const Model *m, int l, const char *suffix) {
     char name[MODEL_TENSOR_NAME_LEN + 16];
     snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);
     return model_param_offset(m, name);
@@ -50,7 +50,7 @@ static void full_layout(GpuTrain *t, const Model *m) {
 #define GRD(o) ((o) < 0 ? NULL : gpu_zero_grad_at(t, o))
 #define SET(field, suffix, kind)                                                                                       \
     do {                                                                                                               \
-        long o = layer_offset(m, l, suffix);                                                                           \
+        long o = gpu_layer_offset(m, l, suffix);                                                                       \
         w->field = kind(o), w->d_##field = GRD(o);                                                                     \
     } while (0)
     for (int l = 0; l < L; l++) {
@@ -76,15 +76,17 @@ static void full_layout(GpuTrain *t, const Model *m) {
     long IH = (long)c->intermediate_size * c->hidden_size;
     t->fused_gu = L > 0;
     for (int l = 0; l < L; l++)
-        t->fused_gu &= layer_offset(m, l, "mlp.up_proj.weight") == layer_offset(m, l, "mlp.gate_proj.weight") + IH &&
+        t->fused_gu &= gpu_layer_offset(m, l, "mlp.up_proj.weight") ==
+                           gpu_layer_offset(m, l, "mlp.gate_proj.weight") + IH &&
                        !t->layers[l].bg;
     /* q's rows, then k's, then v's, no biases (Llama, Mistral; Qwen2's biases lie between): [QD + 2 KD, H] */
     long QH = (long)c->num_attention_heads * c->head_dim * c->hidden_size;
     long KH = (long)c->num_key_value_heads * c->head_dim * c->hidden_size;
     t->fused_qkv = L > 0 && t->dt == PC_BF16;
     for (int l = 0; l < L; l++) {
-        long oq = layer_offset(m, l, "self_attn.q_proj.weight"), ok = layer_offset(m, l, "self_attn.k_proj.weight");
-        t->fused_qkv &= ok == oq + QH && layer_offset(m, l, "self_attn.v_proj.weight") == ok + KH &&
+        long oq = gpu_layer_offset(m, l, "self_attn.q_proj.weight");
+        long ok = gpu_layer_offset(m, l, "self_attn.k_proj.weight");
+        t->fused_qkv &= ok == oq + QH && gpu_layer_offset(m, l, "self_attn.v_proj.weight") == ok + KH &&
                         !t->layers[l].bq && !t->layers[l].bk && !t->layers[l].bv;
     }
     long e = model_param_offset(m, "model.embed_tokens.weight"), f = model_param_offset(m, "model.norm.weight");

@@ -67,10 +67,10 @@ int gpu_train_nccl_join(GpuTrain *t, const void *id, int rank, int size, char *e
 void gpu_train_nccl_leave(GpuTrain *t); /* back to the host's sums */
 /* ZeRO-2 without NCCL (ranks sharing a GPU): the backward's bucket reductions go through the host with reduce */
 void gpu_train_host_reduce(GpuTrain *t, GpuHostReduce reduce, void *ctx);
-/* The ranks' gradients summed (gpu_zero.c), unless the last backward's buckets did it. zero 0: all of them, an
- * all-reduce; zero > 0: this rank's share alone, *sharded = 1 (a reduce-scatter). 1 (nothing done) when the
- * gradients must go through the host (no NCCL, below stage 2). */
-int gpu_train_sum_grads(GpuTrain *t, int zero, int *sharded, char *err, size_t errlen);
+/* The ranks' gradients summed (gpu_zero.c), unless the last backward's buckets did it: all of them (an all-reduce),
+ * or under ZeRO this rank's share alone, *sharded = 1 (a reduce-scatter). 1 (nothing done) when the gradients must
+ * go through the host (no NCCL, below stage 2). */
+int gpu_train_sum_grads(GpuTrain *t, int *sharded, char *err, size_t errlen);
 /* Several ranks joined by NCCL: the backward of the step's last micro-step (last 1) reduces each layer's gradients
  * as soon as it is done, on NCCL's own stream while the backward goes on (an all-reduce; ZeRO-1: onto the ranks that
  * own them), and gpu_train_sum_grads then has nothing left to do; ZeRO-2 reduces in every backward. 1 when the
@@ -79,10 +79,10 @@ int gpu_train_reduce_in_backward(GpuTrain *t, int last);
 /* a micro-step's reductions without its backward, for a rank that has no lists for it (ZeRO-2: of zero gradients;
  * else of what it has accumulated); nothing when the coming backward does not reduce */
 int gpu_train_idle(GpuTrain *t, char *err, size_t errlen);
-/* ZeRO after the step: each rank updated its share [start[r], start[r + 1]) of the weights (r < R, this rank's
- * [lo, hi)); every rank's gathered into every rank's weights through NCCL in place (float32, the bf16 copy refreshed
- * from them: the host path's bytes). 1 before a join (the caller gathers through the host) */
-int gpu_train_zero_gather(GpuTrain *t, const size_t *start, int R, char *err, size_t errlen);
+/* ZeRO after the step: each rank updated its share (its chunk [lo, hi)) of the weights; every rank's gathered into
+ * every rank's weights through NCCL in place (float32, the bf16 copy refreshed from them: the host path's bytes).
+ * 1 before a join (the caller gathers through the host) */
+int gpu_train_zero_gather(GpuTrain *t, char *err, size_t errlen);
 /* the global L2 norm of the gradients (cuda/global_norm.h's fixed order: the same bits on every rerun); shard: of
  * this rank's share alone (after a sharded sum) */
 int gpu_train_grad_norm(GpuTrain *t, int shard, double *norm, char *err, size_t errlen);

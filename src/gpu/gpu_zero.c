@@ -28,12 +28,6 @@ void gpu_train_host_reduce(GpuTrain *t, GpuHostReduce reduce, void *ctx) { t->ho
 
 /* ---- the backward's buckets ---- */
 
-static long layer_offset(const Model *m, int l, const char *suffix) {
-    char name[MODEL_TENSOR_NAME_LEN + 16];
-    snprintf(name, sizeof name, "model.layers.%d.%s", l, suffix);
-    return model_param_offset(m, name);
-}
-
 static const char *const LAYER_TENSORS[] = {
     "input_layernorm.weight", "post_attention_layernorm.weight", "self_attn.q_proj.weight", "self_attn.q_proj.bias",
     "self_attn.k_proj.weight", "self_attn.k_proj.bias",          "self_attn.v_proj.weight", "self_attn.v_proj.bias",
@@ -48,7 +42,7 @@ int gpu_zero_buckets(GpuTrain *t, const Model *m, char *err, size_t errlen) {
     for (int l = 0; l < L; l++) { /* a layer's region starts at its first tensor */
         long lo = -1;
         for (int k = 0; k < N_LAYER_TENSORS; k++) {
-            long o = layer_offset(m, l, LAYER_TENSORS[k]);
+            long o = gpu_layer_offset(m, l, LAYER_TENSORS[k]);
             if (o >= 0 && (lo < 0 || o < lo)) lo = o;
         }
         if (lo < 0 || (l && (size_t)lo <= t->bucket[l - 1])) goto apart;
@@ -64,7 +58,7 @@ int gpu_zero_buckets(GpuTrain *t, const Model *m, char *err, size_t errlen) {
         if (L && other[i] >= (long)t->bucket[0] && (size_t)other[i] < t->bucket[L]) goto apart;
     for (int l = 0; l < L; l++) /* every tensor of a layer inside its region */
         for (int k = 0; k < N_LAYER_TENSORS; k++) {
-            long o = layer_offset(m, l, LAYER_TENSORS[k]);
+            long o = gpu_layer_offset(m, l, LAYER_TENSORS[k]);
             if (o >= 0 && ((size_t)o < t->bucket[l] || (size_t)o >= t->bucket[l + 1])) goto apart;
         }
     return 0;
@@ -169,7 +163,7 @@ int gpu_train_idle(GpuTrain *t, char *err, size_t errlen) {
 
 /* ---- after the micro-steps ---- */
 
-int gpu_train_sum_grads(GpuTrain *t, int zero, int *sharded, char *err, size_t errlen) {
+int gpu_train_sum_grads(GpuTrain *t, int *sharded, char *err, size_t errlen) {
     *sharded = 0;
     if (t->reduced || t->stage == 2) { /* the backward's buckets did it */
         t->reduced = 0;
@@ -177,7 +171,7 @@ int gpu_train_sum_grads(GpuTrain *t, int zero, int *sharded, char *err, size_t e
         return 0;
     }
     if (!t->nccl) return 1;
-    if (zero && t->stage) {
+    if (t->stage) {
         if (t->pc->pc_nccl_reduce_scatter_f32(t->g, t->chunk))
             return fail(t, "summing the ranks' shares of the gradients (NCCL)", err, errlen);
         return *sharded = 1, 0;
@@ -186,11 +180,8 @@ int gpu_train_sum_grads(GpuTrain *t, int zero, int *sharded, char *err, size_t e
     return 0;
 }
 
-int gpu_train_zero_gather(GpuTrain *t, const size_t *start, int R, char *err, size_t errlen) {
+int gpu_train_zero_gather(GpuTrain *t, char *err, size_t errlen) {
     if (!t->nccl) return 1;
-    if (R != t->ranks || start[t->rank] != t->lo || start[t->rank + 1] != t->hi)
-        return snprintf(err, errlen, "gpu train: ZeRO: this rank's share [%zu, %zu) is not the trainer's (internal)",
-                        t->lo, t->hi), -1;
     /* p holds R chunks: every rank's share lands where it belongs, the last chunk's padding stays zero */
     if (t->pc->pc_nccl_all_gather_f32(t->p, t->chunk)) return fail(t, "gathering the ranks' weights (NCCL)", err, errlen);
     if (t->pb && t->pc->pc_f32_to_bf16(t->pb, t->p, t->n)) return fail(t, "the weights' bf16 copy", err, errlen);

@@ -195,12 +195,12 @@ typedef struct {
     /* the gradients to host grads [n] (to_device 0) or back (1): several processes add theirs up on the host */
     int (*grads)(void *ctx, float *grads, int to_device, char *err, size_t errlen);
     /* the processes' gradients summed device to device (NCCL): 0, -1 with err, or 1 when it cannot (NULL too):
-     * then through the host with grads. zero (the ZeRO stage) > 0: only this rank's share of the sum is needed;
-     * *sharded = 1 when only it was summed (a reduce-scatter; the backward's buckets at stage 2) */
-    int (*sum_grads)(void *ctx, int zero, int *sharded, char *err, size_t errlen);
-    /* ZeRO: every rank's updated share [start[r], start[r + 1]) of the weights gathered device to device (NCCL): 0,
-     * -1 with err, or 1 when it cannot (NULL too): then through the host with pull and push */
-    int (*zero_gather)(void *ctx, const size_t *start, int R, char *err, size_t errlen);
+     * then through the host with grads. Under ZeRO (the engine's share) only this rank's share of the sum may be
+     * summed: *sharded = 1 then (a reduce-scatter, or the backward's buckets) */
+    int (*sum_grads)(void *ctx, int *sharded, char *err, size_t errlen);
+    /* ZeRO: every rank's updated share (step_zero_share) of the weights gathered device to device (NCCL): 0, -1 with
+     * err, or 1 when it cannot (NULL too): then through the host with pull and push */
+    int (*zero_gather)(void *ctx, char *err, size_t errlen);
     /* Several ranks: whether the coming backward is its step's last (last) is told before each; the answer is 1
      * when that backward reduces the ranks' gradients itself, layer by layer as it finishes them (NCCL's buckets;
      * ZeRO-2's every backward), and 0 when the caller sums them after the step (NULL: 0). A rank without lists for

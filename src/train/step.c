@@ -233,11 +233,7 @@ void step_gather_shares(float *x, size_t n) {
 int step_zero_gather(Model *m, char *err, size_t errlen) {
     const ForwardEngine *e = model_train_engine(m);
     if (e && e->zero_gather) { /* device to device where the engine can */
-        int R = dist_size();
-        size_t *start = xmalloc(sizeof(size_t) * (size_t)(R + 1));
-        for (int r = 0; r < R; r++) step_zero_share(model_n_params(m), r, &start[r], &start[r + 1]);
-        int rc = e->zero_gather(e->ctx, start, R, err, errlen);
-        free(start);
+        int rc = e->zero_gather(e->ctx, err, errlen);
         if (rc <= 0) return rc;
     }
     if (e && e->pull(e->ctx, model_params(m), NULL, NULL, err, errlen)) return -1;
@@ -261,11 +257,11 @@ int step_vote(int bad, char *err, size_t errlen) {
     return code ? code : -1;
 }
 
-int step_sum_grads(Model *m, int zero, int *sharded, char *err, size_t errlen) {
+int step_sum_grads(Model *m, int *sharded, char *err, size_t errlen) {
     *sharded = 0;
     if (dist_size() < 2) return 0;
     const ForwardEngine *e = model_train_engine(m);
-    int rc = e && e->sum_grads ? e->sum_grads(e->ctx, zero, sharded, err, errlen) : 1; /* NCCL, where it can */
+    int rc = e && e->sum_grads ? e->sum_grads(e->ctx, sharded, err, errlen) : 1; /* NCCL, where it can */
     if (rc <= 0) return rc;
     float *g = model_grads(m); /* an engine's run: the host's buffer carries them */
     if (e && e->grads(e->ctx, g, 0, err, errlen)) return -1;

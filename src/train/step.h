@@ -84,9 +84,9 @@ int step_adamw(Model *m, AdamW *a, float grad_scale, const Spans *decay, size_t 
 int step_pull(Model *m, AdamW *a, char *err, size_t errlen);
 /* Every process's gradients added up on every process (dist_sum_f32 over model_grads; an engine's through the
  * host: read back, summed, written again), unless the engine's last backward did it (step_reduce_in_backward).
- * Nothing in one process. zero (the ZeRO stage): an engine with NCCL then sums each rank's share alone, and *sharded
- * says so: the rest of its buffer is not the sum. */
-int step_sum_grads(Model *m, int zero, int *sharded, char *err, size_t errlen);
+ * Nothing in one process. Under ZeRO an engine with NCCL sums each rank's share alone, and *sharded says so: the
+ * rest of its buffer is not the sum. */
+int step_sum_grads(Model *m, int *sharded, char *err, size_t errlen);
 /* Several ranks whose engine reduces the gradients inside the backward (NCCL's buckets, ZeRO-2): before each
  * backward, whether it is the step's last; 1 when that backward reduces (then every rank must run as many, with
  * sp->vote: step_idle for a rank without lists), 0 when the gradients are summed after the step (step_sum_grads) */

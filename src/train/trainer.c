@@ -125,9 +125,9 @@ void train_tally_text(const TrainTally *t, char *buf, size_t n) {
 
 /* Every rank's share of a step made whole on every rank: the gradients and the log's sums added up (each list
  * weighs 1/n of the step's lists on whichever rank it ran), the lambdas and list sizes gathered in list order. */
-static int combine(Model *m, int zero, StepLog *sl, long n, long mine, char *err, size_t errlen) {
+static int combine(Model *m, StepLog *sl, long n, long mine, char *err, size_t errlen) {
     if (dist_size() < 2) return 0;
-    if (step_sum_grads(m, zero, &sl->sharded, err, errlen)) return -1;
+    if (step_sum_grads(m, &sl->sharded, err, errlen)) return -1;
     StepSums *u = &sl->sums;
     enum { NO = PPA_N_OBJECTIVES };
     double v[6 + 2 * NO] = {(double)u->lists, (double)u->tokens, (double)u->lists_with_pairs, (double)sl->tokens,
@@ -164,6 +164,13 @@ static int combine(Model *m, int zero, StepLog *sl, long n, long mine, char *err
     return 0;
 }
 
+/* the micro-batches of rank r's share of a step's n lists */
+static long micro_steps(long n, int r, int micro_batch) {
+    long lo, hi;
+    dist_share(n, r, &lo, &hi);
+    return (hi - lo + micro_batch - 1) / micro_batch;
+}
+
 /* one optimizer step: its lists in micro-batches, gradients accumulated */
 static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *st, const TrainPlan *p, StepLog *sl,
                     char *err, size_t errlen) {
@@ -185,12 +192,9 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
     }
     /* with p->score.vote every rank runs as many micro-steps as the one with the most (an idle one: the reductions
      * alone), the step's last reducing the gradients in its backward (step_reduce_in_backward) */
-    long mine = (hi - lo + p->micro_batch - 1) / p->micro_batch, most = mine;
-    for (int r = 0; p->score.vote && r < dist_size(); r++) {
-        long a, b;
-        dist_share(n, r, &a, &b);
-        most = (b - a + p->micro_batch - 1) / p->micro_batch > most ? (b - a + p->micro_batch - 1) / p->micro_batch : most;
-    }
+    long mine = micro_steps(n, dist_rank(), p->micro_batch), most = mine;
+    for (int r = 0; p->score.vote && r < dist_size(); r++)
+        if (micro_steps(n, r, p->micro_batch) > most) most = micro_steps(n, r, p->micro_batch);
     for (long k = 0, done = lo; k < most && !bad; k++) {
         if (p->score.vote) step_reduce_in_backward(m, k == most - 1);
         if (k >= mine) {
@@ -225,7 +229,7 @@ static int run_step(Model *m, TrainData *data, const RefCache *ref, TrainState *
     if (!(p->score.vote && dist_failure_agreed())) bad = step_vote(bad, err, errlen);
     if (bad) return bad;
     st->cursor += n;
-    if (combine(m, p->zero, sl, n, hi - lo, err, errlen)) return -1;
+    if (combine(m, sl, n, hi - lo, err, errlen)) return -1;
     dist_stats(&c1, &b1, &w1);
     sl->comm_s = c1 - c0, sl->comm_bytes = b1 - b0, sl->wait_s = w1 - w0;
     sl->lists = n;
